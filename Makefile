@@ -1,0 +1,52 @@
+# kaudit: `make demo` and `make test` set everything up themselves on a fresh machine
+# (Python 3.11+, Java 17 and make are all they need).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends
+PYTEST_ARGS ?=
+
+.PHONY: demo test unit integration bench venv zookeeper chromium clean
+
+demo: $(VENV)/.installed
+	$(BIN)/kaudit demo
+
+test: $(VENV)/.installed-test zookeeper chromium
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+unit: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed-test zookeeper
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+venv: $(VENV)/.installed-test
+
+# uv, bootstrapped inside the venv, does the installing (fast, resolves once).
+$(BIN)/uv:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip uv
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]'
+	touch $(VENV)/.installed $@
+
+apt-updated:
+	@$(SUDO) apt-get update -qq
+
+# The real ZooKeeper 3.8 the tests drive (Debian package).
+zookeeper:
+	@test -x /usr/share/zookeeper/bin/zkServer.sh || { $(SUDO) apt-get update -qq && $(APT) zookeeper; }
+
+# Headless Chromium renders the report in a test, as a person would see it.
+chromium:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(APT) chromium; }
+
+clean:
+	rm -rf warehouse target logs dbt_packages .pytest_cache spark-warehouse metastore_db derby.log

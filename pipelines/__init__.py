@@ -1,0 +1,1 @@
+"""kaudit: offline audit of Kafka consumer coordination."""

@@ -1,0 +1,40 @@
+"""Typed errors the CLI turns into one line and an exit code (CONTRACT: exit codes)."""
+
+from __future__ import annotations
+
+
+class KauditError(Exception):
+    """Base: ``str(err)`` is the one line the user sees."""
+
+    exit_code = 1
+
+
+class InputError(KauditError):
+    """An input that cannot be read at all (names the file and why). Exit 1."""
+
+    exit_code = 1
+
+
+class StepError(KauditError):
+    """A step that failed (dbt, Spark, ...) with a clear reason. Exit 1."""
+
+    exit_code = 1
+
+
+class UsageError(KauditError):
+    """Bad options or config. Exit 2."""
+
+    exit_code = 2
+
+
+class NotBuiltYet(UsageError):
+    """A contract command whose capability does not exist yet. Exit 2, writes nothing."""
+
+    def __init__(self, what: str):
+        super().__init__(f"{what} is not built yet in this version of kaudit")
+
+
+class ExpectationsFailed(KauditError):
+    """``--strict`` and an error-level expectation failed. Exit 3."""
+
+    exit_code = 3

@@ -1,0 +1,1 @@
+"""Spark transforms: registry, expected assignment, audit (pure DataFrame -> DataFrame)."""

@@ -1,0 +1,35 @@
+"""The SparkSession every kaudit Spark step uses (local, spark-submit, or dbt's session)."""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+# Settings the warehouse contract depends on: UTC, timestamp[ms] in Parquet, string run ids.
+CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MILLIS",
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    "spark.sql.legacy.parquet.nanosAsLong": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+}
+
+
+def get_spark(master: str | None = None, app_name: str = "kaudit", conf: dict[str, str] | None = None) -> SparkSession:
+    """The active session, or a new one. ``master`` None means what spark-submit set, else local[*]."""
+    os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON") or __import__("sys").executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_ENV_LOADED"):
+        builder = builder.master(os.environ.get("KAUDIT_SPARK_MASTER", "local[*]"))
+    for key, value in {**CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

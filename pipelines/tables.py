@@ -1,0 +1,219 @@
+"""Arrow schemas of every warehouse table written outside dbt: declared once, used by
+the extractors (pyarrow), the Spark jobs (converted in ``pipelines.spark.schemas``) and tests.
+
+The contract (``../shared/CONTRACT.md``) fixes names and columns. ``run_id`` is not stored in
+the Parquet files: it is the hive partition (``<table>/run_id=<id>/``), so every engine that
+reads the table with hive partitioning sees it as a column.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TS = pa.timestamp("ms", tz="UTC")
+
+RAW_ZNODES = pa.schema(
+    [
+        ("source", pa.string()),  # 'live' | 'snapshot'
+        ("path", pa.string()),
+        ("data", pa.binary()),
+        ("czxid", pa.int64()),
+        ("mzxid", pa.int64()),
+        ("pzxid", pa.int64()),
+        ("ctime", TS),
+        ("mtime", TS),
+        ("version", pa.int32()),
+        ("cversion", pa.int32()),
+        ("aversion", pa.int32()),
+        ("ephemeral_owner", pa.int64()),
+        ("data_length", pa.int32()),
+        ("num_children", pa.int32()),
+    ]
+)
+
+RAW_OFFSET_COMMITS = pa.schema(
+    [
+        ("group_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("committed_offset", pa.int64()),  # null for a tombstone
+        ("leader_epoch", pa.int32()),  # null if absent
+        ("metadata", pa.string()),
+        ("commit_timestamp", TS),
+        ("expire_timestamp", TS),  # null if absent
+        ("is_tombstone", pa.bool_()),
+        ("key_version", pa.int16()),
+        ("value_version", pa.int16()),
+        ("offsets_partition", pa.int32()),
+        ("log_offset", pa.int64()),
+        ("producer_id", pa.int64()),
+        ("is_transactional", pa.bool_()),
+        ("txn_state", pa.string()),  # committed | aborted | pending | null
+        ("segment_file", pa.string()),
+    ]
+)
+
+RAW_GROUP_METADATA = pa.schema(
+    [
+        ("group_id", pa.string()),
+        ("generation", pa.int32()),
+        ("protocol_type", pa.string()),
+        ("protocol", pa.string()),
+        ("leader", pa.string()),
+        ("state_timestamp", TS),
+        ("is_tombstone", pa.bool_()),
+        ("value_version", pa.int16()),
+        ("offsets_partition", pa.int32()),
+        ("log_offset", pa.int64()),
+        ("segment_file", pa.string()),
+    ]
+)
+
+RAW_GROUP_MEMBERS = pa.schema(
+    [
+        ("group_id", pa.string()),
+        ("generation", pa.int32()),
+        ("offsets_partition", pa.int32()),
+        ("log_offset", pa.int64()),
+        ("member_id", pa.string()),
+        ("group_instance_id", pa.string()),
+        ("client_id", pa.string()),
+        ("client_host", pa.string()),
+        ("session_timeout_ms", pa.int32()),
+        ("rebalance_timeout_ms", pa.int32()),
+        ("subscribed_topics", pa.list_(pa.string())),
+    ]
+)
+
+RAW_GROUP_ASSIGNMENTS = pa.schema(
+    [
+        ("group_id", pa.string()),
+        ("generation", pa.int32()),
+        ("offsets_partition", pa.int32()),
+        ("log_offset", pa.int64()),
+        ("member_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+    ]
+)
+
+RAW_COORDINATOR_RECORDS = pa.schema(
+    [
+        ("key_type", pa.int16()),
+        ("group_id", pa.string()),  # null where the key has none
+        ("key", pa.binary()),
+        ("value", pa.binary()),  # null = tombstone
+        ("offsets_partition", pa.int32()),
+        ("log_offset", pa.int64()),
+        ("segment_file", pa.string()),
+    ]
+)
+
+RAW_LOG_END_OFFSETS = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("log_start_offset", pa.int64()),
+        ("log_end_offset", pa.int64()),
+        ("max_timestamp", TS),
+    ]
+)
+
+RAW_QUARANTINE = pa.schema(
+    [
+        ("source", pa.string()),  # which extractor / step: 'offsets', 'zk-snapshot', 'registry', ...
+        ("location", pa.string()),  # file:byte-position, or znode path
+        ("reason", pa.string()),
+        ("raw", pa.binary()),
+    ]
+)
+
+RAW = {
+    "raw/znodes": RAW_ZNODES,
+    "raw/offset_commits": RAW_OFFSET_COMMITS,
+    "raw/group_metadata": RAW_GROUP_METADATA,
+    "raw/group_members": RAW_GROUP_MEMBERS,
+    "raw/group_assignments": RAW_GROUP_ASSIGNMENTS,
+    "raw/coordinator_records": RAW_COORDINATOR_RECORDS,
+    "raw/log_end_offsets": RAW_LOG_END_OFFSETS,
+    "raw/quarantine": RAW_QUARANTINE,
+}
+
+I32_LIST = pa.list_(pa.int32())
+STR_LIST = pa.list_(pa.string())
+
+CORE = {
+    "core/brokers": pa.schema(
+        [("broker_id", pa.int32()), ("host", pa.string()), ("port", pa.int32()), ("endpoints", STR_LIST)]
+    ),
+    "core/topic_partitions": pa.schema(
+        [
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("broker_id", pa.int32()),
+            ("replicas", I32_LIST),
+            ("leader", pa.int32()),
+            ("leader_epoch", pa.int32()),
+            ("isr", I32_LIST),
+        ]
+    ),
+    "core/consumer_registrations": pa.schema(
+        [("group_id", pa.string()), ("consumer_id", pa.string()), ("topic", pa.string()), ("streams", pa.int32())]
+    ),
+    "core/partition_owners": pa.schema(
+        [
+            ("group_id", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("broker_id", pa.int32()),
+            ("owner", pa.string()),
+        ]
+    ),
+    "core/zk_offsets": pa.schema(
+        [
+            ("group_id", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("broker_id", pa.int32()),
+            ("committed_offset", pa.int64()),
+            ("mtime", TS),
+        ]
+    ),
+    "core/cluster": pa.schema(
+        [("cluster_id", pa.string()), ("controller_id", pa.int32()), ("pending_topic_deletions", STR_LIST)]
+    ),
+    "core/expected_assignment": pa.schema(
+        [
+            ("source", pa.string()),
+            ("group_id", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("broker_id", pa.int32()),
+            ("expected_owner", pa.string()),
+            ("assignor", pa.string()),
+        ]
+    ),
+    "core/assignment_audit": pa.schema(
+        [
+            ("source", pa.string()),
+            ("group_id", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("broker_id", pa.int32()),
+            ("expected_owner", pa.string()),
+            ("observed_owners", STR_LIST),
+            ("status", pa.string()),
+        ]
+    ),
+}
+
+SCHEMAS = {**RAW, **CORE}
+
+ASSIGNMENT_STATUSES = (
+    "duplicate_owner",
+    "unexpected_partition",
+    "unknown_owner",
+    "unowned",
+    "wrong_owner",
+    "ok",
+)

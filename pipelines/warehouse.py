@@ -1,0 +1,182 @@
+"""The warehouse: table paths, run ids, atomic run-partition writes and reads.
+
+Layout: ``<root>/<layer>/<table>/run_id=<id>/part-*.parquet`` (hive partitioning; the files
+themselves carry no ``run_id`` column, the directory does). Every writer stages into a hidden
+sibling directory (``.staging-*``, ignored by Spark, pyarrow and DuckDB) and publishes with
+renames, so a killed step never leaves a half-written partition and re-running a step with
+the same run id replaces its partition whole. A step that writes several tables publishes
+them together at the end of a :meth:`Warehouse.transaction`; if the step fails, none is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.tables import SCHEMAS
+
+DEFAULT_ROOT = "warehouse"
+PART_FILE = "part-00000.parquet"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Default run id: UTC time ``YYYYMMDDTHHMMSSZ``."""
+    return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _check_run_id(run_id: str) -> str:
+    if not run_id or any(c in run_id for c in "/\\=\0") or run_id.startswith("."):
+        raise ValueError(f"invalid run id {run_id!r}: use letters, digits, '-', '_', 'T', 'Z'")
+    return run_id
+
+
+class TableWriter:
+    """Streams record batches of one table into one Parquet file of a staging dir."""
+
+    def __init__(self, path: Path, schema: pa.Schema):
+        self.schema = schema
+        self.rows = 0
+        self._path = path
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        if data.num_rows == 0:
+            return
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._path, self.schema, compression="zstd")
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        self._writer.write_table(data.select(self.schema.names).cast(self.schema))
+        self.rows += data.num_rows
+
+    def close(self) -> None:
+        if self._writer is None:  # an empty table is still a table: write its schema
+            pq.write_table(self.schema.empty_table(), self._path, compression="zstd")
+        else:
+            self._writer.close()
+
+
+@dataclass
+class Transaction:
+    """Staged partitions of one step, published together by :meth:`Warehouse.transaction`."""
+
+    warehouse: "Warehouse"
+    run_id: str
+    staged: dict[str, Path] = field(default_factory=dict)
+    writers: dict[str, TableWriter] = field(default_factory=dict)
+
+    def staging_dir(self, table: str) -> Path:
+        """A fresh directory to stage ``table``'s partition in (Spark may write into it)."""
+        if table not in self.staged:
+            table_dir = self.warehouse.table_dir(table)
+            table_dir.mkdir(parents=True, exist_ok=True)
+            self.staged[table] = table_dir / f".staging-{self.run_id}-{uuid.uuid4().hex[:8]}"
+        return self.staged[table]
+
+    def writer(self, table: str, schema: pa.Schema | None = None) -> TableWriter:
+        if table not in self.writers:
+            path = self.staging_dir(table)
+            path.mkdir(parents=True, exist_ok=True)
+            self.writers[table] = TableWriter(path / PART_FILE, schema or SCHEMAS[table])
+        return self.writers[table]
+
+    def write(self, table: str, data: pa.Table, schema: pa.Schema | None = None) -> None:
+        self.writer(table, schema).write(data)
+
+
+class Warehouse:
+    def __init__(self, root: str | os.PathLike = DEFAULT_ROOT):
+        self.root = Path(root).absolute()
+
+    # -- paths -----------------------------------------------------------------
+    def table_dir(self, table: str) -> Path:
+        return self.root / table
+
+    def partition_dir(self, table: str, run_id: str) -> Path:
+        return self.table_dir(table) / f"run_id={_check_run_id(run_id)}"
+
+    def exists(self, table: str, run_id: str) -> bool:
+        return self.partition_dir(table, run_id).is_dir()
+
+    def run_ids(self, table: str) -> list[str]:
+        d = self.table_dir(table)
+        if not d.is_dir():
+            return []
+        return sorted(p.name.split("=", 1)[1] for p in d.iterdir() if p.is_dir() and p.name.startswith("run_id="))
+
+    # -- writes ----------------------------------------------------------------
+    @contextmanager
+    def transaction(self, run_id: str) -> Iterator[Transaction]:
+        """Stage the tables of one step; publish them all when the block ends without error."""
+        tx = Transaction(self, _check_run_id(run_id))
+        try:
+            yield tx
+            for w in tx.writers.values():
+                w.close()
+        except BaseException:
+            for w in tx.writers.values():
+                if w._writer is not None:
+                    w._writer.close()
+            for path in tx.staged.values():
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+        for table, path in tx.staged.items():
+            self._publish(path, self.partition_dir(table, run_id))
+
+    def write_table(self, table: str, run_id: str, data: pa.Table, schema: pa.Schema | None = None) -> Path:
+        with self.transaction(run_id) as tx:
+            tx.write(table, data, schema)
+            tx.writer(table, schema)  # make sure an empty table still gets its partition
+        return self.partition_dir(table, run_id)
+
+    @staticmethod
+    def _publish(staged: Path, final: Path) -> None:
+        if not staged.exists():
+            staged.mkdir(parents=True)
+        old = None
+        if final.exists():
+            old = final.with_name(f".replaced-{final.name}-{uuid.uuid4().hex[:8]}")
+            os.rename(final, old)
+        os.rename(staged, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+    # -- reads -----------------------------------------------------------------
+    def read_table(self, table: str, run_id: str, schema: pa.Schema | None = None) -> pa.Table:
+        """The run's partition with a ``run_id`` column; an empty table when it does not exist."""
+        schema = schema or SCHEMAS.get(table)
+        part = self.partition_dir(table, run_id)
+        files = sorted(p for p in part.glob("*.parquet")) if part.is_dir() else []
+        if files:
+            data = pa.concat_tables([pq.read_table(f, schema=schema) for f in files]) if schema else pq.read_table(part)
+        elif schema is not None:
+            data = schema.empty_table()
+        else:
+            raise FileNotFoundError(f"{part}: no such table partition")
+        return data.append_column("run_id", pa.array([run_id] * data.num_rows, pa.string()))
+
+    # -- run metadata ----------------------------------------------------------
+    def meta_path(self, run_id: str, step: str) -> Path:
+        return self.partition_dir("runs", run_id) / f"{step}.json"
+
+    def write_meta(self, run_id: str, step: str, meta: dict) -> None:
+        """Per-step run metadata (``runs/run_id=<id>/<step>.json``), written atomically."""
+        path = self.meta_path(run_id, step)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str))
+        os.replace(tmp, path)
+
+    def read_meta(self, run_id: str, step: str) -> dict:
+        path = self.meta_path(run_id, step)
+        return json.loads(path.read_text()) if path.exists() else {}

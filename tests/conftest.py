@@ -1,0 +1,48 @@
+"""Session-scoped real components: a ZooKeeper 3.8 server and a local SparkSession."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from zk_server import ZK_HOME, start_zk  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+REAL_FIXTURES = SHARED / "fixtures" / "real"
+
+
+@pytest.fixture(scope="session")
+def zk_server(tmp_path_factory):
+    """A real ZooKeeper (Debian ``zkServer.sh start-foreground``) on 127.0.0.1 and a free port."""
+    if not (ZK_HOME / "bin" / "zkServer.sh").exists():
+        pytest.fail("ZooKeeper is not installed: run `make test` (installs Debian's zookeeper)")
+    server = start_zk(tmp_path_factory.mktemp("zk"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole run (local[2], UTC, kaudit's conf)."""
+    from pipelines.spark.session import get_spark
+
+    session = get_spark("local[2]", app_name="kaudit-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture()
+def warehouse(tmp_path):
+    from pipelines.warehouse import Warehouse
+
+    return Warehouse(tmp_path / "warehouse")
+
+
+@pytest.fixture(scope="session")
+def real_fixtures() -> Path:
+    return REAL_FIXTURES
