@@ -23,15 +23,27 @@ def parse_assignors(values: list[str]) -> dict[str, str]:
 
 
 def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: bool = True) -> None:
-    raise NotBuiltYet("kaudit build")
+    """Spark core tables, then ``dbt build`` of the marts and snapshots."""
+    from pipelines.spark.build import build_core
+
+    build_core(ctx, assignors or {})
+    if run_dbt:
+        from pipelines.transform.dbt_runner import run_dbt as dbt_build
+
+        dbt_build(ctx)
 
 
 def validate(ctx: RunContext, strict: bool = False) -> None:
-    raise NotBuiltYet("kaudit validate")
+    """Great Expectations suites; raises ExpectationsFailed (exit 3) with ``strict``."""
+    from pipelines.quality.run import run_validation
+
+    run_validation(ctx, strict=strict)
 
 
 def report(ctx: RunContext) -> None:
-    raise NotBuiltYet("kaudit report")
+    from pipelines.report.write import write_report
+
+    write_report(ctx)
 
 
 def run_config(ctx: RunContext, config: Path) -> None:

@@ -6,6 +6,11 @@ sibling directory (``.staging-*``, ignored by Spark, pyarrow and DuckDB) and pub
 renames, so a killed step never leaves a half-written partition and re-running a step with
 the same run id replaces its partition whole. A step that writes several tables publishes
 them together at the end of a :meth:`Warehouse.transaction`; if the step fails, none is.
+
+A few tables are written by several steps of one run (``raw/quarantine``, and ``raw/znodes``
+if both a live walk and a snapshot read feed a run): they are *shared*. Each step writes
+its own file ``part-<step>.parquet`` there and publishing replaces only that file (an atomic
+``os.replace``), so steps of one run never overwrite each other's rows.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import pyarrow.parquet as pq
 from pipelines.tables import SCHEMAS
 
 DEFAULT_ROOT = "warehouse"
-PART_FILE = "part-00000.parquet"
+SHARED_TABLES = frozenset({"raw/quarantine", "raw/znodes"})
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -72,6 +77,7 @@ class Transaction:
 
     warehouse: "Warehouse"
     run_id: str
+    step: str = "main"
     staged: dict[str, Path] = field(default_factory=dict)
     writers: dict[str, TableWriter] = field(default_factory=dict)
 
@@ -87,7 +93,7 @@ class Transaction:
         if table not in self.writers:
             path = self.staging_dir(table)
             path.mkdir(parents=True, exist_ok=True)
-            self.writers[table] = TableWriter(path / PART_FILE, schema or SCHEMAS[table])
+            self.writers[table] = TableWriter(path / f"part-{self.step}.parquet", schema or SCHEMAS[table])
         return self.writers[table]
 
     def write(self, table: str, data: pa.Table, schema: pa.Schema | None = None) -> None:
@@ -116,9 +122,11 @@ class Warehouse:
 
     # -- writes ----------------------------------------------------------------
     @contextmanager
-    def transaction(self, run_id: str) -> Iterator[Transaction]:
-        """Stage the tables of one step; publish them all when the block ends without error."""
-        tx = Transaction(self, _check_run_id(run_id))
+    def transaction(self, run_id: str, step: str = "main") -> Iterator[Transaction]:
+        """Stage the tables of one step; publish them all when the block ends without error.
+
+        ``step`` names the step's files in shared tables (see the module docstring)."""
+        tx = Transaction(self, _check_run_id(run_id), _check_run_id(step))
         try:
             yield tx
             for w in tx.writers.values():
@@ -131,10 +139,16 @@ class Warehouse:
                 shutil.rmtree(path, ignore_errors=True)
             raise
         for table, path in tx.staged.items():
-            self._publish(path, self.partition_dir(table, run_id))
+            final = self.partition_dir(table, run_id)
+            if table in SHARED_TABLES:
+                self._publish_files(path, final)
+            else:
+                self._publish(path, final)
 
-    def write_table(self, table: str, run_id: str, data: pa.Table, schema: pa.Schema | None = None) -> Path:
-        with self.transaction(run_id) as tx:
+    def write_table(
+        self, table: str, run_id: str, data: pa.Table, schema: pa.Schema | None = None, step: str = "main"
+    ) -> Path:
+        with self.transaction(run_id, step) as tx:
             tx.write(table, data, schema)
             tx.writer(table, schema)  # make sure an empty table still gets its partition
         return self.partition_dir(table, run_id)
@@ -150,6 +164,13 @@ class Warehouse:
         os.rename(staged, final)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+    @staticmethod
+    def _publish_files(staged: Path, final: Path) -> None:
+        final.mkdir(parents=True, exist_ok=True)
+        for f in staged.iterdir():
+            os.replace(f, final / f.name)
+        shutil.rmtree(staged, ignore_errors=True)
 
     # -- reads -----------------------------------------------------------------
     def read_table(self, table: str, run_id: str, schema: pa.Schema | None = None) -> pa.Table:
