@@ -1,0 +1,44 @@
+"""Typed decode errors of ``__consumer_offsets`` segments. Each carries the reason that ends
+up in ``raw/quarantine`` (the location is added by whoever knows the file and position)."""
+
+from __future__ import annotations
+
+
+class DecodeError(Exception):
+    """A part of a segment that cannot be decoded (``str(err)`` is the quarantine reason)."""
+
+
+class FramingError(DecodeError):
+    """The batch framing itself is broken (length, magic, CRC, cut off)."""
+
+
+class TruncatedBatch(FramingError):
+    pass
+
+
+class ImpossibleLength(FramingError):
+    pass
+
+
+class UnknownMagic(FramingError):
+    pass
+
+
+class CrcMismatch(FramingError):
+    pass
+
+
+class CorruptRecords(DecodeError):
+    """A batch whose framing and CRC are fine but whose records do not parse."""
+
+
+class UnsupportedCodec(DecodeError):
+    pass
+
+
+class UndecodableKey(DecodeError):
+    pass
+
+
+class UndecodableValue(DecodeError):
+    pass

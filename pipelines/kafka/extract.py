@@ -1,0 +1,150 @@
+"""``kaudit extract offsets`` and ``kaudit extract log-end``: the step functions the CLI calls."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.context import RunContext
+from pipelines.kafka.log_end import read_offsets_file, scan_partition
+from pipelines.kafka.offsets import TABLES, decode_file_to_parts, scan_markers
+from pipelines.kafka.paths import data_partition_dirs, offsets_segments
+from pipelines.tables import RAW_LOG_END_OFFSETS, RAW_QUARANTINE, TS
+
+STEP_OFFSETS = "offsets"
+STEP_LOG_END = "log-end"
+
+
+def _pool(workers: int | None, jobs: int):
+    n = min(workers or os.cpu_count() or 1, jobs)
+    if n <= 1:
+        return None
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method))
+
+
+def _decode_job(job) -> tuple[dict[str, int], dict[str, int], pa.Table]:
+    return decode_file_to_parts(*job)
+
+
+def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> dict:
+    """Decode ``__consumer_offsets`` segments into the raw offsets/group tables of the run.
+
+    Files are decoded in parallel processes; each writes its own Parquet parts into the
+    transaction's staging dirs after resolving its transactional commits against the markers
+    of its whole partition (read first, in a quick header pass). All tables are published
+    together when every file is done."""
+    segments = offsets_segments(paths)
+    scopes = sorted({s.scope for s in segments})
+    ctx.say(f"offsets: {len(segments)} segment files in {len(scopes)} partitions")
+    counts = {t: 0 for t in TABLES}
+    stats: dict[str, int] = {"files": 0, "bytes": 0, "batches": 0, "records": 0, "control_records": 0}
+    pool = _pool(workers, len(segments))
+    if pool:
+        from pipelines.kafka.segment import warm_up
+
+        warm_up()  # load the kernels once; forked workers inherit them
+    run = pool.map if pool else map
+    try:
+        with ctx.warehouse.transaction(ctx.run_id, step=STEP_OFFSETS) as tx, ctx.progress() as bar:
+            staging = {}
+            for t in TABLES:
+                if t != "raw/quarantine":  # a shared table: its rows go through the step's writer
+                    tx.staging_dir(t).mkdir(parents=True, exist_ok=True)
+                    staging[t] = str(tx.staging_dir(t))
+            task = bar.add_task("reading transaction markers", total=len(segments))
+            markers: dict[str, list] = {scope: [] for scope in scopes}
+            for seg, found in zip(segments, run(scan_markers, segments)):
+                markers[seg.scope].append(found)
+                bar.advance(task)
+            by_scope = {scope: tuple(np.concatenate(parts) for parts in zip(*found)) for scope, found in markers.items()}
+            bar.update(task, visible=False)
+            task = bar.add_task("decoding segments", total=len(segments))
+            jobs = [(seg, by_scope[seg.scope], staging, f"part-{STEP_OFFSETS}-{i:05d}") for i, seg in enumerate(segments)]
+            for rows, s, quarantine in run(_decode_job, jobs):
+                tx.write("raw/quarantine", quarantine)
+                for t, n in rows.items():
+                    counts[t] += n
+                for k, v in s.items():
+                    stats[k] = stats.get(k, 0) + v
+                bar.advance(task)
+            for t in TABLES:
+                if not counts[t] or t == "raw/quarantine":
+                    tx.writer(t)  # every table gets its partition, empty or not
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
+    short = {t.split("/")[1]: n for t, n in counts.items()}
+    ctx.say(
+        f"offsets: {stats['batches']} batches, {stats['records']} records "
+        f"({stats['control_records']} transaction markers) from {stats['bytes'] / 1e6:.1f} MB"
+    )
+    ctx.say(
+        "offsets: "
+        + ", ".join(f"{short[k]} {k}" for k in ("offset_commits", "group_metadata", "group_members", "group_assignments", "coordinator_records"))
+    )
+    if short["quarantine"]:
+        ctx.say(f"offsets: {short['quarantine']} quarantined (see raw/quarantine)")
+    return {**short, **stats}
+
+
+def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None) -> dict:
+    """Log start/end offsets per data-topic partition into ``raw/log_end_offsets``."""
+    rows: dict[tuple[str, int], dict] = {}
+    quarantine: list[tuple[str, str]] = []
+    dirs = data_partition_dirs(paths)
+    with ctx.progress() as bar:
+        task = bar.add_task("reading batch headers", total=len(dirs))
+        for topic, partition, d in dirs:
+            ends = scan_partition(topic, partition, d)
+            bar.advance(task)
+            if ends is None:
+                continue
+            quarantine.extend(ends.quarantine)
+            row = dict(
+                topic=topic,
+                partition=partition,
+                log_start_offset=ends.log_start_offset,
+                log_end_offset=ends.log_end_offset,
+                max_timestamp=ends.max_timestamp,
+            )
+            old = rows.get((topic, partition))
+            # the same partition under several log dirs (replicas of several brokers): the
+            # replica that got furthest wins
+            if old is None or (row["log_end_offset"] or -1) > (old["log_end_offset"] or -1):
+                rows[(topic, partition)] = row
+    from_file = 0
+    if offsets_file is not None:
+        for topic, partition, offset in read_offsets_file(offsets_file):
+            from_file += 1
+            row = rows.setdefault(
+                (topic, partition),
+                dict(topic=topic, partition=partition, log_start_offset=None, log_end_offset=None, max_timestamp=None),
+            )
+            row["log_end_offset"] = offset  # the broker's own answer wins over the segments
+    ordered = [rows[k] for k in sorted(rows)]
+    table = pa.Table.from_pylist(ordered, schema=RAW_LOG_END_OFFSETS.set(4, pa.field("max_timestamp", pa.int64())))
+    table = table.set_column(4, "max_timestamp", table["max_timestamp"].cast(TS))
+    q = pa.Table.from_pydict(
+        {
+            "source": ["log-end"] * len(quarantine),
+            "location": [loc for loc, _ in quarantine],
+            "reason": [r for _, r in quarantine],
+            "raw": pa.nulls(len(quarantine), pa.binary()),
+        },
+        schema=RAW_QUARANTINE,
+    )
+    with ctx.warehouse.transaction(ctx.run_id, step=STEP_LOG_END) as tx:
+        tx.write("raw/log_end_offsets", table)
+        tx.writer("raw/log_end_offsets")
+        tx.write("raw/quarantine", q)
+        tx.writer("raw/quarantine")
+    ctx.say(f"log-end: {len(ordered)} partitions ({len(dirs)} partition dirs, {from_file} lines from --offsets-file)")
+    if quarantine:
+        ctx.say(f"log-end: {len(quarantine)} corrupt batch headers quarantined")
+    return {"partitions": len(ordered), "dirs": len(dirs), "offsets_file_lines": from_file, "quarantine": len(quarantine)}

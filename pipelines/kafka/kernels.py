@@ -1,0 +1,533 @@
+"""numba kernels: the byte walks of a segment, filling numpy arrays (no per-record Python).
+
+- :func:`scan_batches`  top-level framing of a segment file: one row per batch (magic 2) or
+  top-level message (magic 0/1), CRC checked (slice-by-8 tables), corrupt regions reported
+  with the position where decodable framing resumes (see ``batches.py`` for the grammar).
+- :func:`walk_records`  records of the regions the caller hands over: magic-2 record lists and
+  legacy message sets (the inner set of a compressed wrapper, or one uncompressed message).
+- :func:`decode_flat`   flat versioned structs (record keys, OffsetCommitValue) described by
+  the op tables ``records.py`` compiles from its field tables.
+- :func:`gather_strings` (pos, len) spans -> Arrow string buffers.
+
+Error codes are plain ints (the kernels cannot raise typed errors); ``batches.py`` maps
+them to the typed errors of ``errors.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# --- error codes -----------------------------------------------------------------------------
+OK = 0
+E_SHORT_TAIL = 1  # fewer bytes than a batch header at end of file
+E_UNKNOWN_MAGIC = 2
+E_BAD_LENGTH = 3  # length below the minimum of its magic (or negative)
+E_LENGTH_EXCEEDS = 4  # length runs past the end of the file
+E_CRC = 5
+E_TRUNCATED = 6  # a batch cut off at end of file (nothing decodable after it)
+E_RECORDS = 7  # CRC-valid batch whose records do not parse
+E_NESTED = 8  # legacy inner message compressed again
+E_INNER_CRC = 9
+E_STRUCT_SHORT = 10  # struct runs past its bytes
+E_UNKNOWN_VERSION = 11
+E_BAD_STRING = 12  # negative length below -1 / bad varint
+E_NULL = 13
+
+# --- batch table columns (scan_batches) ------------------------------------------------------
+B_POS, B_SIZE, B_MAGIC, B_BASE_OFFSET, B_LAST_OFFSET, B_ATTRS, B_PRODUCER_ID, B_PRODUCER_EPOCH = range(8)
+B_COUNT, B_MAX_TS, B_ERR, B_CLAIMED_LEN, B_BASE_TS = range(8, 13)
+B_FIELDS = 13
+
+# --- region table columns (walk_records input) -----------------------------------------------
+R_START, R_END, R_KIND, R_OFFSET, R_COUNT, R_BATCH, R_FILE_POS, R_CHECK_CRC = range(8)
+R_FIELDS = 8
+KIND_LEGACY_ABSOLUTE = 0  # magic-0 wrapper inner set, or one top-level uncompressed message
+KIND_LEGACY_RELATIVE = 1  # magic-1 wrapper inner set: offsets 0..n-1 relative to the wrapper
+KIND_V2 = 2  # magic-2 record list
+
+# --- record table columns (walk_records output) ----------------------------------------------
+C_REGION, C_OFFSET, C_KEY_POS, C_KEY_LEN, C_VAL_POS, C_VAL_LEN, C_REC_POS = range(7)
+C_FIELDS = 7
+
+# --- field types of decode_flat op tables ----------------------------------------------------
+T_INT8, T_INT16, T_INT32, T_INT64, T_STRING, T_COMPACT_STRING, T_TAGGED, T_UUID = range(1, 9)
+
+MIN_LENGTH = np.array([14, 22, 49], dtype=np.int64)  # bytes after the length field, per magic
+HEADER_PREFIX = 17  # offset, length, and enough to reach the magic byte of any version
+
+
+def _crc_tables(poly: int) -> np.ndarray:
+    """Slice-by-8 tables of a reflected CRC-32 polynomial."""
+    t = np.zeros((8, 256), dtype=np.int64)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
+        t[0, i] = c
+    for i in range(256):
+        c = int(t[0, i])
+        for k in range(1, 8):
+            c = int(t[0, c & 0xFF]) ^ (c >> 8)
+            t[k, i] = c
+    return t
+
+
+CRC32C_TABLE = _crc_tables(0x82F63B78)  # Castagnoli: magic 2
+CRC32_TABLE = _crc_tables(0xEDB88320)  # IEEE (zlib): magic 0/1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _u32(b, p):
+    return (np.int64(b[p]) << 24) | (np.int64(b[p + 1]) << 16) | (np.int64(b[p + 2]) << 8) | np.int64(b[p + 3])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _i16(b, p):
+    v = (np.int64(b[p]) << 8) | np.int64(b[p + 1])
+    return v - 65536 if v >= 32768 else v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _i32(b, p):
+    v = _u32(b, p)
+    return v - 4294967296 if v >= 2147483648 else v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _i64(b, p):
+    return (_u32(b, p) << 32) | _u32(b, p + 4)
+
+
+@njit(cache=True, nogil=True)
+def crc32_slice8(t, b, start, end):
+    c = np.int64(0xFFFFFFFF)
+    i = start
+    while i + 8 <= end:
+        lo = c ^ (np.int64(b[i]) | (np.int64(b[i + 1]) << 8) | (np.int64(b[i + 2]) << 16) | (np.int64(b[i + 3]) << 24))
+        hi = np.int64(b[i + 4]) | (np.int64(b[i + 5]) << 8) | (np.int64(b[i + 6]) << 16) | (np.int64(b[i + 7]) << 24)
+        c = (
+            t[7, lo & 0xFF]
+            ^ t[6, (lo >> 8) & 0xFF]
+            ^ t[5, (lo >> 16) & 0xFF]
+            ^ t[4, (lo >> 24) & 0xFF]
+            ^ t[3, hi & 0xFF]
+            ^ t[2, (hi >> 8) & 0xFF]
+            ^ t[1, (hi >> 16) & 0xFF]
+            ^ t[0, (hi >> 24) & 0xFF]
+        )
+        i += 8
+    while i < end:
+        c = t[0, (c ^ np.int64(b[i])) & 0xFF] ^ (c >> 8)
+        i += 1
+    return c ^ np.int64(0xFFFFFFFF)
+
+
+@njit(cache=True, nogil=True)
+def _check_batch(b, pos, n, check_crc, t32c, t32):
+    """Status of the batch claimed to start at ``pos``: (code, claimed length)."""
+    if n - pos < HEADER_PREFIX:
+        return E_SHORT_TAIL, -1
+    length = _i32(b, pos + 8)
+    magic = np.int64(b[pos + 16])
+    if magic > 2:
+        return E_UNKNOWN_MAGIC, length
+    if length < MIN_LENGTH[magic]:
+        return E_BAD_LENGTH, length
+    end = pos + 12 + length
+    if end > n:
+        return E_LENGTH_EXCEEDS, length
+    if check_crc:
+        if magic == 2:
+            if crc32_slice8(t32c, b, pos + 21, end) != _u32(b, pos + 17):
+                return E_CRC, length
+        else:
+            if crc32_slice8(t32, b, pos + 16, end) != _u32(b, pos + 12):
+                return E_CRC, length
+    return OK, length
+
+
+@njit(cache=True, nogil=True)
+def _grow(a):
+    out = np.zeros((a.shape[0] * 2, a.shape[1]), dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _valid_at(b, q, n, t32c, t32):
+    if q == n:
+        return True
+    if b[q] > 127:  # offsets are never negative: cheap filter before the CRC
+        return False
+    code, _ = _check_batch(b, q, n, True, t32c, t32)
+    return code == OK
+
+
+@njit(cache=True, nogil=True)
+def scan_batches(b, check_crc, t32c, t32):
+    """Top-level framing of one segment. Returns the batch table (see B_* columns).
+
+    A bad batch gets one row with B_ERR set and B_SIZE = bytes up to where framing resumes:
+    the claimed end if a valid batch (or EOF) is there, else the next position where a
+    CRC-valid batch starts (resync), else the end of file."""
+    n = b.shape[0]
+    out = np.zeros((256, B_FIELDS), dtype=np.int64)
+    k = 0
+    pos = 0
+    while pos < n:
+        if k >= out.shape[0]:
+            out = _grow(out)
+        code, length = _check_batch(b, pos, n, check_crc, t32c, t32)
+        row = out[k]
+        row[B_POS] = pos
+        row[B_CLAIMED_LEN] = length
+        row[B_ERR] = code
+        row[B_PRODUCER_ID] = -1
+        row[B_PRODUCER_EPOCH] = -1
+        row[B_MAX_TS] = -1
+        row[B_BASE_TS] = -1
+        if code == OK:
+            size = 12 + length
+            magic = np.int64(b[pos + 16])
+            row[B_SIZE] = size
+            row[B_MAGIC] = magic
+            base = _i64(b, pos)
+            row[B_BASE_OFFSET] = base
+            if magic == 2:
+                row[B_ATTRS] = _i16(b, pos + 21)
+                row[B_LAST_OFFSET] = base + _i32(b, pos + 23)
+                row[B_BASE_TS] = _i64(b, pos + 27)
+                row[B_MAX_TS] = _i64(b, pos + 35)
+                row[B_PRODUCER_ID] = _i64(b, pos + 43)
+                row[B_PRODUCER_EPOCH] = _i16(b, pos + 51)
+                row[B_COUNT] = _i32(b, pos + 57)
+            else:
+                row[B_ATTRS] = np.int64(b[pos + 17])
+                row[B_LAST_OFFSET] = base
+                row[B_COUNT] = 1
+                if magic == 1:
+                    row[B_MAX_TS] = _i64(b, pos + 18)
+            k += 1
+            pos += size
+            continue
+        row[B_MAGIC] = np.int64(b[pos + 16]) if n - pos > 16 else -1
+        if code == E_SHORT_TAIL:
+            row[B_ERR] = E_TRUNCATED
+            row[B_SIZE] = n - pos
+            k += 1
+            break
+        claimed_end = pos + 12 + length
+        if length >= 0 and claimed_end <= n and claimed_end > pos + HEADER_PREFIX and _valid_at(b, claimed_end, n, t32c, t32):
+            row[B_SIZE] = claimed_end - pos
+        else:
+            q = pos + 1
+            while q < n and not _valid_at(b, q, n, t32c, t32):
+                q += 1
+            row[B_SIZE] = q - pos
+            if q == n and code == E_LENGTH_EXCEEDS:
+                row[B_ERR] = E_TRUNCATED
+        pos += row[B_SIZE]
+        k += 1
+    return out[:k]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _varint(b, p, end):
+    """Zig-zag varint (up to 10 bytes) at p: (value, next p) or (0, -1) on overrun."""
+    raw = np.int64(0)
+    shift = 0
+    while p < end and shift < 70:
+        x = np.int64(b[p])
+        p += 1
+        raw |= (x & 0x7F) << shift
+        if x < 128:
+            return (raw >> 1) ^ -(raw & 1), p
+        shift += 7
+    return np.int64(0), -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _uvarint(b, p, end):
+    raw = np.int64(0)
+    shift = 0
+    while p < end and shift < 35:
+        x = np.int64(b[p])
+        p += 1
+        raw |= (x & 0x7F) << shift
+        if x < 128:
+            return raw, p
+        shift += 7
+    return np.int64(0), -1
+
+
+@njit(cache=True, nogil=True)
+def _walk_v2(b, start, end, count, base_offset, out, k, region, file_pos):
+    """Records of one magic-2 batch; returns the new row count, or -1 if they do not parse."""
+    p = start
+    for _ in range(count):
+        rec_len, p = _varint(b, p, end)
+        if p < 0 or rec_len < 6 or p + rec_len > end:
+            return -1
+        rec_pos = p
+        rec_end = p + rec_len
+        p += 1  # attributes
+        _, p = _varint(b, p, rec_end)  # timestampDelta
+        if p < 0:
+            return -1
+        off_delta, p = _varint(b, p, rec_end)
+        if p < 0:
+            return -1
+        klen, p = _varint(b, p, rec_end)
+        if p < 0 or klen < -1 or p + max(klen, 0) > rec_end:
+            return -1
+        kpos = p
+        p += max(klen, 0)
+        vlen, p = _varint(b, p, rec_end)
+        if p < 0 or vlen < -1 or p + max(vlen, 0) > rec_end:
+            return -1
+        vpos = p
+        p += max(vlen, 0)
+        nh, p = _varint(b, p, rec_end)
+        if p < 0 or nh < 0:
+            return -1
+        for _h in range(nh):
+            hk, p = _varint(b, p, rec_end)
+            if p < 0 or hk < 0 or p + hk > rec_end:
+                return -1
+            p += hk
+            hv, p = _varint(b, p, rec_end)
+            if p < 0 or hv < -1 or p + max(hv, 0) > rec_end:
+                return -1
+            p += max(hv, 0)
+        if p != rec_end:
+            return -1
+        row = out[k]
+        row[C_REGION] = region
+        row[C_OFFSET] = base_offset + off_delta
+        row[C_KEY_POS] = kpos
+        row[C_KEY_LEN] = klen
+        row[C_VAL_POS] = vpos
+        row[C_VAL_LEN] = vlen
+        row[C_REC_POS] = file_pos if file_pos >= 0 else rec_pos
+        k += 1
+    if p != end:
+        return -1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _walk_legacy(b, start, end, relative, wrapper_offset, check_crc, t32, out, k, region, file_pos):
+    """Messages of a legacy message set; returns the new row count or a negative error."""
+    p = start
+    k0 = k
+    while p < end:
+        if end - p < 12 + 14:
+            return -E_RECORDS
+        size = _i32(b, p + 8)
+        magic = np.int64(b[p + 16])
+        if magic > 1 or size < MIN_LENGTH[magic] or p + 12 + size > end:
+            return -E_RECORDS
+        mend = p + 12 + size
+        if check_crc and crc32_slice8(t32, b, p + 16, mend) != _u32(b, p + 12):
+            return -E_INNER_CRC
+        if b[p + 17] & 7 != 0:
+            return -E_NESTED
+        q = p + 18 + (8 if magic == 1 else 0)
+        klen = _i32(b, q)
+        q += 4
+        if klen < -1 or q + max(klen, 0) > mend:
+            return -E_RECORDS
+        kpos = q
+        q += max(klen, 0)
+        if q + 4 > mend:
+            return -E_RECORDS
+        vlen = _i32(b, q)
+        q += 4
+        if vlen < -1 or q + max(vlen, 0) != mend:
+            return -E_RECORDS
+        row = out[k]
+        row[C_REGION] = region
+        row[C_OFFSET] = _i64(b, p)
+        row[C_KEY_POS] = kpos
+        row[C_KEY_LEN] = klen
+        row[C_VAL_POS] = q
+        row[C_VAL_LEN] = vlen
+        row[C_REC_POS] = file_pos if file_pos >= 0 else p
+        k += 1
+        p = mend
+    if relative and k > k0:
+        last = out[k - 1, C_OFFSET]
+        for i in range(k0, k):
+            out[i, C_OFFSET] = wrapper_offset - last + out[i, C_OFFSET]
+    return k
+
+
+@njit(cache=True, nogil=True)
+def walk_records(b, regions, t32):
+    """Records of every region (R_* columns). Returns (records table, error code per region);
+    a region with an error contributes no rows."""
+    out = np.zeros((max(16, regions.shape[0] * 4), C_FIELDS), dtype=np.int64)
+    errs = np.zeros(regions.shape[0], dtype=np.int64)
+    k = 0
+    for r in range(regions.shape[0]):
+        reg = regions[r]
+        span = reg[R_END] - reg[R_START]
+        bound = span // 7 + 1 if reg[R_KIND] == KIND_V2 else span // 26 + 1
+        if reg[R_KIND] == KIND_V2 and (reg[R_COUNT] < 0 or reg[R_COUNT] > bound):
+            errs[r] = E_RECORDS
+            continue
+        need = reg[R_COUNT] if reg[R_KIND] == KIND_V2 else bound
+        while out.shape[0] < k + need:
+            out = _grow(out)
+        if reg[R_KIND] == KIND_V2:
+            res = _walk_v2(b, reg[R_START], reg[R_END], reg[R_COUNT], reg[R_OFFSET], out, k, r, reg[R_FILE_POS])
+            if res == -1:
+                res = -E_RECORDS
+        else:
+            res = _walk_legacy(
+                b,
+                reg[R_START],
+                reg[R_END],
+                reg[R_KIND] == KIND_LEGACY_RELATIVE,
+                reg[R_OFFSET],
+                reg[R_CHECK_CRC] != 0,
+                t32,
+                out,
+                k,
+                r,
+                reg[R_FILE_POS],
+            )
+        if res < 0:
+            errs[r] = -res
+        else:
+            k = res
+    return out[:k], errs
+
+
+@njit(cache=True, nogil=True)
+def decode_flat(b, pos, length, ops, nops, nslots):
+    """Versioned flat structs: int16 version, then the fields of ``ops[version]``.
+
+    ops[v, j] = (slot, type); nops[v] = field count, -1 for an unknown version. Returns
+    (version, ints[n, nslots], str_pos[n, nslots], str_len[n, nslots] (-1 null), err)."""
+    n = pos.shape[0]
+    version = np.full(n, -1, dtype=np.int64)
+    ints = np.zeros((n, nslots), dtype=np.int64)
+    spos = np.zeros((n, nslots), dtype=np.int64)
+    slen = np.full((n, nslots), -1, dtype=np.int64)
+    err = np.zeros(n, dtype=np.int64)
+    nv = nops.shape[0]
+    for i in range(n):
+        if length[i] < 0:
+            err[i] = E_NULL
+            continue
+        p = pos[i]
+        end = p + length[i]
+        if length[i] < 2:
+            err[i] = E_STRUCT_SHORT
+            continue
+        v = _i16(b, p)
+        version[i] = v
+        p += 2
+        if v < 0 or v >= nv or nops[v] < 0:
+            err[i] = E_UNKNOWN_VERSION
+            continue
+        e = 0
+        for j in range(nops[v]):
+            slot = ops[v, j, 0]
+            t = ops[v, j, 1]
+            if t == T_INT8:
+                if p + 1 > end:
+                    e = E_STRUCT_SHORT
+                    break
+                x = np.int64(b[p])
+                ints[i, slot] = x - 256 if x >= 128 else x
+                p += 1
+            elif t == T_INT16:
+                if p + 2 > end:
+                    e = E_STRUCT_SHORT
+                    break
+                ints[i, slot] = _i16(b, p)
+                p += 2
+            elif t == T_INT32:
+                if p + 4 > end:
+                    e = E_STRUCT_SHORT
+                    break
+                ints[i, slot] = _i32(b, p)
+                p += 4
+            elif t == T_INT64:
+                if p + 8 > end:
+                    e = E_STRUCT_SHORT
+                    break
+                ints[i, slot] = _i64(b, p)
+                p += 8
+            elif t == T_UUID:
+                if p + 16 > end:
+                    e = E_STRUCT_SHORT
+                    break
+                spos[i, slot] = p
+                slen[i, slot] = 16
+                p += 16
+            elif t == T_STRING or t == T_COMPACT_STRING:
+                if t == T_STRING:
+                    if p + 2 > end:
+                        e = E_STRUCT_SHORT
+                        break
+                    sl = _i16(b, p)
+                    p += 2
+                else:
+                    u, p = _uvarint(b, p, end)
+                    if p < 0:
+                        e = E_BAD_STRING
+                        break
+                    sl = u - 1
+                if sl < -1:
+                    e = E_BAD_STRING
+                    break
+                if p + max(sl, 0) > end:
+                    e = E_STRUCT_SHORT
+                    break
+                spos[i, slot] = p
+                slen[i, slot] = sl
+                p += max(sl, 0)
+            elif t == T_TAGGED:
+                cnt, p = _uvarint(b, p, end)
+                if p < 0:
+                    e = E_STRUCT_SHORT
+                    break
+                for _t in range(cnt):
+                    _tag, p = _uvarint(b, p, end)
+                    if p < 0:
+                        break
+                    size, p = _uvarint(b, p, end)
+                    if p < 0 or p + size > end:
+                        p = -1
+                        break
+                    p += size
+                if p < 0:
+                    e = E_STRUCT_SHORT
+                    break
+        err[i] = e
+    return version, ints, spos, slen, err
+
+
+@njit(cache=True, nogil=True)
+def gather_strings(b, pos, length):
+    """Concatenate spans into Arrow string buffers: (offsets int64[n+1], data uint8)."""
+    n = pos.shape[0]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    total = 0
+    for i in range(n):
+        if length[i] > 0:
+            total += length[i]
+        offsets[i + 1] = total
+    data = np.empty(total, dtype=np.uint8)
+    for i in range(n):
+        ln = length[i]
+        if ln > 0:
+            o = offsets[i]
+            s = pos[i]
+            for j in range(ln):
+                data[o + j] = b[s + j]
+    return offsets, data

@@ -1,0 +1,102 @@
+"""Log start/end offsets of data-topic partitions from their segments' batch headers only
+(no decompression, no CRC: the framing kernel of ``kernels.py`` with ``check_crc=False``),
+or from a GetOffsetShell ``topic:partition:offset`` file.
+
+- start = base offset of the first batch of the first segment holding one. A magic 0/1
+  compressed wrapper carries the offset of its LAST inner message; when such a wrapper opens
+  a segment, the segment's file-name base offset (Kafka names a segment after the first offset
+  it holds) is used instead, as nothing else is known without decompressing.
+- end = last batch's base offset + lastOffsetDelta + 1 (magic 0/1: last message offset + 1).
+- max timestamp = greatest batch maxTimestamp (magic 1: message timestamp; magic 0 has none).
+- a partition with segments but no batch: start = end = base offset of its newest segment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pipelines.errors import InputError
+from pipelines.kafka import kernels as K
+from pipelines.kafka.batches import ATTR_CODEC, framing_error
+from pipelines.kafka.paths import base_offset_of, segment_files
+
+
+@dataclass
+class PartitionEnds:
+    topic: str
+    partition: int
+    log_start_offset: int | None
+    log_end_offset: int | None
+    max_timestamp: int | None
+    quarantine: list[tuple[str, str]] = field(default_factory=list)  # (location, reason)
+    batches: int = 0
+
+
+def _map(path: Path) -> np.ndarray:
+    try:
+        if path.stat().st_size == 0:
+            return np.zeros(0, dtype=np.uint8)
+        return np.memmap(path, dtype=np.uint8, mode="r")  # headers only: pages touched are few
+    except OSError as err:
+        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+
+
+def scan_partition(topic: str, partition: int, d: Path) -> PartitionEnds | None:
+    files = segment_files(d)
+    if not files:
+        return None
+    out = PartitionEnds(topic, partition, None, None, None)
+    for f in files:
+        buf = _map(f)
+        bt = K.scan_batches(buf, False, K.CRC32C_TABLE, K.CRC32_TABLE)
+        for row in bt[bt[:, K.B_ERR] != K.OK]:
+            out.quarantine.append((f"{f}:{int(row[K.B_POS])}", f"{type(e := framing_error(row)).__name__}: {e}"))
+        good = bt[bt[:, K.B_ERR] == K.OK]
+        if not len(good):
+            continue
+        out.batches += len(good)
+        if out.log_start_offset is None:
+            first = good[0]
+            legacy_wrapper = first[K.B_MAGIC] < 2 and (first[K.B_ATTRS] & ATTR_CODEC) != 0
+            name_base = base_offset_of(f)
+            out.log_start_offset = int(name_base if legacy_wrapper and name_base >= 0 else first[K.B_BASE_OFFSET])
+        out.log_end_offset = int(good[-1, K.B_LAST_OFFSET]) + 1
+        ts = good[:, K.B_MAX_TS]
+        ts = ts[ts >= 0]
+        if len(ts):
+            m = int(ts.max())
+            out.max_timestamp = m if out.max_timestamp is None else max(out.max_timestamp, m)
+    if out.log_end_offset is None:
+        base = max(base_offset_of(f) for f in files)
+        if base >= 0:
+            out.log_start_offset = out.log_end_offset = base
+    return out
+
+
+def read_offsets_file(path: Path) -> list[tuple[str, int, int]]:
+    """(topic, partition, offset) of each ``topic:partition:offset`` line; blank lines and
+    ``#`` comments skipped. A malformed line is an InputError naming file and line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err})") from None
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.rsplit(":", 2)
+        if len(parts) != 3 or not parts[0]:
+            raise InputError(f"{path}:{n}: expected topic:partition:offset, got {line[:80]!r}")
+        topic, part, off = parts
+        try:
+            p, o = int(part), int(off)
+        except ValueError:
+            raise InputError(f"{path}:{n}: partition and offset must be integers, got {line[:80]!r}") from None
+        if p < 0:
+            raise InputError(f"{path}:{n}: negative partition {p}")
+        out.append((topic, p, o))
+    return out

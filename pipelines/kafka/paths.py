@@ -1,0 +1,130 @@
+"""Which files an extract reads: Kafka log dirs, partition dirs and single segments.
+
+A Kafka log dir holds one directory per partition, ``<topic>-<partition>`` (topic names may
+contain '-'; ``-delete``/``-future``/``-stray`` suffixed dirs are not live partitions and do
+not match). Segments are ``<baseOffset:020d>.log`` and are read in base-offset order.
+
+A single ``.log`` file takes its ``__consumer_offsets`` partition from its parent dir's name;
+when the parent is not ``__consumer_offsets-N`` the partition is unknowable (the topic's
+partition count is not in the file), so ``offsets_partition`` is -1 and the file is its own
+transaction scope (it cannot be ordered against segments of other files).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines.errors import InputError
+
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset(
+    {OFFSETS_TOPIC, "__transaction_state", "__share_group_state", "__cluster_metadata", "__remote_log_metadata"}
+)
+PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+UNKNOWN_PARTITION = -1
+
+
+@dataclass(frozen=True)
+class Segment:
+    path: Path
+    partition: int  # __consumer_offsets partition, -1 when not derivable
+    scope: str  # transaction scope: the partition dir, or the file itself
+    base_offset: int  # from the file name; -1 when the name is not a number
+
+
+def base_offset_of(path: Path) -> int:
+    stem = path.name[: -len(".log")] if path.name.endswith(".log") else path.stem
+    return int(stem) if stem.isdigit() else -1
+
+
+def _check_dir(d: Path) -> None:
+    if not os.access(d, os.R_OK | os.X_OK):
+        raise InputError(f"{d}: cannot read directory (permission denied)")
+
+
+def partition_dirs(root: Path) -> list[tuple[str, int, Path]]:
+    """(topic, partition, dir) of the partition dirs directly under a log dir."""
+    _check_dir(root)
+    out = []
+    for child in sorted(root.iterdir()):
+        m = PARTITION_DIR.match(child.name)
+        if m and child.is_dir():
+            out.append((m["topic"], int(m["partition"]), child))
+    return out
+
+
+def segment_files(d: Path) -> list[Path]:
+    _check_dir(d)
+    files = [f for f in d.iterdir() if f.name.endswith(".log") and f.is_file()]
+    return sorted(files, key=lambda f: (base_offset_of(f) < 0, base_offset_of(f), f.name))
+
+
+def _exists(p: Path) -> Path:
+    if not p.exists():
+        raise InputError(f"{p}: no such file or directory")
+    return p
+
+
+def _replica_extent(files: list[Path]) -> tuple[int, int]:
+    """How far a replica's log goes: (last segment's base offset, its size)."""
+    if not files:
+        return (-1, -1)
+    return (base_offset_of(files[-1]), files[-1].stat().st_size)
+
+
+def offsets_segments(paths: list[Path]) -> list[Segment]:
+    """Every ``__consumer_offsets`` segment under ``paths``, grouped by scope, in log order.
+
+    When several log dirs hold the same partition (replicas on several brokers, or a copy of
+    the data dirs of a whole cluster), one replica is read, the one whose log goes furthest:
+    decoding every replica would count each commit once per broker."""
+    segs: dict[Path, Segment] = {}
+    replicas: dict[int, dict[Path, list[Path]]] = {}
+    for p in map(Path, paths):
+        _exists(p)
+        if p.is_dir():
+            m = PARTITION_DIR.match(p.name)
+            if m and m["topic"] == OFFSETS_TOPIC:
+                dirs = [(int(m["partition"]), p)]
+            else:
+                dirs = [(n, d) for t, n, d in partition_dirs(p) if t == OFFSETS_TOPIC]
+            for n, d in dirs:
+                replicas.setdefault(n, {}).setdefault(d.resolve(), segment_files(d))
+        elif p.is_file():
+            if not p.name.endswith(".log"):
+                raise InputError(f"{p}: not a Kafka log segment (expected a .log file)")
+            if not os.access(p, os.R_OK):
+                raise InputError(f"{p}: cannot read file (permission denied)")
+            m = PARTITION_DIR.match(p.parent.name)
+            if m and m["topic"] == OFFSETS_TOPIC:
+                seg = Segment(p, int(m["partition"]), str(p.parent.resolve()), base_offset_of(p))
+            else:
+                seg = Segment(p, UNKNOWN_PARTITION, str(p.resolve()), base_offset_of(p))
+            segs.setdefault(p.resolve(), seg)
+        else:
+            raise InputError(f"{p}: not a file or directory")
+    for n, dirs in replicas.items():
+        d, files = max(dirs.items(), key=lambda item: (_replica_extent(item[1]), str(item[0])))
+        for f in files:
+            segs.setdefault(f.resolve(), Segment(f, n, str(d), base_offset_of(f)))
+    return sorted(segs.values(), key=lambda s: (s.scope, s.base_offset < 0, s.base_offset, s.path.name))
+
+
+def data_partition_dirs(paths: list[Path]) -> list[tuple[str, int, Path]]:
+    """Data-topic partition dirs under ``paths`` (log dirs or partition dirs), internal
+    topics skipped."""
+    out = []
+    for p in map(Path, paths):
+        _exists(p)
+        if not p.is_dir():
+            raise InputError(f"{p}: not a directory (expected a Kafka log dir or a topic-partition dir)")
+        m = PARTITION_DIR.match(p.name)
+        if m and any(f.name.endswith(".log") for f in p.iterdir()):
+            found = [(m["topic"], int(m["partition"]), p)]
+        else:
+            found = partition_dirs(p)
+        out.extend(x for x in found if x[0] not in INTERNAL_TOPICS)
+    return out

@@ -1,0 +1,414 @@
+"""One ``__consumer_offsets`` segment -> Arrow tables of the raw offsets/group tables.
+
+Pure Python + numba (no Spark): the same reader serves the local process pool and the Spark
+job's executors. Transaction states are resolved later, per partition, across segments
+(``transactions.py``); a :class:`SegmentResult` carries the control markers for that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.errors import InputError
+from pipelines.kafka import kernels as K
+from pipelines.kafka.batches import ATTR_CONTROL, ATTR_TRANSACTIONAL, walk_segment
+from pipelines.kafka.consumer_protocol import assigned_partitions, subscribed_topics
+from pipelines.kafka.errors import DecodeError, UndecodableKey, UndecodableValue
+from pipelines.kafka.records import GROUP_METADATA_VALUE, decode, key_ops, offset_value_ops
+from pipelines.tables import (
+    RAW_COORDINATOR_RECORDS,
+    RAW_GROUP_ASSIGNMENTS,
+    RAW_GROUP_MEMBERS,
+    RAW_GROUP_METADATA,
+    RAW_OFFSET_COMMITS,
+    RAW_QUARANTINE,
+    TS,
+)
+
+SOURCE = "offsets"
+KEY_ERRORS = {
+    K.E_NULL: "null key",
+    K.E_STRUCT_SHORT: "key runs past its bytes",
+    K.E_BAD_STRING: "bad string length in key",
+    K.E_UNKNOWN_VERSION: "negative key type",
+}
+VALUE_ERRORS = {
+    K.E_STRUCT_SHORT: "value runs past its bytes",
+    K.E_BAD_STRING: "bad string length in value",
+    K.E_UNKNOWN_VERSION: "unknown OffsetCommitValue version",
+}
+
+
+@dataclass
+class SegmentResult:
+    path: str
+    partition: int
+    tables: dict[str, pa.Table]
+    marker_offset: np.ndarray
+    marker_producer: np.ndarray
+    marker_commit: np.ndarray
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def read_bytes(path: Path) -> np.ndarray:
+    try:
+        return np.fromfile(path, dtype=np.uint8)
+    except OSError as err:
+        raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+
+
+def _arrow_binary(kind: str, buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> pa.Array:
+    """Spans (length -1 = null) -> an Arrow string/binary array (32-bit offsets when they fit)."""
+    pos, length = np.ascontiguousarray(pos), np.ascontiguousarray(length)
+    offsets, data = K.gather_strings(buf, pos, length)
+    n = len(pos)
+    valid = length >= 0
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    small = len(data) < 2**31 - 1
+    typ = {("string", True): pa.string(), ("string", False): pa.large_string(),
+           ("binary", True): pa.binary(), ("binary", False): pa.large_binary()}[(kind, small)]
+    if small:
+        offsets = offsets.astype(np.int32)
+    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=int(n - valid.sum()))
+
+
+def _strings(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Arrow strings of the spans (length -1 = null) and a mask of the rows that are not UTF-8."""
+    arr = _arrow_binary("string", buf, pos, length)
+    bad = np.zeros(len(arr), dtype=bool)
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid:
+        pos, length = np.asarray(pos), np.asarray(length)
+        values = []
+        for i in range(len(arr)):
+            text = None
+            if length[i] >= 0:
+                try:
+                    text = buf[pos[i] : pos[i] + length[i]].tobytes().decode("utf-8")
+                except UnicodeDecodeError:
+                    bad[i] = True
+            values.append(text)
+        arr = pa.array(values, pa.string())
+    return arr, bad
+
+
+def _repeat(text: str, n: int) -> pa.Array:
+    """``n`` times the same string, built straight into Arrow buffers."""
+    data = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int64) * len(data)
+    typ = pa.string() if offsets[-1] < 2**31 else pa.large_string()
+    offsets = offsets.astype(np.int32) if typ == pa.string() else offsets
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def _ts(values: np.ndarray, null: np.ndarray) -> pa.Array:
+    """Epoch milliseconds -> timestamp[ms, UTC] (null where ``null``)."""
+    return pa.array(values, type=pa.int64(), mask=null).cast(TS)
+
+
+class _Quarantine:
+    def __init__(self, path: str):
+        self.path = path
+        self.rows: dict[str, list] = {"source": [], "location": [], "reason": [], "raw": []}
+
+    def add(self, pos: int, err: DecodeError | str, raw: bytes | None) -> None:
+        self.rows["source"].append(SOURCE)
+        self.rows["location"].append(f"{self.path}:{pos}")
+        self.rows["reason"].append(f"{type(err).__name__}: {err}" if isinstance(err, DecodeError) else str(err))
+        self.rows["raw"].append(raw)
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_pydict(self.rows, schema=RAW_QUARANTINE)
+
+
+@dataclass
+class _Records:
+    """The records the byte walk found, one numpy column each, plus where bad ones go."""
+
+    path: str
+    partition: int
+    buf: np.ndarray
+    offset: np.ndarray  # log offset
+    key_pos: np.ndarray
+    key_len: np.ndarray
+    val_pos: np.ndarray
+    val_len: np.ndarray  # -1 = null value (tombstone)
+    rec_pos: np.ndarray  # file position reported for the record (its batch's when compressed)
+    producer: np.ndarray
+    is_txn: np.ndarray
+    is_control: np.ndarray
+    quarantine: _Quarantine
+
+    def value(self, i: int) -> bytes | None:
+        n = self.val_len[i]
+        return None if n < 0 else self.buf[self.val_pos[i] : self.val_pos[i] + n].tobytes()
+
+    def reject(self, i: int, err: DecodeError) -> None:
+        self.quarantine.add(int(self.rec_pos[i]), err, self.value(i))
+
+
+def _records(name: str, partition: int, walk) -> _Records:
+    recs, bt = walk.records, walk.batches
+    brow = walk.region_batch[recs[:, K.C_REGION]] if len(recs) else np.zeros(0, dtype=np.int64)
+    v2 = bt[brow, K.B_MAGIC] == 2
+    attrs = bt[brow, K.B_ATTRS]
+    q = _Quarantine(name)
+    for pos, err, raw in walk.bad:
+        q.add(pos, err, raw)
+    return _Records(
+        path=name,
+        partition=partition,
+        buf=walk.buf,
+        offset=recs[:, K.C_OFFSET],
+        key_pos=np.ascontiguousarray(recs[:, K.C_KEY_POS]),
+        key_len=np.ascontiguousarray(recs[:, K.C_KEY_LEN]),
+        val_pos=np.ascontiguousarray(recs[:, K.C_VAL_POS]),
+        val_len=np.ascontiguousarray(recs[:, K.C_VAL_LEN]),
+        rec_pos=recs[:, K.C_REC_POS],
+        producer=np.where(v2, bt[brow, K.B_PRODUCER_ID], -1),
+        is_txn=v2 & ((attrs & ATTR_TRANSACTIONAL) != 0),
+        is_control=v2 & ((attrs & ATTR_CONTROL) != 0),
+        quarantine=q,
+    )
+
+
+def decode_segment(path: str | Path, partition: int, data: np.ndarray | None = None) -> SegmentResult:
+    """Decode one segment file of ``__consumer_offsets`` partition ``partition`` (``data``:
+    its bytes when already in memory)."""
+    path = Path(path)
+    walk = walk_segment(read_bytes(path) if data is None else data)
+    r = _records(str(path), partition, walk)
+    markers = _markers(r)
+
+    data_rows = np.flatnonzero(~r.is_control)
+    keys = _Keys(r, data_rows)
+    tables = {
+        "raw/offset_commits": _commits(r, keys, keys.rows_of(0, 1)),
+        **_groups(r, keys, keys.rows_of(2)),
+        "raw/coordinator_records": _coordinator(r, keys, np.flatnonzero(keys.ok & (keys.type > 2))),
+        "raw/quarantine": r.quarantine.table(),
+    }
+    stats = {
+        "files": 1,
+        "bytes": walk.file_size,
+        "batches": walk.good_batches,
+        "records": len(r.offset),
+        "control_records": int(r.is_control.sum()),
+    }
+    return SegmentResult(r.path, partition, tables, *markers, stats)
+
+
+def _markers(r: _Records) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log offset, producer, is COMMIT) of the transaction markers (one per control batch)."""
+    off, pid, commit = [], [], []
+    for i in np.flatnonzero(r.is_control):
+        if r.key_len[i] < 4:
+            r.reject(i, UndecodableKey(f"control record key of {r.key_len[i]} bytes (log offset {r.offset[i]})"))
+            continue
+        ctype = int.from_bytes(r.buf[r.key_pos[i] + 2 : r.key_pos[i] + 4].tobytes(), "big", signed=True)
+        if ctype in (0, 1):  # ABORT, COMMIT; other control types carry no offsets data
+            off.append(int(r.offset[i]))
+            pid.append(int(r.producer[i]))
+            commit.append(ctype == 1)
+    return np.array(off, dtype=np.int64), np.array(pid, dtype=np.int64), np.array(commit, dtype=bool)
+
+
+class _Keys:
+    """Record keys of the data records, decoded by the kernel from ``records.KEY_BY_TYPE``."""
+
+    def __init__(self, r: _Records, rows: np.ndarray):
+        self.ops = key_ops()
+        self.rows = rows  # record index of each key
+        self.type, self.ints, self.spos, self.slen, self.err = K.decode_flat(
+            r.buf, r.key_pos[rows], r.key_len[rows], self.ops.ops, self.ops.nops, self.ops.nslots
+        )
+        known = (self.type >= 0) & (self.type <= 24)
+        # keys 0-2 must decode; 3-24 only need their type (group id when it decodes); an
+        # unknown type > 24 is kept raw; a null key, a cut-off type or a negative type is bad
+        self.ok = (self.err == 0) | (known & (self.type >= 3)) | ((self.type > 24) & (self.err == K.E_UNKNOWN_VERSION))
+        self.group_ok = known & (self.err == 0)
+        for j in np.flatnonzero(~self.ok):
+            i = rows[j]
+            reason = KEY_ERRORS.get(int(self.err[j]), f"key error {self.err[j]}")
+            r.reject(i, UndecodableKey(f"{reason} (log offset {r.offset[i]})"))
+
+    def rows_of(self, *types: int) -> np.ndarray:
+        """Key indexes of good keys of these types."""
+        match = np.zeros(len(self.type), dtype=bool)
+        for t in types:
+            match |= self.type == t
+        return np.flatnonzero(self.ok & match)
+
+    def strings(self, r: _Records, field: str, j: np.ndarray, valid: np.ndarray | None = None):
+        slot = self.ops.str_slots[field]
+        length = self.slen[j, slot] if valid is None else np.where(valid, self.slen[j, slot], -1)
+        return _strings(r.buf, self.spos[j, slot], length)
+
+
+def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
+    """raw/offset_commits rows of the offset commit records (key types 0, 1)."""
+    ci = keys.rows[cj]
+    tomb = r.val_len[ci] < 0
+    vops = offset_value_ops()
+    vver, vint, vspos, vslen, verr = K.decode_flat(r.buf, r.val_pos[ci], r.val_len[ci], vops.ops, vops.nops, vops.nslots)
+    verr = np.where(tomb, 0, verr)
+    for j in np.flatnonzero(verr):
+        why = VALUE_ERRORS.get(int(verr[j]), f"value error {verr[j]}")
+        if verr[j] == K.E_UNKNOWN_VERSION:
+            why = f"unknown OffsetCommitValue version {vver[j]}"
+        r.reject(ci[j], UndecodableValue(f"{why} (log offset {r.offset[ci[j]]})"))
+    group, bad_g = keys.strings(r, "group", cj)
+    topic, bad_t = keys.strings(r, "topic", cj)
+    ms = vops.str_slots["metadata"]
+    meta, bad_m = _strings(r.buf, vspos[:, ms], np.where(tomb, -1, vslen[:, ms]))
+    for j in np.flatnonzero((verr == 0) & (bad_g | bad_t | bad_m)):
+        err = UndecodableKey("group or topic") if bad_g[j] or bad_t[j] else UndecodableValue("metadata")
+        r.reject(ci[j], type(err)(f"{err} is not UTF-8 (log offset {r.offset[ci[j]]})"))
+    keep = (verr == 0) & ~(bad_g | bad_t | bad_m)
+    if keep.all():  # the usual case: no copies of what is already in place
+        idx, pick = slice(None), (lambda a: a)
+    else:
+        idx = np.flatnonzero(keep)
+        take = pa.array(idx)
+        pick = lambda a: a.take(take)  # noqa: E731
+    vi = vops.int_slots
+    epoch, expire = vint[idx, vi["leader_epoch"]], vint[idx, vi["expire_timestamp"]]
+    tomb, vver, ci, cj = tomb[idx], vver[idx], ci[idx], cj[idx]
+    n = len(ci)
+    cols = {
+        "group_id": pick(group),
+        "topic": pick(topic),
+        "partition": pa.array(keys.ints[cj, keys.ops.int_slots["partition"]].astype(np.int32)),
+        "committed_offset": pa.array(vint[idx, vi["offset"]], pa.int64(), mask=tomb),
+        "leader_epoch": pa.array(epoch.astype(np.int32), pa.int32(), mask=tomb | (vver < 3) | (epoch < 0)),
+        "metadata": pick(meta),
+        "commit_timestamp": _ts(vint[idx, vi["commit_timestamp"]], tomb),
+        "expire_timestamp": _ts(expire, tomb | (vver != 1) | (expire < 0)),
+        "is_tombstone": pa.array(tomb),
+        "key_version": pa.array(keys.type[cj].astype(np.int16)),
+        "value_version": pa.array(vver.astype(np.int16), pa.int16(), mask=tomb),
+        "offsets_partition": pa.array(np.full(n, r.partition, dtype=np.int32)),
+        "log_offset": pa.array(r.offset[ci]),
+        "producer_id": pa.array(r.producer[ci]),
+        "is_transactional": pa.array(r.is_txn[ci]),
+        "txn_state": pa.nulls(n, pa.string()),  # resolved per partition (offsets.with_txn_states)
+        "segment_file": _repeat(r.path, n),
+    }
+    return pa.Table.from_pydict(cols).select(RAW_OFFSET_COMMITS.names).cast(RAW_OFFSET_COMMITS)
+
+
+def _coordinator(r: _Records, keys: _Keys, oj: np.ndarray) -> pa.Table:
+    """raw/coordinator_records: every other key type, raw, with its group id when it has one."""
+    if not len(oj):
+        return RAW_COORDINATOR_RECORDS.empty_table()
+    oi = keys.rows[oj]
+    groups, bad = keys.strings(r, "group", oj, valid=keys.group_ok[oj])
+    if bad.any():  # a group id that is not UTF-8 is unknown; the raw key keeps it
+        groups = pa.array([None if b else x for x, b in zip(groups.to_pylist(), bad)], pa.string())
+    cols = {
+        "key_type": pa.array(keys.type[oj], pa.int16()),
+        "group_id": groups,
+        "key": _arrow_binary("binary", r.buf, r.key_pos[oi], r.key_len[oi]),
+        "value": _arrow_binary("binary", r.buf, r.val_pos[oi], r.val_len[oi]),
+        "offsets_partition": pa.array(np.full(len(oj), r.partition, np.int32)),
+        "log_offset": pa.array(r.offset[oi]),
+        "segment_file": _repeat(r.path, len(oj)),
+    }
+    return pa.Table.from_pydict(cols).cast(RAW_COORDINATOR_RECORDS)
+
+
+class _Rows:
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+        self.cols: dict[str, list] = {n: [] for n in schema.names}
+
+    def add(self, **row) -> None:
+        for k, v in row.items():
+            self.cols[k].append(v)
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_pydict(self.cols, schema=self.schema)
+
+
+def _groups(r: _Records, keys: _Keys, gj: np.ndarray) -> dict[str, pa.Table]:
+    """raw/group_metadata, raw/group_members, raw/group_assignments of the GroupMetadata
+    records (key type 2): one row per record / member / assigned partition, in log order."""
+    names, bad = keys.strings(r, "group", gj)
+    out = {t: _Rows(s) for t, s in (("raw/group_metadata", RAW_GROUP_METADATA), ("raw/group_members", RAW_GROUP_MEMBERS),
+                                     ("raw/group_assignments", RAW_GROUP_ASSIGNMENTS))}
+    for n, j in enumerate(gj):
+        i = keys.rows[j]
+        if bad[n]:
+            r.reject(i, UndecodableKey(f"group id is not UTF-8 (log offset {r.offset[i]})"))
+        else:
+            _group_record(r, i, names[n].as_py(), *out.values())
+    return {t: rows.table() for t, rows in out.items()}
+
+
+def _group_record(r: _Records, i: int, group: str, gm: _Rows, members: _Rows, assigns: _Rows) -> None:
+    log_offset = int(r.offset[i])
+    where = dict(group_id=group, offsets_partition=r.partition, log_offset=log_offset)
+    raw = r.value(i)
+    if raw is None:
+        gm.add(**where, generation=None, protocol_type=None, protocol=None, leader=None, state_timestamp=None,
+               is_tombstone=True, value_version=None, segment_file=r.path)
+        return
+    try:
+        version, v = decode(GROUP_METADATA_VALUE, raw)
+    except DecodeError as err:
+        r.reject(i, UndecodableValue(f"GroupMetadataValue: {err} (log offset {log_offset})"))
+        return
+    ts = v["current_state_timestamp"]
+    gm.add(**where, generation=v["generation"], protocol_type=v["protocol_type"], protocol=v["protocol"],
+           leader=v["leader"], state_timestamp=None if ts is None or ts < 0 else ts, is_tombstone=False,
+           value_version=version, segment_file=r.path)
+    consumer = v["protocol_type"] == "consumer"
+    for m in v["members"] or []:
+        topics: list[str] | None = []
+        parts: list[tuple[str, int]] = []
+        if consumer:  # other protocol types (connect, ...) embed their own formats
+            whose = f"member {m['member_id']} of group {group}"
+            try:
+                topics = subscribed_topics(m["subscription"])
+            except DecodeError as err:
+                topics = None
+                r.quarantine.add(int(r.rec_pos[i]), UndecodableValue(
+                    f"subscription of {whose}: {err} (log offset {log_offset})"), m["subscription"])
+            try:
+                parts = assigned_partitions(m["assignment"])
+            except DecodeError as err:
+                r.quarantine.add(int(r.rec_pos[i]), UndecodableValue(
+                    f"assignment of {whose}: {err} (log offset {log_offset})"), m["assignment"])
+        # v0 has no rebalance timeout: the coordinator used the session timeout for both
+        rebalance = m["rebalance_timeout"] if m["rebalance_timeout"] is not None else m["session_timeout"]
+        members.add(**where, generation=v["generation"], member_id=m["member_id"],
+                    group_instance_id=m["group_instance_id"], client_id=m["client_id"],
+                    client_host=m["client_host"], session_timeout_ms=m["session_timeout"],
+                    rebalance_timeout_ms=rebalance, subscribed_topics=topics)
+        for topic, p in parts:
+            assigns.add(**where, generation=v["generation"], member_id=m["member_id"], topic=topic, partition=p)
+
+
+def warm_up() -> None:
+    """Load every kernel (numba cache) in this process, e.g. before forking workers: a tiny
+    hand-made segment of one commit and one group record through the whole decoder."""
+    import struct
+
+    import crc32c
+
+    def record(delta: int, key: bytes, value: bytes) -> bytes:
+        body = b"\x00\x00" + bytes([delta * 2, len(key) * 2]) + key + bytes([len(value) * 2]) + value + b"\x00"
+        return bytes([len(body) * 2]) + body
+
+    commit_key = b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00"
+    commit_value = b"\x00\x03" + bytes(8) + b"\xff\xff\xff\xff\x00\x00" + bytes(8)
+    group_value = b"\x00\x03\x00\x08consumer\x00\x00\x00\x01\xff\xff\xff\xff" + bytes(8) + bytes(4)
+    records = record(0, commit_key, commit_value) + record(1, b"\x00\x02\x00\x01g", group_value)
+    tail = struct.pack(">hiqqqhii", 0, 1, 0, 0, -1, -1, -1, 2) + records
+    head = struct.pack(">qiibI", 0, len(tail) + 9, 0, 2, crc32c.crc32c(tail))
+    decode_segment("<warm-up>", 0, np.frombuffer(head + tail, dtype=np.uint8).copy())  # writable, like np.fromfile
