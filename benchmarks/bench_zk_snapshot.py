@@ -1,0 +1,69 @@
+"""Offline snapshot read: kaudit vs ZooKeeper's own ``SnapshotFormatter -json`` on the same
+snapshot file (>= 1M znodes written by a real ZooKeeper 3.8, cached under benchmarks/.data/).
+
+    .venv/bin/python benchmarks/bench_zk_snapshot.py [--nodes N]
+
+Figures: kaudit in-process (parse + seal + digest + client-visible rows sorted by path),
+``kaudit extract zk-snapshot FILE`` end to end (new process, Parquet written), and the
+SnapshotFormatter JVM run (output to /dev/null); ratios of the formatter time to each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from zk_data import build, newest_snapshot  # noqa: E402
+
+JAVA_CP = ":".join(
+    f"/usr/share/java/{j}.jar"
+    for j in ("zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-nop", "snappy-java", "commons-cli", "metrics-core")
+)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=1_000_000)
+    args = ap.parse_args()
+    root = build(f"zk-snapshot-{args.nodes}", args.nodes)
+    snap = newest_snapshot(root)
+    size = snap.stat().st_size
+    print(f"snapshot {snap} ({size / 1e6:.1f} MB)")
+
+    from pipelines.zookeeper.extract import read_offline
+
+    t0 = time.perf_counter()
+    read_offline(snap)  # cold: imports, numba cache load, page cache
+    t_cold = time.perf_counter() - t0
+    print(f"kaudit read (in process, first call): {t_cold:.2f}s")
+    t0 = time.perf_counter()
+    rows, res = read_offline(snap)
+    t_kaudit = time.perf_counter() - t0
+    print(f"kaudit read (in process, warm): {rows.num_rows} rows in {t_kaudit:.2f}s "
+          f"({rows.num_rows / t_kaudit:,.0f} znodes/s, digest verified: {res.digest_verified})")
+
+    with tempfile.TemporaryDirectory() as wh:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pipelines", "--warehouse", wh, "--quiet", "extract", "zk-snapshot",
+                        str(snap)], check=True)
+        t_cli = time.perf_counter() - t0
+    print(f"kaudit extract zk-snapshot (CLI, Parquet written): {t_cli:.2f}s")
+
+    t0 = time.perf_counter()
+    subprocess.run(["java", "-cp", JAVA_CP, "org.apache.zookeeper.server.SnapshotFormatter", "-json", str(snap)],
+                   check=True, stdout=subprocess.DEVNULL)
+    t_java = time.perf_counter() - t0
+    print(f"SnapshotFormatter -json: {t_java:.2f}s")
+    print(f"ratio SnapshotFormatter / kaudit: in process warm {t_java / t_kaudit:.1f}x, "
+          f"first call {t_java / t_cold:.1f}x, CLI {t_java / t_cli:.1f}x (target >= 3x)")
+
+
+if __name__ == "__main__":
+    main()

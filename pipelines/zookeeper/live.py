@@ -1,0 +1,204 @@
+"""The read-only live walker: a breadth-first walk of a ZooKeeper tree with kazoo, keeping a
+bounded window of asynchronous reads in flight (no round trip per node).
+
+Per node one ``get`` (data + stat); ``get_children`` only for nodes whose stat says they have
+children. Only these two read calls are ever made (plus the session's own connect/auth).
+
+- a node deleted mid-walk (NoNode) is skipped;
+- a node the walker may not read (NoAuth) becomes a quarantine row (source ``zk-live``,
+  location = the path); its subtree cannot be listed;
+- a lost connection / expired session fails the reads in flight: they are re-issued with
+  exponential backoff and the walk goes on; after too many failed attempts of one read, or
+  authentication failure, the walk fails with :class:`pipelines.errors.StepError`.
+
+Paths are those the client sees: under a chroot (``--chroot /kafka`` or ``hosts/kafka``),
+the chroot node is ``/``. Without a chroot, ``/zookeeper`` is not walked (see
+:mod:`pipelines.zookeeper.rows`). Credentials are passed to kazoo only; they never appear
+in messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.errors import StepError, UsageError
+from pipelines.zookeeper.rows import SYSTEM_ROOT, normalize_chroot
+
+QUARANTINE_SOURCE = "zk-live"
+WINDOW = 256
+MAX_ATTEMPTS = 8
+STALL = 120.0
+
+
+@dataclass
+class LiveWalk:
+    rows: pa.Table
+    quarantine: list[dict] = field(default_factory=list)
+    skipped_deleted: int = 0
+    retries: int = 0
+    reads: int = 0
+
+
+def parse_auth(auth: str | None) -> list[tuple[str, str]]:
+    if not auth:
+        return []
+    scheme, sep, cred = auth.partition(":")
+    if not sep or not scheme or not cred:
+        raise UsageError("--auth: expected SCHEME:CREDENTIAL, e.g. digest:user:password")
+    return [(scheme, cred)]
+
+
+def _hosts_with_chroot(hosts: str, chroot: str | None) -> tuple[str, str]:
+    """kazoo hosts string and the effective chroot ('' for none)."""
+    base, slash, in_hosts = hosts.partition("/")
+    root = normalize_chroot(chroot if chroot else (slash + in_hosts if slash else ""))
+    return base + root, root
+
+
+def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cert, key, timeout: float = 15):
+    from kazoo.client import KazooClient
+    from kazoo.retry import KazooRetry
+
+    conn_hosts, root = _hosts_with_chroot(hosts, chroot)
+    kwargs = {}
+    if tls:
+        if ca is None:
+            raise UsageError("--tls needs --ca FILE (the CA that signed the servers' certificates)")
+        if (cert is None) != (key is None):
+            raise UsageError("--cert and --key go together")
+        kwargs.update(use_ssl=True, verify_certs=True, ca=str(ca),
+                      certfile=str(cert) if cert else None, keyfile=str(key) if key else None)
+    elif ca or cert or key:
+        raise UsageError("--ca/--cert/--key need --tls")
+    # kazoo's own connection chatter would interleave with ours; failures are reported by the walk
+    logging.getLogger("kazoo.client").setLevel(logging.ERROR)
+    client = KazooClient(
+        hosts=conn_hosts, auth_data=parse_auth(auth) or None, read_only=True, timeout=10,
+        connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=5), **kwargs,
+    )
+    shown = hosts.partition("/")[0]
+    try:
+        client.start(timeout=timeout)
+    except Exception as err:  # noqa: BLE001 - kazoo raises several types; none carries credentials
+        _stop(client)
+        raise StepError(f"ZooKeeper {shown}: cannot connect ({type(err).__name__})") from None
+    return client, root
+
+
+def _stop(client) -> None:
+    try:
+        client.stop()
+        client.close()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATTEMPTS, stall_timeout: float = STALL,
+         on_node=None) -> LiveWalk:
+    """Walk the tree the connected ``client`` sees from ``/``. ``stall_timeout``: how long
+    to wait for any answer (kazoo queues reads while it reconnects) before giving up."""
+    from kazoo.exceptions import (
+        AuthFailedError,
+        ConnectionClosedError,
+        ConnectionLoss,
+        NoAuthError,
+        NoNodeError,
+        OperationTimeoutError,
+        SessionExpiredError,
+    )
+
+    retryable = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, ConnectionClosedError)
+    done: queue.Queue = queue.Queue()
+    todo: list[tuple[str, str, int]] = [("get", "/", 0)]
+    inflight = 0
+    cols: dict[str, list] = {k: [] for k in (
+        "path", "data", "czxid", "mzxid", "pzxid", "ctime", "mtime", "version", "cversion", "aversion",
+        "ephemeral_owner", "data_length", "num_children")}
+    out = LiveWalk(rows=None)  # type: ignore[arg-type]
+    skip_system = root == ""
+
+    def issue(kind: str, path: str, attempt: int) -> None:
+        a = client.get_async(path) if kind == "get" else client.get_children_async(path)
+        a.rawlink(lambda res, k=kind, p=path, n=attempt: done.put((k, p, n, res)))
+
+    while todo or inflight:
+        while todo and inflight < window:
+            kind, path, attempt = todo.pop()
+            issue(kind, path, attempt)
+            inflight += 1
+            out.reads += 1
+        try:
+            kind, path, attempt, res = done.get(timeout=stall_timeout)
+        except queue.Empty:
+            raise StepError(f"the walk cannot complete: no answer from ZooKeeper for {stall_timeout:.0f}s") from None
+        inflight -= 1
+        err = res.exception
+        if err is None:
+            if kind == "get":
+                data, st = res.value
+                cols["path"].append(path)
+                cols["data"].append(data)
+                for name, value in (("czxid", st.czxid), ("mzxid", st.mzxid), ("pzxid", st.pzxid),
+                                    ("ctime", st.ctime), ("mtime", st.mtime), ("version", st.version),
+                                    ("cversion", st.cversion), ("aversion", st.aversion),
+                                    ("ephemeral_owner", st.ephemeralOwner), ("data_length", st.dataLength),
+                                    ("num_children", st.numChildren)):
+                    cols[name].append(value)
+                if on_node is not None:
+                    on_node()
+                if st.numChildren > 0:
+                    todo.append(("children", path, 0))
+            else:
+                prefix = "/" if path == "/" else path + "/"
+                for child in res.value:
+                    child_path = prefix + child
+                    if skip_system and child_path == SYSTEM_ROOT:
+                        continue
+                    todo.append(("get", child_path, 0))
+        elif isinstance(err, NoNodeError):
+            if path == "/":
+                raise StepError(f"chroot {root} does not exist") if root else StepError("the root znode is missing")
+            out.skipped_deleted += 1
+        elif isinstance(err, NoAuthError):
+            what = "read" if kind == "get" else "list the children of"
+            out.quarantine.append({"source": QUARANTINE_SOURCE, "location": path,
+                                   "reason": f"NoAuth: the walker may not {what} this znode", "raw": None})
+        elif isinstance(err, AuthFailedError):
+            raise StepError("ZooKeeper rejected the credentials (authentication failed)")
+        elif isinstance(err, retryable):
+            if attempt + 1 >= max_attempts:
+                raise StepError(f"the walk cannot complete: {type(err).__name__} reading {path} "
+                                f"after {max_attempts} attempts")
+            out.retries += 1
+            time.sleep(min(0.1 * 2**attempt, 5.0))
+            todo.append((kind, path, attempt + 1))
+        else:
+            raise StepError(f"the walk cannot complete: {type(err).__name__} reading {path}")
+    out.rows = _table(cols)
+    return out
+
+
+def _table(cols: dict[str, list]) -> pa.Table:
+    ts = pa.timestamp("ms", tz="UTC")
+    return pa.table({
+        "source": pa.array(["live"] * len(cols["path"]), pa.string()),
+        "path": pa.array(cols["path"], pa.large_string()),
+        "data": pa.array(cols["data"], pa.large_binary()),
+        "czxid": pa.array(cols["czxid"], pa.int64()),
+        "mzxid": pa.array(cols["mzxid"], pa.int64()),
+        "pzxid": pa.array(cols["pzxid"], pa.int64()),
+        "ctime": pa.array(np.asarray(cols["ctime"], np.int64), pa.int64()).cast(ts),
+        "mtime": pa.array(np.asarray(cols["mtime"], np.int64), pa.int64()).cast(ts),
+        "version": pa.array(cols["version"], pa.int32()),
+        "cversion": pa.array(cols["cversion"], pa.int32()),
+        "aversion": pa.array(cols["aversion"], pa.int32()),
+        "ephemeral_owner": pa.array(cols["ephemeral_owner"], pa.int64()),
+        "data_length": pa.array(cols["data_length"], pa.int32()),
+        "num_children": pa.array(cols["num_children"], pa.int32()),
+    })

@@ -1,0 +1,270 @@
+"""ZooKeeper snapshot files (``version-2/snapshot.<hex zxid>[.gz|.snappy]``), 3.4 through 3.9.
+
+Grammar (``FileSnap.serialize``, ``SerializeUtils.serializeSnapshot``, ``DataTree.serialize``,
+``SnapStream.sealStream``; jute, big-endian)::
+
+    snapshot  := header sessions aclcache nodes seal [digest seal] [lastzxid seal]
+    header    := int magic "ZKSN" , int version (2) , long dbid
+    sessions  := int count , (long sessionId , int timeout)*
+    aclcache  := int count , (long id , vector<ACL> acls)*
+    nodes     := see pipelines.zookeeper.kernels (parents before children, root path "")
+    seal      := long adler32(all bytes before it) , ustring "/"
+    digest    := long zxid , int digestVersion , long treeDigest          (3.6+)
+    lastzxid  := long lastProcessedZxid                                   (3.9+)
+
+Bytes after the first seal: 0 (3.4/3.5), 33 (digest), 21 (lastzxid), 54 (both).
+The stream may be gzip (``.gz``) or xerial-framed snappy (``.snappy``, ``SnappyOutputStream``:
+magic ``\\x82SNAPPY\\x00``, int version, int compatible version, then (int length, raw
+snappy block)*); the compression is recognised from the first bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.zookeeper import kernels
+from pipelines.zookeeper.errors import (
+    BadMagic,
+    DigestMismatch,
+    SealMismatch,
+    Truncated,
+    UnreasonableLength,
+    ZkFormatError,
+)
+from pipelines.zookeeper.jute import FILE_HEADER, Reader
+
+SNAP_MAGIC = b"ZKSN"
+SNAP_VERSION = 2
+DIGEST_VERSION = 2  # DigestCalculator.DIGEST_VERSION of 3.6+
+GZIP_MAGIC = b"\x1f\x8b"
+SNAPPY_MAGIC = b"\x82SNAPPY\x00"
+SESSION = np.dtype([("id", ">i8"), ("timeout", ">i4")])
+
+
+def zxid_of(name: str, prefix: str) -> int | None:
+    m = re.match(rf"^{prefix}\.([0-9a-fA-F]+)(\.gz|\.snappy)?$", name)
+    return int(m.group(1), 16) if m else None
+
+
+@dataclass(frozen=True)
+class ZxidDigest:
+    zxid: int
+    version: int
+    digest: int
+
+
+@dataclass
+class NodeColumns:
+    """Node records as columns over the snapshot bytes (``buf``): offsets/lengths of paths
+    and data, the persisted stat, and each node's digest."""
+
+    buf: np.ndarray
+    path_off: np.ndarray
+    path_len: np.ndarray
+    data_off: np.ndarray
+    data_len: np.ndarray
+    acl: np.ndarray
+    czxid: np.ndarray
+    mzxid: np.ndarray
+    ctime: np.ndarray
+    mtime: np.ndarray
+    version: np.ndarray
+    cversion: np.ndarray
+    aversion: np.ndarray
+    ephemeral_owner: np.ndarray
+    pzxid: np.ndarray
+    digest: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.path_off.shape[0])
+
+    def _binary(self, offs: np.ndarray, lens: np.ndarray, typ: pa.DataType) -> pa.Array:
+        sizes = np.maximum(lens, 0).astype(np.int64)
+        out_offsets = np.zeros(len(sizes) + 1, np.int64)
+        np.cumsum(sizes, out=out_offsets[1:])
+        values = np.empty(int(out_offsets[-1]), np.uint8)
+        kernels.gather(self.buf, offs, lens, out_offsets, values)
+        valid = lens >= 0
+        nulls = int(len(lens) - np.count_nonzero(valid))
+        bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+        return pa.Array.from_buffers(
+            typ, len(lens), [bitmap, pa.py_buffer(out_offsets), pa.py_buffer(values)], null_count=nulls
+        )
+
+    def paths(self) -> pa.Array:
+        return self._binary(self.path_off, self.path_len, pa.large_string())
+
+    def data(self) -> pa.Array:
+        return self._binary(self.data_off, self.data_len, pa.large_binary())
+
+
+@dataclass
+class Snapshot:
+    file: str
+    zxid: int | None  # from the file name: where writing started
+    dbid: int
+    sessions: np.ndarray  # SESSION records
+    acls: dict[int, list]
+    nodes: NodeColumns
+    digest: ZxidDigest | None = None  # stored (3.6+)
+    computed_digest: int = 0
+    last_processed_zxid: int | None = None  # stored (3.9+)
+    compression: str = "none"
+    digest_verified: bool | None = None  # None: no digest, or fuzzy (checked during replay)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def max_node_zxid(self) -> int:
+        n = self.nodes
+        if len(n) == 0:
+            return 0
+        return int(max(n.czxid.max(), n.mzxid.max(), n.pzxid.max()))
+
+    @property
+    def consistent_at_or_after(self) -> int:
+        """A zxid the snapshot's state is known to include (fuzzy snapshots go past their name)."""
+        known = [self.zxid or 0, self.max_node_zxid]
+        if self.digest is not None:
+            known.append(self.digest.zxid)
+        if self.last_processed_zxid is not None:
+            known.append(self.last_processed_zxid)
+        return max(known)
+
+
+def read_bytes(path: Path) -> tuple[bytes, str]:
+    """The snapshot's uncompressed bytes and the compression it had."""
+    file = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as err:
+        raise ZkFormatError(file, 0, f"cannot read: {err.strerror or err}") from None
+    if raw.startswith(GZIP_MAGIC):
+        try:
+            return gzip.decompress(raw), "gzip"
+        except (OSError, EOFError, zlib.error) as err:
+            raise Truncated(file, 0, f"corrupt or truncated gzip stream: {err}") from None
+    if raw.startswith(SNAPPY_MAGIC):
+        return _unsnappy(raw, file), "snappy"
+    return raw, "none"
+
+
+def _unsnappy(raw: bytes, file: str) -> bytes:
+    import snappy
+
+    r = Reader(raw, file, pos=len(SNAPPY_MAGIC))
+    r.int("snappy stream version")
+    r.int("snappy compatible version")
+    out = []
+    while r.remaining:
+        at = r.pos
+        n = r.int("snappy block length")
+        if n < 0 or n > r.remaining:
+            raise Truncated(file, at, f"snappy block of {n} bytes with {r.remaining} left")
+        try:
+            out.append(snappy.uncompress(raw[r.pos : r.pos + n]))
+        except Exception as err:  # the codec raises its own types
+            raise ZkFormatError(file, at, f"corrupt snappy block: {err}") from None
+        r.pos += n
+    return b"".join(out)
+
+
+def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
+    """Parse one snapshot file; raises a :class:`ZkFormatError` subclass naming the position."""
+    path = Path(path)
+    file = str(path)
+    buf, compression = read_bytes(path)
+    r = Reader(buf, file)
+    if len(buf) < FILE_HEADER.size:
+        if len(buf) == 0:
+            raise Truncated(file, 0, "empty file, not a snapshot")
+        raise Truncated(file, 0, f"truncated: {len(buf)} bytes, a snapshot header needs {FILE_HEADER.size}")
+    magic, version, dbid = r.unpack(FILE_HEADER, "header")
+    if magic != SNAP_MAGIC:
+        raise BadMagic(file, 0, f"bad magic {magic!r}, not a ZooKeeper snapshot (expected {SNAP_MAGIC!r})")
+    if version != SNAP_VERSION:
+        raise BadMagic(file, 4, f"unsupported snapshot version {version}")
+
+    # sessions: fixed-size records, read as one numpy view
+    at = r.pos
+    count = r.int("session count")
+    if count < 0 or count * SESSION.itemsize > r.remaining:
+        cls = UnreasonableLength if count < 0 or count * SESSION.itemsize > kernels.MAX_REASONABLE else Truncated
+        raise cls(file, at, f"{'unreasonable' if cls is UnreasonableLength else 'truncated'} session count {count}")
+    sessions = np.frombuffer(buf, SESSION, count, r.pos).copy()
+    r.pos += count * SESSION.itemsize
+
+    acls: dict[int, list] = {}
+    at = r.pos
+    count = r.int("ACL cache size")
+    if count < 0 or count * 12 > r.remaining:
+        raise UnreasonableLength(file, at, f"unreasonable ACL cache size {count}")
+    for _ in range(count):
+        acl_id = r.long("ACL id")
+        acls[acl_id] = r.acls() or []
+
+    arr = np.frombuffer(buf, np.uint8)
+    status, err_pos, n, end, bad_len = kernels.count_nodes(arr, r.pos)
+    if status != kernels.OK:
+        reason = kernels.STATUS_REASON[status]
+        if status == kernels.UNREASONABLE:
+            raise UnreasonableLength(file, err_pos, f"unreasonable length {bad_len} in node record {n}")
+        raise Truncated(file, err_pos, f"{reason} (record {n})")
+    cols = kernels.walk_nodes(arr, r.pos, n, kernels.CRC_TABLE, kernels.ZK_PREFIX)
+    nodes = NodeColumns(arr, *cols)
+    r.pos = end
+
+    snap = Snapshot(file, zxid_of(path.name, "snapshot"), dbid, sessions, acls, nodes, compression=compression)
+    snap.computed_digest = int(kernels.tree_digest(nodes.digest, np.ones(n, np.bool_)))
+
+    checksum = _seal(r, buf, None, "snapshot seal")
+    after = r.remaining
+    if after == 33 or after == 54:
+        snap.digest = ZxidDigest(r.long("digest zxid"), r.int("digest version"), r.long("digest"))
+        checksum = _seal(r, buf, checksum, "digest seal")
+    if r.remaining == 21:
+        snap.last_processed_zxid = r.long("last processed zxid")
+        _seal(r, buf, checksum, "last-processed-zxid seal")
+    if r.remaining:
+        raise ZkFormatError(file, r.pos, f"{r.remaining} unexpected bytes after the seal")
+    if verify_digest:
+        check_digest(snap)
+    return snap
+
+
+def _seal(r: Reader, buf: bytes, state: tuple[int, int] | None, what: str) -> tuple[int, int]:
+    """Check the seal at the cursor against the running Adler32 of every byte before it.
+    ``state`` = (position, checksum) reached by the previous seal; returns the new state."""
+    at = r.pos
+    start, running = state if state else (0, 1)
+    checksum = zlib.adler32(memoryview(buf)[start:at], running)
+    stored = r.long(what) & 0xFFFFFFFFFFFFFFFF
+    marker = r.ustring(f"{what} marker")
+    if stored != checksum:
+        raise SealMismatch(r.file, at, f"{what} mismatch: stored Adler32 {stored:#x}, computed {checksum:#x}")
+    if marker != "/":
+        raise ZkFormatError(r.file, at + 8, f"{what}: expected marker '/', got {marker!r}")
+    return (at, checksum)
+
+
+def check_digest(snap: Snapshot) -> None:
+    """Compare the stored tree digest with the recomputed one when the snapshot is known to be
+    consistent at the digest's zxid; a fuzzy snapshot is left for the replay to verify."""
+    d = snap.digest
+    if d is None or d.zxid == 0 or d.version != DIGEST_VERSION:
+        return
+    if snap.computed_digest == d.digest:
+        snap.digest_verified = True
+        return
+    if snap.zxid is not None and d.zxid > snap.zxid:
+        snap.notes.append(f"fuzzy snapshot: digest of zxid {d.zxid:#x} is checked by the log replay")
+        return
+    raise DigestMismatch(
+        snap.file, 0, f"tree digest mismatch at zxid {d.zxid:#x}: stored {d.digest}, computed {snap.computed_digest}"
+    )

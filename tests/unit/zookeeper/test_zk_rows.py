@@ -1,0 +1,74 @@
+"""The client-visible form (what kazoo returns) built from persisted nodes, and the live
+walker's option handling (no server needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipelines.errors import UsageError
+from pipelines.zookeeper.live import _hosts_with_chroot, parse_auth
+from pipelines.zookeeper.rows import client_rows
+
+CONTAINER = -(1 << 63)
+TTL = -(1 << 56) | 60_000
+SESSION = 0x1000_0000_0000_0042
+
+NODES = [  # path, data, persisted cversion, ephemeral owner
+    ("", b"", 3, 0),
+    ("/zookeeper", b"", 0, 0),
+    ("/zookeeper/quota", b"", 0, 0),
+    ("/kafka", b"k", 5, 0),
+    ("/kafka/c", None, 1, CONTAINER),
+    ("/kafka/c/x", b"", 0, SESSION),
+    ("/kafka/t", b"ttl", 0, TTL),
+    ("/other", b"o", 0, 0),
+]
+
+
+def _rows(chroot=None, nodes=NODES):
+    n = len(nodes)
+    stats = {k: np.arange(n, dtype=np.int64) for k in ("czxid", "mzxid", "pzxid", "ctime", "mtime")}
+    stats.update({k: np.zeros(n, np.int32) for k in ("version", "aversion")})
+    stats["cversion"] = np.array([c for _, _, c, _ in nodes], np.int32)
+    stats["ephemeral_owner"] = np.array([o for *_, o in nodes], np.int64)
+    paths = pa.array([p for p, *_ in nodes], pa.large_string())
+    data = pa.array([d for _, d, *_ in nodes], pa.large_binary())
+    return client_rows(paths, data, stats, source="snapshot", chroot=chroot)
+
+
+def test_client_view_of_persisted_stats():
+    rows, orphans = _rows()
+    assert len(orphans) == 0
+    by = {r["path"]: r for r in rows.to_pylist()}
+    assert list(by) == ["/", "/kafka", "/kafka/c", "/kafka/c/x", "/kafka/t", "/other"]  # sorted, no /zookeeper
+    assert by["/"]["num_children"] == 3 and by["/"]["cversion"] == 2 * 3 - 3  # zookeeper, kafka, other
+    assert by["/kafka"]["num_children"] == 2 and by["/kafka"]["cversion"] == 2 * 5 - 2
+    assert by["/kafka/c"]["ephemeral_owner"] == 0 and by["/kafka/t"]["ephemeral_owner"] == 0
+    assert by["/kafka/c/x"]["ephemeral_owner"] == SESSION
+    assert by["/kafka/c"]["data"] is None and by["/kafka/c"]["data_length"] == 0
+    assert by["/kafka/t"]["data_length"] == 3
+    assert rows.schema.field("ctime").type == pa.timestamp("ms", tz="UTC")
+
+
+def test_chroot_reroots_and_keeps_only_the_subtree():
+    rows, _ = _rows("/kafka/")
+    assert rows["path"].to_pylist() == ["/", "/c", "/c/x", "/t"]
+    assert rows["data"][0].as_py() == b"k" and rows["num_children"][0].as_py() == 2
+
+
+def test_orphans_are_reported():
+    _, orphans = _rows(nodes=NODES + [("/missing/child", b"", 0, 0)])
+    assert orphans.tolist() == [len(NODES)]
+
+
+def test_live_options():
+    assert parse_auth("digest:user:pa:ss") == [("digest", "user:pa:ss")]
+    assert parse_auth(None) == []
+    with pytest.raises(UsageError) as err:
+        parse_auth("digestonly-secret")
+    assert "secret" not in str(err.value)
+    assert _hosts_with_chroot("h1:2181,h2:2181", "/kafka/") == ("h1:2181,h2:2181/kafka", "/kafka")
+    assert _hosts_with_chroot("h1:2181/kafka", None) == ("h1:2181/kafka", "/kafka")
+    assert _hosts_with_chroot("h1:2181", "/") == ("h1:2181", "")

@@ -1,0 +1,238 @@
+"""Transaction logs: real files (valid, partial tail, CRC corruption), hand-encoded txns of
+every type, and the replay semantics of DataTree checked against real snapshots: replaying
+the real logs from an older real snapshot reproduces the newer real snapshot exactly."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import struct
+import zlib
+
+import pytest
+from rich.console import Console
+
+from pipelines.context import RunContext
+from pipelines.errors import InputError
+from pipelines.zookeeper.extract import extract_snapshot, read_offline
+from pipelines.zookeeper.txnlog import LogReader
+
+FIX = "zookeeper/invalidsnap/version-2"
+
+
+def _str(s):
+    b = s.encode()
+    return struct.pack(">i", len(b)) + b
+
+
+def _buf(b):
+    return struct.pack(">i", -1) if b is None else struct.pack(">i", len(b)) + b
+
+
+ACL = struct.pack(">i", 1) + struct.pack(">i", 31) + _str("world") + _str("anyone")
+
+
+def _txn(zxid, type_, body, session=0x42, time=1000, digest=None):
+    t = struct.pack(">qiqqi", session, 1, zxid, time + zxid, type_) + body
+    if digest is not None:
+        t += struct.pack(">iq", 2, digest)
+    return t
+
+
+def _log(txns, pad=True, tail=b""):
+    b = b"ZKLG" + struct.pack(">iq", 2, 0)
+    for t in txns:
+        b += struct.pack(">qi", zlib.adler32(t), len(t)) + t + b"B"
+    return b + tail + (b"\0" * 64 if pad else b"")
+
+
+def create(path, data=b"", eph=False, pcv=-1, type_=1):
+    return _str(path) + _buf(data) + ACL + bytes([eph]) + struct.pack(">i", pcv)
+
+
+def container(path, pcv):
+    return _str(path) + _buf(b"") + ACL + struct.pack(">i", pcv)
+
+
+def ttl(path, pcv, ms):
+    return _str(path) + _buf(b"t") + ACL + struct.pack(">iq", pcv, ms)
+
+
+def multi(*subs):
+    return struct.pack(">i", len(subs)) + b"".join(struct.pack(">i", t) + _buf(b) for t, b in subs)
+
+
+def _ctx(tmp_path, run_id="r1"):
+    from pipelines.warehouse import Warehouse
+
+    out = io.StringIO()
+    return RunContext(Warehouse(tmp_path / "wh"), run_id, console=Console(file=out, width=300)), out
+
+
+def test_every_txn_type_decodes(tmp_path):
+    txns = [
+        _txn(1, -10, struct.pack(">i", 30000)),
+        _txn(2, 1, create("/a", b"x", pcv=1)),
+        _txn(3, 15, create("/a/e", None, eph=True, pcv=1)),
+        _txn(4, 19, container("/c", 2)),
+        _txn(5, 21, ttl("/t", 3, 60000)),
+        _txn(6, 5, _str("/a") + _buf(b"y") + struct.pack(">i", 1)),
+        _txn(7, 7, _str("/a") + ACL + struct.pack(">i", 1)),
+        _txn(8, 14, multi((1, create("/m", pcv=5)), (13, _str("/a") + struct.pack(">i", 1)))),
+        _txn(9, 2, _str("/t")),
+        _txn(10, -11, struct.pack(">i", 1) + _str("/a/e")),
+        _txn(11, -1, struct.pack(">i", -101)),
+        _txn(12, 1, _str("/old") + _buf(b"v0") + ACL + b"\x00"),  # CreateTxnV0: no parentCVersion
+    ]
+    f = tmp_path / "log.1"
+    f.write_bytes(_log(txns))
+    r = LogReader(f)
+    got = list(r)
+    assert [t.op for t in got] == ["createSession", "create", "create2", "createContainer", "createTTL", "setData",
+                                   "setACL", "multi", "delete", "closeSession", "error", "create"]
+    assert got[1].body == {"path": "/a", "data": b"x", "acl": [(31, "world", "anyone")], "ephemeral": False,
+                           "parent_cversion": 1}
+    assert got[2].body["data"] is None and got[2].body["ephemeral"] is True
+    assert got[4].body["ttl"] == 60000
+    assert got[7].body["txns"][1] == (13, "check", {"path": "/a", "version": 1})
+    assert got[9].body == {"paths_to_delete": ["/a/e"]}
+    assert got[11].body["parent_cversion"] == -1
+    assert r.end.kind == "padding"
+
+
+def test_replay_semantics(tmp_path):
+    """Expected values follow DataTree: parent cversion/pzxid on create, pzxid on delete,
+    closeSession removes the session's ephemerals, a multi with an error changes nothing."""
+    s1, s2 = 0x111, 0x222
+    txns = [
+        _txn(1, 1, create("/a", b"x")),  # parent cversion -1: root +1
+        _txn(2, 1, create("/a/e1", b"", eph=True), session=s1),
+        _txn(3, 1, create("/a/e2", b"", eph=True), session=s2),
+        _txn(4, 19, container("/c", 2)),
+        _txn(5, 21, ttl("/t", 3, 60000)),
+        _txn(6, 5, _str("/a") + _buf(b"y") + struct.pack(">i", 1)),
+        _txn(7, 14, multi((1, create("/never")), (-1, struct.pack(">i", -110)))),
+        _txn(8, 14, multi((1, create("/m", pcv=4)), (5, _str("/m") + _buf(b"mm") + struct.pack(">i", 1)))),
+        _txn(9, -11, b"", session=s1),  # pre-3.6 closeSession: no path list
+        _txn(10, 2, _str("/t")),
+        _txn(11, 1, create("/a/b", None)),
+    ]
+    d = tmp_path / "data" / "version-2"
+    d.mkdir(parents=True)
+    (d / "log.1").write_bytes(_log(txns))
+    rows, res = read_offline(d.parent)
+    assert res.txns_applied == 11 and res.zxid == 11 and res.snapshot is None
+    by = {r["path"]: r for r in rows.to_pylist()}
+    assert sorted(by) == ["/", "/a", "/a/b", "/a/e2", "/c", "/m"]
+    # root: creates /a (cv 1), /c (2), /t (3), /m (4); children zookeeper, a, c, m -> 2*4 - 4
+    assert by["/"]["cversion"] == 2 * 4 - 4 and by["/"]["num_children"] == 4 and by["/"]["pzxid"] == 10
+    # /a: creates e1, e2, b (cv 3), e1 deleted by closeSession (zxid 9), then b created at 11
+    assert by["/a"]["cversion"] == 2 * 3 - 2 and by["/a"]["pzxid"] == 11 and by["/a"]["version"] == 1
+    assert by["/a"]["data"] == b"y" and by["/a"]["mzxid"] == 6 and by["/a"]["czxid"] == 1
+    assert by["/a/e2"]["ephemeral_owner"] == s2
+    assert by["/c"]["ephemeral_owner"] == 0  # container: client sees 0
+    assert by["/m"]["data"] == b"mm" and by["/m"]["version"] == 1
+    assert by["/a/b"]["data"] is None and by["/a/b"]["data_length"] == 0
+    assert rows["ctime"].cast("int64").to_pylist()[rows["path"].to_pylist().index("/a/b")] == 1000 + 11
+
+
+def test_real_logs_end_kinds_and_log42_crc(real_fixtures):
+    d = real_fixtures / FIX
+    r = LogReader(d / "log.274")
+    assert len(list(r)) == 967 and r.end.kind == "padding"
+    r = LogReader(d / "log.42")
+    assert [t.op for t in r] == ["closeSession"]  # the first entry is sound, the second is not
+    assert r.end.kind == "corrupt" and r.end.offset == 61
+    assert "CRC mismatch" in r.end.reason and r.end.raw
+
+
+def test_partial_last_txn_stops_there(tmp_path):
+    txns = [_txn(1, 1, create("/a", pcv=1)), _txn(2, 1, create("/b", pcv=2))]
+    full = _log(txns, pad=False)
+    f = tmp_path / "log.1"
+    f.write_bytes(full[:-3])
+    r = LogReader(f)
+    assert [t.zxid for t in r] == [1] and r.end.kind == "partial"
+    f.write_bytes(full[:-1])  # no 'B'
+    r = LogReader(f)
+    assert [t.zxid for t in r] == [1] and r.end.kind == "partial"
+
+
+def test_replaying_real_logs_reproduces_real_snapshots(real_fixtures, tmp_path):
+    d = real_fixtures / FIX
+
+    def datadir(*names):
+        t = tmp_path / "-".join(names)
+        t.mkdir()
+        for n in names:
+            shutil.copy(d / n, t)
+        return t
+
+    direct, _ = read_offline(d / "snapshot.272")
+    replayed, res = read_offline(datadir("snapshot.0", "log.1"), at_zxid=0x272)
+    assert res.zxid == 0x272 and res.txns_applied == 0x272
+    assert direct.num_rows == 626 and replayed.equals(direct)  # 628 records minus /zookeeper, /zookeeper/quota
+    direct, _ = read_offline(d / "snapshot.639")
+    replayed, res = read_offline(datadir("snapshot.272", "log.1", "log.274"), at_zxid=0x639)
+    dd = tmp_path / "snapshot.272-log.1-log.274"
+    assert res.snapshot == str(dd / "snapshot.272")
+    assert res.logs == [str(dd / "log.1"), str(dd / "log.274")]  # log.1 ends with 0x273
+    assert replayed.equals(direct)
+
+
+def test_data_dir_quarantines_corrupt_snapshot_and_log(real_fixtures, tmp_path):
+    d = real_fixtures / FIX
+    ctx, out = _ctx(tmp_path)
+    meta = extract_snapshot(ctx, path=d.parent, at_zxid=None)
+    q = ctx.warehouse.read_table("raw/quarantine", "r1").to_pylist()
+    assert [(r["source"], r["location"]) for r in q] == [("zk-snapshot", f"{d}/snapshot.83f:4815")]
+    assert "unreasonable length 977468229" in q[0]["reason"]
+    assert meta["snapshot"] == str(d / "snapshot.639") and meta["zxid"] == 0x83F
+    assert meta["logs_replayed"] == [str(d / "log.274"), str(d / "log.63b")]
+    assert ctx.warehouse.read_table("raw/znodes", "r1").num_rows == meta["nodes"] == 2111
+    assert "snapshot.83f" in out.getvalue()
+
+    # log.42 in the replay chain: the CRC mismatch stops the replay with a quarantine row
+    t = tmp_path / "dd"
+    t.mkdir()
+    shutil.copy(d / "snapshot.0", t)
+    shutil.copy(d / "log.42", t)
+    ctx, out = _ctx(tmp_path, "r2")
+    meta = extract_snapshot(ctx, path=t, at_zxid=None)
+    q = ctx.warehouse.read_table("raw/quarantine", "r2").to_pylist()
+    assert [r["location"] for r in q] == [f"{t}/log.42:61"] and "CRC mismatch" in q[0]["reason"]
+    assert meta["txns_applied"] == 1 and "CRC mismatch" in out.getvalue()
+
+
+def test_single_file_errors_and_digest_36(real_fixtures, tmp_path):
+    ctx, _ = _ctx(tmp_path)
+    with pytest.raises(InputError, match="snapshot.83f:4815: unreasonable length 977468229"):
+        extract_snapshot(ctx, path=real_fixtures / FIX / "snapshot.83f", at_zxid=None)
+    assert not ctx.warehouse.exists("raw/znodes", "r1")
+    with pytest.raises(InputError, match="no such file"):
+        extract_snapshot(ctx, path=tmp_path / "nope", at_zxid=None)
+    meta = extract_snapshot(ctx, path=real_fixtures / "zookeeper/digest-3.6", at_zxid=None)
+    assert meta["digest_verified"] is True and meta["txn_digests_checked"] == 1
+    assert meta["txn_digest_mismatches"] == 0
+
+
+def test_empty_data_dir_gives_empty_tables(tmp_path):
+    (tmp_path / "empty" / "version-2").mkdir(parents=True)
+    ctx, _ = _ctx(tmp_path)
+    meta = extract_snapshot(ctx, path=tmp_path / "empty", at_zxid=None)
+    rows = ctx.warehouse.read_table("raw/znodes", "r1")
+    # ZooKeeper's initial tree: only the root is left once /zookeeper is excluded
+    assert rows["path"].to_pylist() == ["/"] and meta["nodes"] == 1
+
+
+def test_cli_exit_codes(real_fixtures, tmp_path, capsys):
+    from pipelines.cli import main
+
+    run = ["--warehouse", str(tmp_path / "wh"), "--quiet", "extract", "zk-snapshot"]
+    with pytest.raises(SystemExit) as done:
+        main(run + [str(real_fixtures / FIX / "snapshot.83f")])
+    err = capsys.readouterr().err
+    assert done.value.code == 1 and "Traceback" not in err and "unreasonable length 977468229" in err
+    with pytest.raises(SystemExit) as done:
+        main(run + [str(real_fixtures / "zookeeper/digest-3.6"), "--at-zxid", "0x3"])
+    assert done.value.code == 0
