@@ -28,7 +28,12 @@ def get_spark(master: str | None = None, app_name: str = "kaudit", conf: dict[st
         builder = builder.master(master)
     elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_ENV_LOADED"):
         builder = builder.master(os.environ.get("KAUDIT_SPARK_MASTER", "local[*]"))
+    # Inside spark-submit (master None) the driver's address is the cluster's business (its
+    # conf, or SPARK_LOCAL_IP): forcing 127.0.0.1 would make it unreachable from remote executors.
+    submitted = not master and bool(os.environ.get("SPARK_ENV_LOADED"))
     for key, value in {**CONF, **(conf or {})}.items():
+        if submitted and key in ("spark.driver.host", "spark.driver.bindAddress") and key not in (conf or {}):
+            continue
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

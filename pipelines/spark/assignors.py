@@ -1,0 +1,116 @@
+"""The two deterministic assignors, as pure DataFrame -> DataFrame functions (no UDF).
+
+Both work on any "group of owners" (ZooKeeper consumer threads or Kafka members):
+
+``members``: ``group_id, owner, member_order`` (one row per owner; ``member_order`` is a
+sortable column - a string or a struct - that sorts owners as the assignor does).
+``subscriptions``: ``group_id, owner, topic`` (who reads which topic).
+``partitions``: ``topic, partition, broker_id, part_order`` (``part_order`` sorts a topic's
+partitions, or the whole group's partitions for round-robin, as the assignor does).
+
+Output of both: ``group_id, topic, partition, broker_id, expected_owner``.
+
+**Range** (``kafka.consumer.RangeAssignor`` and the consumer's ``RangeAssignor``), per
+(group, topic): owners subscribed to the topic sorted, ``i`` = rank, ``n`` owners, ``P``
+partitions sorted, ``per = P div n``, ``extra = P mod n``; owner ``i`` gets
+``per * i + min(i, extra)`` .. ``+ per + (i < extra)``. Inverted for partition rank ``j``:
+``i = j div (per + 1)`` if ``j < extra * (per + 1)``, else
+``extra + (j - extra * (per + 1)) div per``. Window ranks and equi-joins only.
+
+**Round-robin** (``kafka.consumer.RoundRobinAssignor`` 0.9+ and the consumer's
+``RoundRobinAssignor``): all owners of the group sorted into a circle, all partitions of
+the topics the group subscribes sorted, each partition dealt to the next owner in the
+circle (after the previous pick) that subscribes to its topic. When every owner of a group
+subscribes to every topic of the group (the usual case) that is ``owner = rank mod n``,
+computed with arithmetic; otherwise the deal is a fold (``aggregate``) over the group's
+sorted partition array, which carries the circle position.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+OUT = ["group_id", "topic", "partition", "broker_id", "expected_owner"]
+
+
+def range_assign(members: DataFrame, subscriptions: DataFrame, partitions: DataFrame) -> DataFrame:
+    ranked = subscriptions.join(members, ["group_id", "owner"]).withColumn(
+        "_i", F.row_number().over(Window.partitionBy("group_id", "topic").orderBy("member_order", "owner")) - 1
+    )
+    counts = ranked.groupBy("group_id", "topic").agg(F.count(F.lit(1)).alias("_n"))
+    parts = partitions.withColumn(
+        "_j", F.row_number().over(Window.partitionBy("topic").orderBy("part_order")) - 1
+    ).withColumn("_p", F.count(F.lit(1)).over(Window.partitionBy("topic")))
+    per = F.expr("_p div _n")
+    extra = F.expr("_p % _n")
+    cut = extra * (per + 1)
+    owner_rank = F.when(F.col("_j") < cut, F.expr("_j div (_p div _n + 1)")).otherwise(
+        extra + F.expr("(_j - (_p % _n) * (_p div _n + 1)) div greatest(_p div _n, 1)")
+    )
+    wanted = counts.join(parts, "topic").select(
+        "group_id", "topic", "partition", "broker_id", owner_rank.cast("int").alias("_i")
+    )
+    return wanted.join(ranked.select("group_id", "topic", "_i", "owner"), ["group_id", "topic", "_i"]).select(
+        "group_id", "topic", "partition", "broker_id", F.col("owner").alias("expected_owner")
+    )
+
+
+def roundrobin_assign(members: DataFrame, subscriptions: DataFrame, partitions: DataFrame) -> DataFrame:
+    ranked = members.withColumn(
+        "_i", F.row_number().over(Window.partitionBy("group_id").orderBy("member_order", "owner")) - 1
+    )
+    subs = subscriptions.join(ranked.select("group_id", "owner", "_i"), ["group_id", "owner"])
+    shape = subs.groupBy("group_id").agg(
+        F.countDistinct("owner").alias("_n"),
+        F.countDistinct("topic").alias("_t"),
+        F.count(F.lit(1)).alias("_pairs"),
+    )
+    group_topics = subs.select("group_id", "topic").distinct()
+    group_parts = group_topics.join(partitions, "topic").join(shape, "group_id")
+    uniform = F.col("_pairs") == F.col("_n") * F.col("_t")
+
+    # every owner reads every topic of the group: partition rank mod owners
+    simple = group_parts.where(uniform).withColumn(
+        "_k", F.row_number().over(Window.partitionBy("group_id").orderBy("part_order")) - 1
+    ).withColumn("_i", F.pmod(F.col("_k"), F.col("_n")).cast("int"))
+    simple = simple.join(ranked.select("group_id", "_i", "owner"), ["group_id", "_i"]).select(
+        "group_id", "topic", "partition", "broker_id", F.col("owner").alias("expected_owner")
+    )
+
+    # mixed subscriptions: fold over the sorted partitions, skipping owners not subscribed
+    mixed_parts = (
+        group_parts.where(~uniform)
+        .groupBy("group_id")
+        .agg(F.sort_array(F.collect_list(F.struct("part_order", "topic", "partition", "broker_id"))).alias("_parts"))
+    )
+    sub_map = (
+        subs.groupBy("group_id", "topic")
+        .agg(F.sort_array(F.collect_list("_i")).alias("_idx"))
+        .groupBy("group_id")
+        .agg(F.map_from_entries(F.collect_list(F.struct("topic", "_idx"))).alias("_subs"))
+    )
+
+    def deal(acc, p):
+        idx = F.try_element_at(F.col("_subs"), p["topic"])
+        pick = F.coalesce(F.try_element_at(F.filter(idx, lambda x: x >= acc["ptr"]), F.lit(1)), F.try_element_at(idx, F.lit(1)))
+        return F.struct((pick + 1).alias("ptr"), F.concat(acc["picks"], F.array(pick)).alias("picks"))
+
+    start = F.struct(F.lit(0).alias("ptr"), F.array().cast("array<int>").alias("picks"))
+    dealt = (
+        mixed_parts.join(sub_map, "group_id")
+        .select("group_id", "_parts", F.aggregate("_parts", start, deal)["picks"].alias("_picks"))
+        .select("group_id", F.explode(F.arrays_zip("_parts", "_picks")).alias("_e"))
+    )
+    mixed = (
+        dealt.select(
+            "group_id",
+            F.col("_e._parts.topic").alias("topic"),
+            F.col("_e._parts.partition").alias("partition"),
+            F.col("_e._parts.broker_id").alias("broker_id"),
+            F.col("_e._picks").alias("_i"),
+        )
+        .join(ranked.select("group_id", "_i", "owner"), ["group_id", "_i"])
+        .select("group_id", "topic", "partition", "broker_id", F.col("owner").alias("expected_owner"))
+    )
+    return simple.unionByName(mixed)

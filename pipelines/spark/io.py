@@ -1,0 +1,59 @@
+"""Reading a run's raw tables into Spark and writing core tables through the warehouse.
+
+Reads: the run's partition as a DataFrame with its ``run_id`` column; a missing partition
+(or one without files) is an empty DataFrame with the table's schema, so a run that has
+only ZooKeeper input, or only Kafka logs, still builds.
+
+Writes: Spark writes into the transaction's staging directory (mode overwrite) and the
+:class:`~pipelines.warehouse.Transaction` publishes every staged table atomically at the end.
+The frame is first conformed to the table's declared schema (a ``select`` that is the
+output's contract: column order, names and types).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.spark.schemas import table_schema
+from pipelines.warehouse import Transaction, Warehouse
+
+
+def _parquet_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.glob("*.parquet") if not p.name.startswith((".", "_")))
+
+
+def read_raw(spark: SparkSession, warehouse: Warehouse, table: str, run_id: str) -> DataFrame:
+    """The run's partition of ``table`` (schema from :mod:`pipelines.tables`) plus ``run_id``."""
+    schema = table_schema(table)
+    part = warehouse.partition_dir(table, run_id)
+    files = _parquet_files(part) if part.is_dir() else []
+    if not files:
+        return spark.createDataFrame([], table_schema(table, with_run_id=True))
+    df = spark.read.schema(schema).parquet(*[str(f) for f in files])
+    return df.withColumn("run_id", F.lit(run_id))
+
+
+def conform(df: DataFrame, table: str) -> DataFrame:
+    """``df`` as exactly the declared columns of ``table`` (no run_id: the hive dir holds it)."""
+    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in table_schema(table).fields])
+
+
+def write_staged(tx: Transaction, table: str, df: DataFrame) -> Path:
+    """Write ``df`` (conformed to ``table``) into the transaction's staging dir for ``table``."""
+    path = tx.staging_dir(table)
+    conform(df, table).write.mode("overwrite").option("compression", "zstd").parquet(str(path))
+    return path
+
+
+def read_staged(spark: SparkSession, tx: Transaction, table: str) -> DataFrame:
+    """A table staged earlier in the same transaction, read back (cheaper than recomputing)."""
+    return spark.read.schema(table_schema(table)).parquet(str(tx.staging_dir(table)))
+
+
+def staged_rows(tx: Transaction, table: str) -> int:
+    """Row count of a staged table, from the Parquet footers (no Spark job)."""
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in _parquet_files(tx.staging_dir(table)))

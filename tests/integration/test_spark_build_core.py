@@ -1,0 +1,134 @@
+"""A real ZooKeeper tree with planted ownership faults -> extract_live -> build_core gives the
+planted statuses exactly; and a run with only Kafka group tables builds too."""
+
+import json
+import uuid
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pytest
+from kazoo.client import KazooClient
+
+from pipelines.context import RunContext
+from pipelines.spark.build import build_core
+from pipelines.tables import RAW_GROUP_ASSIGNMENTS, RAW_GROUP_MEMBERS, RAW_GROUP_METADATA
+
+pytestmark = pytest.mark.integration
+
+TS = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+TREE = {
+    # 0.8+ layout: topic "orders", 4 partitions; group g08 with two one-stream consumers
+    "/brokers/ids/1": json.dumps({"host": "b1", "port": 9092, "endpoints": ["PLAINTEXT://b1:9092"], "version": 4}),
+    "/brokers/topics/orders": json.dumps({"version": 1, "partitions": {str(p): [1] for p in range(4)}}),
+    "/consumers/g08/ids/g08_c1": json.dumps({"version": 1, "subscription": {"orders": 1}, "pattern": "static"}),
+    "/consumers/g08/ids/g08_c2": json.dumps({"version": 1, "subscription": {"orders": 1}, "pattern": "static"}),
+    # range: g08_c1-0 <- 0, 1; g08_c2-0 <- 2, 3
+    "/consumers/g08/owners/orders/0": "g08_c1-0",  # ok
+    "/consumers/g08/owners/orders/1": "g08_c2-0",  # wrong owner
+    "/consumers/g08/owners/orders/2": "ghost-0",  # unknown owner
+    # orders/3 has no owner                        # unowned
+    "/consumers/g08/owners/orders/7": "g08_c1-0",  # unexpected partition
+    "/consumers/g08/offsets/orders/0": "42",
+    "/consumers/g08/offsets/orders/1": "forty-two",  # quarantined
+    # 0.7 layout: topic "old" on brokers 1 (2 partitions) and 2 (1); group g07, one 2-stream consumer
+    "/brokers/topics/old/1": "2",
+    "/brokers/topics/old/2": "1",
+    "/consumers/g07/ids/g07_c": '{ "old": 2 }',
+    # range over "1-0","1-1","2-0" and threads g07_c-0, g07_c-1: 2 + 1
+    "/consumers/g07/owners/old/1-0": "g07_c-0",
+    "/consumers/g07/owners/old/1-1": "g07_c-0",
+    "/consumers/g07/owners/old/2-0": "g07_c-0",  # wrong owner (g07_c-1 expected)
+    "/consumers/g07/offsets/old/1-0": "5",
+}
+
+WANT = {
+    ("g08", "orders", 0, None): ("g08_c1-0", ["g08_c1-0"], "ok"),
+    ("g08", "orders", 1, None): ("g08_c1-0", ["g08_c2-0"], "wrong_owner"),
+    ("g08", "orders", 2, None): ("g08_c2-0", ["ghost-0"], "unknown_owner"),
+    ("g08", "orders", 3, None): ("g08_c2-0", [], "unowned"),
+    ("g08", "orders", 7, None): (None, ["g08_c1-0"], "unexpected_partition"),
+    ("g07", "old", 0, 1): ("g07_c-0", ["g07_c-0"], "ok"),
+    ("g07", "old", 1, 1): ("g07_c-0", ["g07_c-0"], "ok"),
+    ("g07", "old", 0, 2): ("g07_c-1", ["g07_c-0"], "wrong_owner"),
+}
+
+
+def _audit(warehouse, run_id):
+    rows = warehouse.read_table("core/assignment_audit", run_id).to_pylist()
+    return {
+        (r["group_id"], r["topic"], r["partition"], r["broker_id"]): (r["expected_owner"], r["observed_owners"], r["status"])
+        for r in rows
+    }
+
+
+def test_planted_zookeeper_faults_are_found_exactly(spark, zk_server, warehouse):
+    extract_live = pytest.importorskip("pipelines.zookeeper.extract").extract_live
+    chroot = f"/kaudit-spark-{uuid.uuid4().hex[:8]}"
+    zk = KazooClient(hosts=zk_server.hosts)
+    zk.start(timeout=30)
+    try:
+        for path, value in TREE.items():
+            zk.create(chroot + path, value.encode(), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+
+    ctx = RunContext(warehouse, "zk-only", quiet=True)
+    extract_live(ctx, hosts=zk_server.hosts, chroot=chroot)
+    counts = build_core(ctx, {})
+
+    assert _audit(warehouse, "zk-only") == WANT
+    assert counts["core/assignment_audit"] == len(WANT)
+    quarantine = warehouse.read_table("raw/quarantine", "zk-only").to_pylist()
+    assert [(q["source"], q["location"], q["reason"]) for q in quarantine if q["source"] == "registry"] == [
+        ("registry", "/consumers/g08/offsets/orders/1", "non-numeric offset")
+    ]
+    offsets = warehouse.read_table("core/zk_offsets", "zk-only").to_pylist()
+    assert sorted((o["group_id"], o["partition"], o["broker_id"], o["committed_offset"]) for o in offsets) == [
+        ("g07", 0, 1, 5),
+        ("g08", 0, None, 42),
+    ]
+    assert warehouse.read_table("core/expected_assignment", "zk-only").num_rows == 7
+    assert warehouse.read_table("core/cluster", "zk-only").num_rows == 1
+
+
+def test_a_run_with_only_kafka_group_tables(spark, warehouse):
+    run = "kafka-only"
+    key = {"group_id": "kg", "generation": 3, "offsets_partition": 5, "log_offset": 100}
+    warehouse.write_table(
+        "raw/group_metadata",
+        run,
+        pa.Table.from_pylist(
+            [
+                {**key, "protocol_type": "consumer", "protocol": "range", "leader": "m1", "state_timestamp": TS,
+                 "is_tombstone": False, "value_version": 3, "segment_file": "s.log"},
+            ],
+            schema=RAW_GROUP_METADATA,
+        ),
+        step="offsets",
+    )
+    members = [
+        {**key, "member_id": m, "group_instance_id": None, "client_id": "c", "client_host": "/h",
+         "session_timeout_ms": 1, "rebalance_timeout_ms": 1, "subscribed_topics": ["clicks"]}
+        for m in ("m1", "m2")
+    ]
+    warehouse.write_table("raw/group_members", run, pa.Table.from_pylist(members, schema=RAW_GROUP_MEMBERS), step="offsets")
+    assigned = [("m1", 0), ("m1", 1), ("m1", 2), ("m2", 2)]  # m1 took m2's partition 2 as well
+    warehouse.write_table(
+        "raw/group_assignments",
+        run,
+        pa.Table.from_pylist([{**key, "member_id": m, "topic": "clicks", "partition": p} for m, p in assigned],
+                             schema=RAW_GROUP_ASSIGNMENTS),
+        step="offsets",
+    )
+    ctx = RunContext(warehouse, run, quiet=True)
+    # no raw/log_end_offsets and no znodes: clicks has no known partitions at all
+    build_core(ctx, {})
+    assert _audit(warehouse, run) == {
+        ("kg", "clicks", 0, None): (None, ["m1"], "unexpected_partition"),
+        ("kg", "clicks", 1, None): (None, ["m1"], "unexpected_partition"),
+        ("kg", "clicks", 2, None): (None, ["m1", "m2"], "duplicate_owner"),
+    }
+    assert warehouse.read_table("core/cluster", run).num_rows == 0
+    assert warehouse.read_table("core/brokers", run).num_rows == 0

@@ -1,0 +1,116 @@
+"""raw/znodes -> typed registry tables, both ZooKeeper layouts, malformed values quarantined."""
+
+import json
+
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines.spark import registry
+from pipelines.spark.io import conform
+
+TREE = {
+    # 0.8+ brokers; a SASL-only one (host null, port -1) takes host/port from its endpoint
+    "/brokers/ids/1": json.dumps({"host": "h1", "port": 9092, "endpoints": ["PLAINTEXT://h1:9092"], "version": 4}),
+    "/brokers/ids/3": json.dumps({"host": None, "port": -1, "endpoints": ["SASL_SSL://h3:9094"]}),
+    # 0.7 brokers: creator:host:port and host:port
+    "/brokers/ids/2": "10.0.0.2-1323469284356:h2:9093",
+    "/brokers/ids/4": "h4:9095",
+    "/brokers/ids/x": "h:1",  # bad id
+    "/brokers/ids/5": "{not json",  # bad JSON
+    # 0.8+ topic with a state for partition 0
+    "/brokers/topics/t": json.dumps({"version": 1, "partitions": {"0": [1, 2], "1": [2, 1]}}),
+    "/brokers/topics/t/partitions": "",
+    "/brokers/topics/t/partitions/0": "",
+    "/brokers/topics/t/partitions/0/state": json.dumps(
+        {"controller_epoch": 1, "leader": 1, "version": 1, "leader_epoch": 3, "isr": [1, 2]}
+    ),
+    "/brokers/topics/bad": "{nope",
+    "/brokers/topics/shape": json.dumps({"version": 1, "partitions": {"0": "x"}}),
+    # 0.7 topic: /brokers/topics/<t>/<broker> -> nPartitions
+    "/brokers/topics/old": None,
+    "/brokers/topics/old/1": "2",
+    "/brokers/topics/old/2": "1",
+    "/brokers/topics/old/9": "lots",
+    # consumers, both layouts
+    "/consumers/g/ids/g_c1": json.dumps({"version": 1, "subscription": {"t": 2}, "pattern": "static", "timestamp": "1"}),
+    "/consumers/g/ids/g_c2": json.dumps({"version": 1, "subscription": {"t": -1}, "pattern": "static"}),
+    "/consumers/g/ids/g_w": json.dumps({"version": 1, "subscription": {"t.*": 1}, "pattern": "white_list"}),
+    "/consumers/g/ids/g_bad": "garbage",
+    "/consumers/o/ids/o_c": '{ "old" : 1 }',
+    "/consumers/g/owners/t/0": "g_c1-0",
+    "/consumers/g/owners/t/zz": "g_c1-1",
+    "/consumers/o/owners/old/2-0": "o_c-0",
+    "/consumers/g/offsets/t/0": "17",
+    "/consumers/g/offsets/t/1": "x17",
+    "/consumers/o/offsets/old/1-1": "5",
+    "/cluster/id": json.dumps({"version": "1", "id": "AbC_-9"}),
+    "/controller": json.dumps({"version": 1, "brokerid": 2, "timestamp": "1"}),
+    "/admin/delete_topics/b": "",
+    "/admin/delete_topics/a": "",
+}
+
+
+def _parsed(znodes, table, tree=TREE, source="live"):
+    z = znodes(tree, source).transform(registry.select_source).transform(registry.with_path_parts)
+    return registry.PARSERS[table](z)
+
+
+def test_registry_tables_of_both_layouts(spark, znodes):
+    def good(table):
+        return conform(registry.good(_parsed(znodes, table)), table)
+
+    assertDataFrameEqual(
+        good("core/brokers"),
+        [
+            (1, "h1", 9092, ["PLAINTEXT://h1:9092"]),
+            (2, "h2", 9093, []),
+            (3, "h3", 9094, ["SASL_SSL://h3:9094"]),
+            (4, "h4", 9095, []),
+        ],
+    )
+    assertDataFrameEqual(
+        good("core/topic_partitions"),
+        [
+            ("t", 0, None, [1, 2], 1, 3, [1, 2]),
+            ("t", 1, None, [2, 1], None, None, None),
+            ("old", 0, 1, None, None, None, None),
+            ("old", 1, 1, None, None, None, None),
+            ("old", 0, 2, None, None, None, None),
+        ],
+    )
+    assertDataFrameEqual(good("core/consumer_registrations"), [("g", "g_c1", "t", 2), ("o", "o_c", "old", 1)])
+    assertDataFrameEqual(
+        good("core/partition_owners"), [("g", "t", 0, None, "g_c1-0"), ("o", "old", 0, 2, "o_c-0")]
+    )
+    offsets = good("core/zk_offsets").select("group_id", "topic", "partition", "broker_id", "committed_offset")
+    assertDataFrameEqual(offsets, [("g", "t", 0, None, 17), ("o", "old", 1, 1, 5)])
+    assertDataFrameEqual(good("core/cluster"), [("AbC_-9", 2, ["a", "b"])])
+
+
+def test_malformed_values_become_quarantine_rows(spark, znodes):
+    bad = None
+    for table in registry.PARSERS:
+        q = registry.quarantine(_parsed(znodes, table))
+        bad = q if bad is None else bad.unionByName(q)
+    got = {(r.location, r.reason) for r in bad.collect()}
+    assert got == {
+        ("/brokers/ids/x", "non-numeric broker id"),
+        ("/brokers/ids/5", "broker registration is not valid JSON"),
+        ("/brokers/topics/bad", "topic metadata is not valid JSON"),
+        ("/brokers/topics/shape", "topic metadata without a partitions map of replica lists"),
+        ("/brokers/topics/old/9", "0.7 partition count is not a number"),
+        ("/consumers/g/ids/g_c2", "invalid stream count for topic 't'"),
+        ("/consumers/g/ids/g_w", "wildcard subscription (pattern white_list) is not expanded"),
+        ("/consumers/g/ids/g_bad", "consumer registration is not valid JSON"),
+        ("/consumers/g/owners/t/zz", "owner znode name is not a partition id or broker-partition"),
+        ("/consumers/g/offsets/t/1", "non-numeric offset"),
+    }
+    assert all(r.source == "registry" and r.raw is not None for r in bad.collect())
+
+
+def test_live_rows_win_over_snapshot_rows_and_snapshot_alone_is_used(spark, znodes):
+    live = znodes({"/consumers/g/owners/t/0": "live-0"}, "live")
+    snap = znodes({"/consumers/g/owners/t/0": "snap-0", "/consumers/g/owners/t/1": "snap-0"}, "snapshot")
+    both = live.unionByName(snap).transform(registry.select_source)
+    assertDataFrameEqual(both.select("path", "source"), [("/consumers/g/owners/t/0", "live")])
+    only_snap = snap.transform(registry.select_source)
+    assert only_snap.count() == 2
