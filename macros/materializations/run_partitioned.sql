@@ -1,0 +1,72 @@
+{#- Materialization `run_partitioned`: the marts' history-keeping Parquet tables.
+
+    A mart is an EXTERNAL Parquet table at `<location_root>/<model>/`, partitioned by `run_id`
+    (`run_id=<id>/` hive dirs; the files hold no run_id column). A build writes only the run's
+    own partition with `insert overwrite ... partition (run_id = '<id>')`, which replaces that
+    one directory and keeps every other run's partition (history).
+
+    Why not dbt-spark's `table`/`incremental`: `table` replaces the whole location (all runs),
+    and both decide "exists?" from the catalog. The embedded session's catalog is in-memory
+    (empty in every new process) while the Parquet files persist; a CTAS into the non-empty
+    location then fails. Here nothing depends on the catalog surviving: every build
+    (re)declares the table over its location with the model's columns (`drop table` of an
+    external table keeps its files), overwrites the run's partition, then recovers the other
+    partitions on disk into the catalog. With a persistent metastore (Thrift Server) the same steps simply
+    refresh the definition. -#}
+
+{% materialization run_partitioned, adapter='spark' %}
+    {%- set run_id = var('run_id', '') -%}
+    {%- if not run_id -%}
+        {{ exceptions.raise_compiler_error("model " ~ model.name ~ ": var run_id is not set") }}
+    {%- endif -%}
+    {%- set identifier = model['alias'] -%}
+    {%- set location = kaudit_required_location(identifier) -%}
+    {%- set target_relation = api.Relation.create(
+            database=none, schema=model.schema, identifier=identifier, type='table') -%}
+    {%- set existing = adapter.get_relation(database=none, schema=model.schema, identifier=identifier) -%}
+    {%- set staged = identifier ~ '__kaudit_run' -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {%- call statement('stage_run') -%}
+        create or replace temporary view `{{ staged }}` as
+        {{ sql }}
+    {%- endcall -%}
+
+    {%- set columns = kaudit_describe_columns('`' ~ staged ~ '`') -%}
+    {%- set names = columns | map(attribute=0) | list -%}
+    {%- if 'run_id' not in names -%}
+        {{ exceptions.raise_compiler_error("model " ~ model.name ~ ": a run_partitioned model must select a run_id column") }}
+    {%- endif -%}
+    {%- set data_columns = columns | rejectattr(0, 'equalto', 'run_id') | list -%}
+
+    {%- if existing is not none and existing.is_view -%}
+        {%- do adapter.drop_relation(existing) -%}
+    {%- endif -%}
+    {%- call statement('declare_table') -%}
+        drop table if exists {{ target_relation }}
+    {%- endcall -%}
+    {%- call statement('declare_table') -%}
+        create table {{ target_relation }} ({{ kaudit_column_ddl(data_columns) }}, `run_id` string)
+        using parquet
+        partitioned by (run_id)
+        location '{{ location }}'
+    {%- endcall -%}
+    {%- call statement('main') -%}
+        insert overwrite table {{ target_relation }} partition (run_id = '{{ run_id }}')
+        select {{ kaudit_column_list(data_columns) }}
+        from `{{ staged }}`
+    {%- endcall -%}
+    {#- after the insert: the location exists even on the first build -#}
+    {%- call statement('recover_partitions') -%}
+        alter table {{ target_relation }} recover partitions
+    {%- endcall -%}
+
+    {%- call statement('unstage_run') -%}
+        drop view if exists `{{ staged }}`
+    {%- endcall -%}
+
+    {{ run_hooks(post_hooks) }}
+    {%- do adapter.commit() -%}
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}

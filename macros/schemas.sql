@@ -1,0 +1,31 @@
+{#- Schema names and locations.
+
+    Custom schemas are used as given (`kaudit_marts`, not `<target>_kaudit_marts`): analysts
+    query `kaudit_marts.consumer_lag` whatever the profile. A schema is created with an
+    explicit location under the warehouse (`<warehouse>/dbt/schemas/<schema>.db`), so neither
+    the embedded session nor a fresh in-memory catalog writes `spark-warehouse/` into the cwd. -#}
+
+{% macro generate_schema_name(custom_schema_name, node) -%}
+    {{ (custom_schema_name or target.schema) | trim }}
+{%- endmacro %}
+
+
+{% macro kaudit_schema_location(schema) -%}
+    {%- if var('warehouse', '') -%}
+        {{ var('warehouse') }}/dbt/schemas/{{ schema }}.db
+    {%- endif -%}
+{%- endmacro %}
+
+
+{% macro kaudit_create_schema_sql(schema) -%}
+    create schema if not exists {{ schema }}
+    {%- set location = kaudit_schema_location(schema) %}
+    {%- if location %} location '{{ location }}'{% endif %}
+{%- endmacro %}
+
+
+{% macro spark__create_schema(relation) -%}
+    {%- call statement('create_schema') -%}
+        {{ kaudit_create_schema_sql(relation.without_identifier().schema) }}
+    {%- endcall -%}
+{%- endmacro %}

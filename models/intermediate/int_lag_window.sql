@@ -1,0 +1,38 @@
+-- Burrow's window (FORMATS 6): the last lag_window_commits (10) effective commits of every
+-- Kafka partition since its last tombstone, with the lag of each commit. The only log end
+-- known is the run's, so a commit's lag is measured against it (clamped at 0, as Burrow does).
+with live as (
+    select
+        *,
+        max(offset_generation) over (partition by group_id, topic, `partition`) as latest_generation
+    from {{ ref('int_effective_commits') }}
+),
+
+ranked as (
+    select
+        *,
+        row_number() over (
+            partition by group_id, topic, `partition`
+            order by commit_seq desc
+        ) as commits_back
+    from live
+    where offset_generation = latest_generation
+      and not is_tombstone
+)
+
+select
+    ranked.group_id,
+    ranked.topic,
+    ranked.`partition`,
+    ranked.commit_seq,
+    ranked.commits_back,
+    ranked.committed_offset,
+    ranked.committed_at,
+    log_end.log_end_offset,
+    greatest(log_end.log_end_offset - ranked.committed_offset, 0) as lag,
+    ranked.run_id
+from ranked
+left join {{ ref('stg_kafka__log_end_offsets') }} as log_end
+    on log_end.topic = ranked.topic
+    and log_end.`partition` = ranked.`partition`
+where ranked.commits_back <= {{ var('lag_window_commits') }}

@@ -1,0 +1,27 @@
+-- Effective commits lower than the previous effective commit of the same partition, in log
+-- order. Aborted and pending transactional commits are not effective, so they neither
+-- regress nor serve as the "previous" commit; after a tombstone the offset starts anew.
+with compared as (
+    select
+        *,
+        lag(committed_offset) over (
+            partition by group_id, topic, `partition`, offset_generation
+            order by commit_seq
+        ) as previous_committed_offset
+    from {{ ref('int_effective_commits') }}
+    where not is_tombstone
+)
+
+select
+    run_id,
+    group_id,
+    topic,
+    `partition`,
+    offsets_partition,
+    log_offset,
+    previous_committed_offset,
+    committed_offset,
+    previous_committed_offset - committed_offset as regressed_by,
+    committed_at
+from compared
+where committed_offset < previous_committed_offset

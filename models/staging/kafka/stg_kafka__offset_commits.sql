@@ -1,0 +1,34 @@
+-- Offset-commit records of __consumer_offsets, one row per log position. A record read twice
+-- (the same segment copied into two inputs) keeps one row: (offsets_partition, log_offset)
+-- names a record.
+with records as (
+    select
+        *,
+        row_number() over (
+            partition by offsets_partition, log_offset
+            order by segment_file
+        ) as copy_number
+    from {{ source('kafka', 'offset_commits') }}
+)
+
+select
+    group_id,
+    topic,
+    `partition`,
+    committed_offset,
+    leader_epoch,
+    metadata,
+    commit_timestamp,
+    expire_timestamp,
+    coalesce(is_tombstone, committed_offset is null) as is_tombstone,
+    key_version,
+    value_version,
+    offsets_partition,
+    log_offset,
+    producer_id,
+    coalesce(is_transactional, false) as is_transactional,
+    txn_state,
+    segment_file,
+    '{{ var("run_id") }}' as run_id
+from records
+where copy_number = 1

@@ -1,0 +1,10 @@
+-- Offsets ZooKeeper-era consumers committed to /consumers/[group]/offsets.
+select
+    group_id,
+    topic,
+    broker_id,
+    `partition`,
+    committed_offset,
+    mtime as committed_at,
+    '{{ var("run_id") }}' as run_id
+from {{ source('zookeeper', 'zk_offsets') }}

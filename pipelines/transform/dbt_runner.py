@@ -1,0 +1,150 @@
+"""``dbt build`` of the marts and snapshots, through dbt's Python API (``dbtRunner``).
+
+The project is the repository root (``dbt_project.yml``, ``models/``, ``snapshots/``,
+``macros/``) and so is the profiles dir (``profiles.yml``). Target ``session`` (default) runs
+dbt-spark's session adapter in this process: the runner first creates kaudit's SparkSession
+with :func:`pipelines.spark.session.get_spark`, and dbt-spark's
+``SparkSession.builder.enableHiveSupport().getOrCreate()`` then returns that same session (a
+builder can only *get* an existing session; static settings such as the catalog are kept), so
+dbt sees kaudit's settings (UTC, millisecond Parquet timestamps) and the marts are registered
+in kaudit's catalog. Target ``thrift`` runs the same project on a Spark Thrift Server.
+
+Nothing is written to the working directory: dbt's logs go to ``<warehouse>/logs/dbt/``, its
+target dir (manifest, compiled SQL, run results) to ``<warehouse>/dbt/target/``, the schemas'
+directories to ``<warehouse>/dbt/schemas/`` and the marts/snapshots to
+``<warehouse>/marts/`` and ``<warehouse>/snapshots/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.context import RunContext
+from pipelines.errors import StepError
+from pipelines.transform.sources import source_vars
+
+PROJECT_ENV = "KAUDIT_DBT_PROJECT_DIR"
+FAILED = frozenset({"error", "fail", "runtime error"})
+
+
+def project_dir() -> Path:
+    """The dbt project: ``$KAUDIT_DBT_PROJECT_DIR``, else the checkout holding this package,
+    else the working directory."""
+    candidates = []
+    if os.environ.get(PROJECT_ENV):
+        candidates.append(Path(os.environ[PROJECT_ENV]))
+    candidates += [Path(__file__).resolve().parents[2], Path.cwd()]
+    for path in candidates:
+        if (path / "dbt_project.yml").is_file() and (path / "profiles.yml").is_file():
+            return path.resolve()
+    raise StepError(
+        f"dbt project not found (no dbt_project.yml + profiles.yml in {', '.join(map(str, candidates))}); "
+        f"set {PROJECT_ENV} to the kaudit checkout"
+    )
+
+
+def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[str] | None = None) -> list[str]:
+    """The command line handed to ``dbtRunner.invoke``."""
+    root = ctx.warehouse.root
+    project = project_dir()
+    variables = {"warehouse": str(root), "run_id": ctx.run_id, "kaudit_sources": source_vars(ctx.warehouse, ctx.run_id)}
+    return [
+        command,
+        "--project-dir", str(project),
+        "--profiles-dir", str(project),
+        "--target", target,
+        "--vars", json.dumps(variables),
+        "--target-path", str(root / "dbt" / "target"),
+        "--log-path", str(root / "logs" / "dbt"),
+        "--log-level", "none",
+        "--log-level-file", "info",
+        "--no-use-colors",
+        "--no-send-anonymous-usage-stats",
+        "--no-version-check",
+        *(extra or []),
+    ]
+
+
+@dataclass
+class _Progress:
+    """Feeds dbt's events into a rich progress bar: one step per node finished."""
+
+    ctx: RunContext
+    bar: object = None
+    task: object = None
+    finished: list[tuple[str, str]] = field(default_factory=list)
+
+    def __call__(self, event) -> None:
+        try:
+            self._on(event)
+        except Exception:  # progress is cosmetic: never let it break a build
+            pass
+
+    def _on(self, event) -> None:
+        name = event.info.name
+        if name == "LogStartLine" and self.bar is not None:
+            self.bar.update(self.task, total=event.data.total)
+        elif name == "NodeFinished":
+            info = event.data.node_info
+            self.finished.append((info.unique_id, info.node_status))
+            if self.bar is not None:
+                self.bar.update(self.task, advance=1, description=f"dbt {info.node_name} {info.node_status}")
+
+
+def run_dbt(ctx: RunContext, target: str | None = None, select: list[str] | None = None) -> None:
+    """``dbt build`` (models, data tests, unit tests, snapshots) for the run.
+
+    Raises :class:`StepError` naming the first failed node and why."""
+    target = target or os.environ.get("KAUDIT_DBT_TARGET") or "session"
+    if target == "session":
+        ctx.spark()  # dbt-spark's getOrCreate() reuses this session
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+
+    from dbt.cli.main import dbtRunner
+
+    args = dbt_args(ctx, target, extra=["--select", *select] if select else None)
+    progress = _Progress(ctx)
+    started = time.monotonic()
+    with ctx.progress() as bar:
+        progress.bar = bar
+        progress.task = bar.add_task("dbt build", total=None)
+        result = dbtRunner(callbacks=[progress]).invoke(args)
+    elapsed = time.monotonic() - started
+    log = ctx.warehouse.root / "logs" / "dbt" / "dbt.log"
+
+    failures = _failures(result.result)
+    if failures:
+        first = failures[0]
+        more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise StepError(f"dbt build failed: {first}{more}; log: {log}")
+    if result.exception is not None:
+        raise StepError(f"dbt build failed: {_one_line(result.exception)}; log: {log}")
+    if not result.success:
+        raise StepError(f"dbt build failed; log: {log}")
+
+    counts: dict[str, int] = {}
+    for unique_id, _status in progress.finished:
+        kind = unique_id.split(".", 1)[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(counts.items()))
+    ctx.say(f"dbt build ({target}): {summary or 'nothing to do'} in {elapsed:.1f}s; marts in {ctx.warehouse.root / 'marts'}")
+
+
+def _failures(run_result) -> list[str]:
+    out = []
+    for r in getattr(run_result, "results", None) or []:
+        status = str(getattr(r.status, "value", r.status)).lower()
+        if status in FAILED:
+            node = getattr(r, "node", None)
+            what = f"{node.resource_type} {node.name}" if node is not None else "node"
+            out.append(f"{what} {status}: {_one_line(r.message or 'no message')}")
+    return out
+
+
+def _one_line(message: object) -> str:
+    text = " ".join(str(message).split())
+    return text if len(text) <= 400 else text[:397] + "..."

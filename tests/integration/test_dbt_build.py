@@ -1,0 +1,176 @@
+"""Real dbt (dbt-spark session adapter) on the test session's real local Spark, over tiny
+Parquet partitions written through the warehouse API: two runs in a row build the marts and
+the ownership history; a failing data test becomes a StepError."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+
+from pipelines.context import RunContext
+from pipelines.errors import StepError
+from pipelines.tables import SCHEMAS
+from pipelines.transform.dbt_runner import run_dbt
+
+pytestmark = pytest.mark.integration
+
+UTC = dt.timezone.utc
+
+
+def at(minute: int) -> dt.datetime:
+    return dt.datetime(2024, 1, 1, 10, 0, tzinfo=UTC) + dt.timedelta(minutes=minute)
+
+
+def commit(group, topic, partition, offset, log_offset, minute, txn_state=None, producer_id=-1):
+    return {
+        "group_id": group,
+        "topic": topic,
+        "partition": partition,
+        "committed_offset": offset,
+        "leader_epoch": None,
+        "metadata": "",
+        "commit_timestamp": at(minute),
+        "expire_timestamp": None,
+        "is_tombstone": offset is None,
+        "key_version": 1,
+        "value_version": 3,
+        "offsets_partition": 12,
+        "log_offset": log_offset,
+        "producer_id": producer_id,
+        "is_transactional": txn_state is not None,
+        "txn_state": txn_state,
+        "segment_file": "__consumer_offsets-12/00000000000000000000.log",
+    }
+
+
+def write(warehouse, table, run_id, rows):
+    warehouse.write_table(table, run_id, pa.Table.from_pylist(rows, SCHEMAS[table]))
+
+
+def read_mart(warehouse, name) -> list[dict]:
+    data = ds.dataset(warehouse.root / name, format="parquet", partitioning="hive").to_table()
+    return sorted(data.to_pylist(), key=lambda r: tuple(str(v) for v in r.values()))
+
+
+def first_run_inputs(warehouse, run_id):
+    write(
+        warehouse,
+        "raw/offset_commits",
+        run_id,
+        [
+            # g / t-0: 10, an ABORTED lower commit (no regression), 20, a regular 15 (regression)
+            commit("g", "t", 0, 10, 100, 1),
+            commit("g", "t", 0, 5, 101, 2, "aborted", producer_id=7),
+            commit("g", "t", 0, 20, 103, 3),
+            commit("g", "t", 0, 15, 104, 65),
+            # g / t-1: a committed transactional commit at a greater log offset than a regular
+            # one beats it; a pending one after both is not effective
+            commit("g", "t", 1, 40, 105, 5),
+            commit("g", "t", 1, 50, 106, 6, "committed", producer_id=8),
+            commit("g", "t", 1, 90, 107, 7, "pending", producer_id=9),
+            # g / t-2: deleted by a tombstone
+            commit("g", "t", 2, 8, 108, 8),
+            commit("g", "t", 2, None, 109, 9),
+        ],
+    )
+    write(
+        warehouse,
+        "raw/log_end_offsets",
+        run_id,
+        [
+            {"topic": "t", "partition": p, "log_start_offset": 0, "log_end_offset": 100, "max_timestamp": at(70)}
+            for p in range(3)
+        ],
+    )
+    write(
+        warehouse,
+        "core/zk_offsets",
+        run_id,
+        [{"group_id": "g", "topic": "t", "partition": 0, "broker_id": None, "committed_offset": 12, "mtime": at(4)}],
+    )
+    write(
+        warehouse,
+        "core/partition_owners",
+        run_id,
+        [{"group_id": "zg", "topic": "t", "partition": 0, "broker_id": None, "owner": "zg_host-1-aaaa-0"}],
+    )
+
+
+def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
+    first_run_inputs(warehouse, "r1")
+    run_dbt(RunContext(warehouse, "r1", quiet=True))
+
+    # dbt ran on this process's session (getOrCreate reused it): the marts are in its catalog
+    assert spark.catalog.tableExists("kaudit_marts.consumer_lag")
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+    lag = read_mart(warehouse, "marts/consumer_lag")
+    assert [(r["source"], r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"], r["run_id"]) for r in lag] == [
+        ("kafka", 0, 15, 100, 85, "r1"),
+        ("kafka", 1, 50, 100, 50, "r1"),
+        ("zookeeper", 0, 12, 100, 88, "r1"),
+    ]
+    regressions = read_mart(warehouse, "marts/offset_regressions")
+    assert [(r["log_offset"], r["previous_committed_offset"], r["committed_offset"], r["regressed_by"]) for r in regressions] == [
+        (104, 20, 15, 5)
+    ]
+    drift = read_mart(warehouse, "marts/offset_storage_drift")
+    assert [(r["group_id"], r["partition"], r["zk_offset"], r["kafka_offset"], r["drift"]) for r in drift] == [
+        ("g", 0, 12, 15, 3),
+        ("g", 1, None, 50, None),
+    ]
+    frequency = read_mart(warehouse, "marts/commit_frequency")
+    assert {(r["partition"], r["window_start"].hour, r["commits"]) for r in frequency} == {
+        (0, 10, 2),
+        (0, 11, 1),
+        (1, 10, 2),
+        (2, 10, 1),
+    }
+    status = {r["partition"]: r for r in read_mart(warehouse, "marts/consumer_lag_status")}
+    assert set(status) == {0, 1}  # t-2 ended with a tombstone
+    assert status[0]["evaluated_at"] == at(70)  # the capture's clock: the newest input timestamp
+    # t-0 went 10, 20, 15: back, but not below the window's first offset, and lag decreased;
+    # t-1's last commit (10:06) is older than its window's span (1 minute) at 11:10
+    assert [(p, s["status"], s["group_status"], s["window_commits"], s["current_lag"]) for p, s in sorted(status.items())] == [
+        (0, "OK", "STOP", 3, 85),
+        (1, "STOP", "STOP", 2, 50),
+    ]
+
+    # Run 2: zg's partition changed owner; no log ends and no Kafka records were extracted.
+    write(
+        warehouse,
+        "core/partition_owners",
+        "r2",
+        [{"group_id": "zg", "topic": "t", "partition": 0, "broker_id": None, "owner": "zg_host-2-bbbb-0"}],
+    )
+    write(
+        warehouse,
+        "core/zk_offsets",
+        "r2",
+        [{"group_id": "g", "topic": "t", "partition": 0, "broker_id": None, "committed_offset": 30, "mtime": at(90)}],
+    )
+    run_dbt(RunContext(warehouse, "r2", quiet=True), select=["+snap_partition_ownership", "+consumer_lag"])
+
+    history = read_mart(warehouse, "snapshots/snap_partition_ownership")
+    assert [(r["owner"], r["dbt_valid_from_run_id"], r["dbt_valid_to_run_id"]) for r in history] == [
+        ("zg_host-1-aaaa-0", "r1", "r2"),
+        ("zg_host-2-bbbb-0", "r2", None),
+    ]
+    old, new = history
+    assert old["dbt_valid_to"] == new["dbt_valid_from"]
+
+    # r2's partition was added, r1's kept; the missing log ends make r2's lag unknown
+    lag = read_mart(warehouse, "marts/consumer_lag")
+    assert sorted({r["run_id"] for r in lag}) == ["r1", "r2"]
+    assert [(r["source"], r["committed_offset"], r["lag"]) for r in lag if r["run_id"] == "r2"] == [("zookeeper", 30, None)]
+    assert spark.sql("select count(*) as n from kaudit_marts.consumer_lag").first().n == 4
+
+
+def test_failed_data_test_is_a_step_error(spark, warehouse):
+    row = {"group_id": "g", "topic": "t", "partition": 0, "broker_id": None, "committed_offset": 1, "mtime": at(0)}
+    write(warehouse, "core/zk_offsets", "bad", [row, {**row, "committed_offset": 2}])
+    with pytest.raises(StepError, match=r"dbt build failed: test kaudit_key_stg_zookeeper__offsets.* fail"):
+        run_dbt(RunContext(warehouse, "bad", quiet=True), select=["stg_zookeeper__offsets"])
