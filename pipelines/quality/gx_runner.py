@@ -1,0 +1,142 @@
+"""Great Expectations 1.x plumbing: a file data context kept in ``validation/gx/`` of the
+warehouse (so Data Docs list every run), one Spark dataframe asset per view, one GX suite
+per (kaudit suite, view), and Data Docs built into ``validation/data_docs/``.
+
+Every view gets a ``_row`` id (materialised once) that GX reports for unexpected rows;
+``run_checks`` turns GX's answer into :class:`CheckResult`s carrying those ids."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+import great_expectations as gx  # noqa: E402
+from great_expectations.core.run_identifier import RunIdentifier  # noqa: E402
+from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: E402
+from pyspark.sql import DataFrame  # noqa: E402
+
+from pipelines.quality.spec import Check  # noqa: E402
+
+ROW_ID = "_row"
+DATASOURCE = "kaudit"
+SITE = "kaudit"
+TABLE_LEVEL = ("expect_table_",)
+
+for _name in ("great_expectations", "py4j"):
+    logging.getLogger(_name).setLevel(logging.ERROR)
+
+
+@dataclass
+class CheckResult:
+    check: Check
+    suite: str
+    success: bool
+    unexpected_count: int | None
+    element_count: int | None
+    row_ids: list[int] | None  # None: every row of the view fails (table-level), or unknown
+    observed: object = None
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def table_level(self) -> bool:
+        return self.check.expectation.expectation_type.startswith(TABLE_LEVEL)
+
+
+class GxProject:
+    """The warehouse's GX file context and its Data Docs site."""
+
+    def __init__(self, validation_root: Path):
+        validation_root.mkdir(parents=True, exist_ok=True)
+        self.docs_dir = validation_root / "data_docs"
+        self.context = gx.get_context(mode="file", project_root_dir=str(validation_root))
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+        site = {
+            "class_name": "SiteBuilder",
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(self.docs_dir)},
+        }
+        sites = self.context.list_data_docs_sites()
+        for name in list(sites):
+            if name != SITE:
+                self.context.delete_data_docs_site(name)
+        if SITE in sites:
+            self.context.update_data_docs_site(SITE, site)
+        else:
+            self.context.add_data_docs_site(SITE, site)
+        self.datasource = self.context.data_sources.add_or_update_spark(name=DATASOURCE)
+
+    def _batch_definition(self, view: str):
+        try:
+            asset = self.datasource.get_asset(view)
+        except LookupError:
+            asset = self.datasource.add_dataframe_asset(name=view)
+        try:
+            return asset.get_batch_definition("whole")
+        except (KeyError, LookupError, ValueError):
+            return asset.add_batch_definition_whole_dataframe("whole")
+
+    def run_checks(self, suite_name: str, view: str, frame: DataFrame, checks: list[Check], run_id: str) -> list[CheckResult]:
+        """Evaluate ``checks`` on ``frame`` (which carries ``_row``) as the GX suite
+        ``<suite>.<view>``; the validation result lands in the context's store for Data Docs."""
+        gx_suite = gx.ExpectationSuite(name=f"{suite_name}.{view}")
+        by_name = {}
+        for check in checks:
+            expectation = check.expectation
+            expectation.meta = {**(expectation.meta or {}), "kaudit_check": check.name, "level": check.level}
+            if check.description and not expectation.description:
+                expectation.description = f"[{check.level}] {check.description}"
+            gx_suite.add_expectation(expectation)
+            by_name[check.name] = check
+        gx_suite = self.context.suites.add_or_update(gx_suite)
+        definition = self.context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=f"{suite_name}.{view}", data=self._batch_definition(view), suite=gx_suite)
+        )
+        outcome = definition.run(
+            batch_parameters={"dataframe": frame},
+            result_format={"result_format": "COMPLETE", "unexpected_index_column_names": [ROW_ID]},
+            run_id=RunIdentifier(run_name=run_id, run_time=datetime.now(timezone.utc)),
+        )
+        results = []
+        for r in outcome.results:
+            check = by_name[r.expectation_config.meta["kaudit_check"]]
+            results.append(_check_result(check, suite_name, r))
+        order = {c.name: i for i, c in enumerate(checks)}
+        return sorted(results, key=lambda c: order[c.check.name])
+
+    def build_docs(self) -> Path:
+        self.context.build_data_docs(site_names=[SITE])
+        return self.docs_dir / "index.html"
+
+
+def _check_result(check: Check, suite: str, r) -> CheckResult:
+    info = r.exception_info or {}
+    error = None
+    if info.get("raised_exception"):
+        error = str(info.get("exception_message") or "expectation raised an exception").splitlines()[0]
+    res = r.result or {}
+    table_level = check.expectation.expectation_type.startswith(TABLE_LEVEL)
+    if table_level:
+        observed = res.get("observed_value")
+        rows = observed if isinstance(observed, int) else None
+        unexpected = 0 if r.success else rows
+        return CheckResult(check, suite, bool(r.success), unexpected, rows, None, observed, error)
+    ids = None
+    if "unexpected_index_list" in res:
+        ids = [int(item[ROW_ID]) for item in res["unexpected_index_list"] or []]
+    unexpected = res.get("unexpected_count")
+    return CheckResult(
+        check,
+        suite,
+        bool(r.success) and error is None,
+        int(unexpected) if unexpected is not None else None,
+        res.get("element_count"),
+        ids,
+        res.get("observed_value"),
+        error,
+    )

@@ -1,0 +1,115 @@
+"""``kaudit validate``: every suite of ``expectations/`` on the run's tables, with Spark.
+
+Writes ``validation/run_id=<id>/results.json`` (one entry per check: suite, expectation,
+success, unexpected_count, level, description, ...) and ``failures/<check>.parquet`` (the
+failing rows of each failed check), staged and published atomically as the run's partition,
+then rebuilds the shared Data Docs site ``validation/data_docs/``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipelines.context import RunContext
+from pipelines.errors import ExpectationsFailed
+
+VALIDATION = "validation"
+RESULTS_FILE = "results.json"
+
+
+def results_path(warehouse, run_id: str) -> Path:
+    return warehouse.partition_dir(VALIDATION, run_id) / RESULTS_FILE
+
+
+def read_results(warehouse, run_id: str) -> list[dict] | None:
+    """The run's results.json entries, or None when the run was not validated."""
+    path = results_path(warehouse, run_id)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def result_entry(res) -> dict:
+    """One results.json entry (contract keys first)."""
+    entry = {
+        "suite": res.suite,
+        "expectation": res.check.name,
+        "success": res.success,
+        "unexpected_count": res.unexpected_count,
+        "level": res.check.level,
+        "description": res.check.description,
+        "view": res.check.view,
+        "gx_expectation": res.check.expectation.expectation_type,
+        "element_count": res.element_count,
+    }
+    if res.error:
+        entry["error"] = res.error
+    return entry
+
+
+def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
+    from pyspark.sql import functions as F
+
+    from pipelines.quality.gx_runner import ROW_ID, GxProject
+    from pipelines.quality.sources import RunTables
+    from pipelines.quality.spec import ERROR, load_suites
+    from pipelines.quality.views import build_view
+    suites = load_suites()
+    spark = ctx.spark()
+    tables = RunTables(spark, ctx.warehouse, ctx.run_id)
+    project = GxProject(ctx.warehouse.table_dir(VALIDATION))
+    views: dict = {}
+    entries: list[dict] = []
+    total = sum(len(s.checks) for s in suites)
+
+    with ctx.warehouse.transaction(ctx.run_id, step="validate") as tx:
+        out = tx.staging_dir(VALIDATION)
+        (out / "failures").mkdir(parents=True, exist_ok=True)
+        with ctx.progress() as progress:
+            task = progress.add_task("validate", total=total)
+            for suite in suites:
+                for view in suite.views():
+                    if view not in views:
+                        frame = build_view(view, tables).withColumn(ROW_ID, F.monotonically_increasing_id())
+                        views[view] = frame.localCheckpoint(eager=True)
+                    checks = [c for c in suite.checks if c.view == view]
+                    progress.update(task, description=f"{suite.name}: {view}")
+                    for res in project.run_checks(suite.name, view, views[view], checks, ctx.run_id):
+                        entries.append(result_entry(res))
+                        if not res.success and res.error is None:
+                            _export_failures(views[view], res, out / "failures" / f"{res.check.name}.parquet")
+                        progress.advance(task)
+        (out / RESULTS_FILE).write_text(json.dumps(entries, indent=2, default=str) + "\n")
+        docs = project.build_docs()
+
+    failed = [e for e in entries if not e["success"]]
+    errors = [e for e in failed if e["level"] == ERROR]
+    if tables.missing:
+        ctx.say(f"validate: no data for {len(tables.missing)} table(s): {', '.join(sorted(tables.missing))}")
+    ctx.say(
+        f"validate: {len(suites)} suites, {len(entries)} expectations evaluated, "
+        f"{len(errors)} error(s), {len(failed) - len(errors)} warning(s) failed"
+    )
+    for e in failed:
+        count = "?" if e["unexpected_count"] is None else e["unexpected_count"]
+        ctx.say(f"  {e['level']:<7} {e['suite']}.{e['expectation']}: {count} row(s)" + (f" ({e['error']})" if e.get("error") else ""))
+    ctx.say(f"validate: results {results_path(ctx.warehouse, ctx.run_id)}; Data Docs {docs}")
+    if strict and errors:
+        raise ExpectationsFailed(
+            f"{len(errors)} error-level expectation(s) failed: {', '.join(e['expectation'] for e in errors)}"
+        )
+    return entries
+
+
+def _export_failures(view, res, path: Path) -> None:
+    """The failing rows of one failed check (the whole view for a table-level one)."""
+    import pyarrow.parquet as pq
+
+    from pipelines.quality.gx_runner import ROW_ID
+
+    rows = view
+    if res.row_ids is not None:
+        spark = view.sparkSession
+        ids = spark.createDataFrame([(i,) for i in res.row_ids], f"{ROW_ID} long")
+        rows = view.join(ids, ROW_ID, "left_semi")
+    elif not res.table_level:
+        return  # GX gave no row ids: nothing reliable to export
+    pq.write_table(rows.orderBy(ROW_ID).drop(ROW_ID).toArrow(), path, compression="zstd")

@@ -1,0 +1,190 @@
+"""The frames the suites look at: pure ``DataFrame -> DataFrame`` functions over the run's
+tables (``pipelines.quality.sources``). A view puts an invariant that spans tables (an owner
+is a registered consumer, a leader is a registered broker) into columns of one frame, so a
+plain GX expectation can judge it row by row and its failing rows can be exported.
+
+``VIEWS`` maps each view name to the tables it reads and the function that builds it; each
+function ends with a ``select`` that is the view's contract."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+ZK_OFFSET_PATH = r"^/consumers/([^/]+)/offsets/([^/]+)/([^/]+)$"
+THREAD_SUFFIX = r"^(.*)-([0-9]+)$"
+
+
+def with_broker_key(df: DataFrame) -> DataFrame:
+    """``broker_key``: the 0.7 broker of a partition, -1 for 0.8+ (null ``broker_id``), so the
+    key (group, topic, partition, broker) has no nulls."""
+    return df.withColumn("broker_key", F.coalesce(F.col("broker_id"), F.lit(-1)))
+
+
+def assignment_audit(audit: DataFrame) -> DataFrame:
+    return audit.select(
+        "source", "group_id", "topic", "partition", "broker_id", "expected_owner", "observed_owners", "status"
+    )
+
+
+def current_members(group_metadata: DataFrame, group_members: DataFrame) -> DataFrame:
+    """Members of each group's latest metadata record (none when that record is a tombstone)."""
+    latest = Window.partitionBy("group_id").orderBy(F.col("log_offset").desc(), F.col("offsets_partition").desc())
+    current = (
+        group_metadata.withColumn("_rank", F.row_number().over(latest))
+        .where((F.col("_rank") == 1) & ~F.coalesce(F.col("is_tombstone"), F.lit(False)))
+        .select("group_id", "offsets_partition", "log_offset")
+    )
+    return group_members.join(current, ["group_id", "offsets_partition", "log_offset"], "left_semi").select(
+        "group_id", F.col("member_id").alias("name")
+    )
+
+
+def observed_owners(
+    audit: DataFrame, registrations: DataFrame, group_metadata: DataFrame, group_members: DataFrame
+) -> DataFrame:
+    """One row per distinct observed owner of a partition, with ``registered``: the owner is a
+    registered consumer of the group (ZooKeeper: ``<consumer_id>`` or ``<consumer_id>-<n>``
+    registered under ``/consumers/[group]/ids``) or a member of the group's current generation
+    (Kafka)."""
+    owners = (
+        audit.select(
+            "source", "group_id", "topic", "partition", "broker_id", F.explode("observed_owners").alias("owner")
+        )
+        .where(F.col("owner").isNotNull())
+        .distinct()
+        .transform(with_broker_key)
+    )
+    registry = (
+        registrations.select("group_id", F.col("consumer_id").alias("name"), F.lit("zookeeper").alias("source"))
+        .unionByName(current_members(group_metadata, group_members).withColumn("source", F.lit("kafka")))
+        .distinct()
+        .withColumn("_hit", F.lit(True))
+    )
+    consumer_part = F.when(F.col("source") == "zookeeper", F.regexp_extract("owner", THREAD_SUFFIX, 1))
+    by_name = registry.withColumnRenamed("_hit", "_exact").withColumnRenamed("name", "owner")
+    by_thread = registry.withColumnRenamed("_hit", "_thread").withColumnRenamed("name", "_consumer")
+    return (
+        owners.withColumn("_consumer", consumer_part)
+        .join(by_name, ["source", "group_id", "owner"], "left")
+        .join(by_thread, ["source", "group_id", "_consumer"], "left")
+        .select(
+            "source",
+            "group_id",
+            "topic",
+            "partition",
+            "broker_id",
+            "broker_key",
+            "owner",
+            (F.coalesce("_exact", "_thread", F.lit(False))).alias("registered"),
+        )
+    )
+
+
+def partition_owners(owners: DataFrame) -> DataFrame:
+    return owners.transform(with_broker_key).select("group_id", "topic", "partition", "broker_id", "broker_key", "owner")
+
+
+def zk_offset_znodes(znodes: DataFrame) -> DataFrame:
+    """``/consumers/[group]/offsets/[topic]/[partition]`` znodes with their value as text, as
+    stored (Kafka parses it with ``toLong``: no spaces, no newline)."""
+    return znodes.where(F.col("path").rlike(ZK_OFFSET_PATH)).select(
+        "source",
+        "path",
+        F.regexp_extract("path", ZK_OFFSET_PATH, 1).alias("group_id"),
+        F.regexp_extract("path", ZK_OFFSET_PATH, 2).alias("topic"),
+        F.regexp_extract("path", ZK_OFFSET_PATH, 3).alias("partition"),
+        F.col("data").cast("string").alias("value"),
+        "mzxid",
+        "mtime",
+    )
+
+
+def offset_commits(commits: DataFrame) -> DataFrame:
+    return commits.select(
+        "group_id",
+        "topic",
+        "partition",
+        "committed_offset",
+        "is_tombstone",
+        "commit_timestamp",
+        "offsets_partition",
+        "log_offset",
+        "segment_file",
+    )
+
+
+def topic_partitions(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
+    """Partitions with ``leader_in_isr`` and ``leader_registered`` (null when the layout has
+    no leader, as in 0.7)."""
+    registered = brokers.select(F.col("broker_id").alias("leader")).where(F.col("leader").isNotNull()).distinct()
+    has_leader = F.col("leader").isNotNull()
+    return (
+        partitions.join(registered.withColumn("_registered", F.lit(True)), "leader", "left")
+        .select(
+            "topic",
+            "partition",
+            "broker_id",
+            "replicas",
+            "leader",
+            "leader_epoch",
+            "isr",
+            F.when(has_leader, F.coalesce(F.array_contains("isr", F.col("leader")), F.lit(False))).alias(
+                "leader_in_isr"
+            ),
+            F.when(has_leader, F.coalesce("_registered", F.lit(False))).alias("leader_registered"),
+        )
+    )
+
+
+def brokers(df: DataFrame) -> DataFrame:
+    return df.select("broker_id", "host", "port", "endpoints")
+
+
+def cluster(df: DataFrame) -> DataFrame:
+    return df.select("cluster_id", "controller_id", "pending_topic_deletions")
+
+
+def pending_topic_deletions(df: DataFrame) -> DataFrame:
+    return df.select("cluster_id", F.explode("pending_topic_deletions").alias("topic"))
+
+
+def identity(df: DataFrame) -> DataFrame:
+    return df
+
+
+@dataclass(frozen=True)
+class View:
+    tables: tuple[str, ...]
+    build: Callable[..., DataFrame]
+
+
+VIEWS: dict[str, View] = {
+    "assignment_audit": View(("core/assignment_audit",), assignment_audit),
+    "observed_owners": View(
+        ("core/assignment_audit", "core/consumer_registrations", "raw/group_metadata", "raw/group_members"),
+        observed_owners,
+    ),
+    "partition_owners": View(("core/partition_owners",), partition_owners),
+    "consumer_lag": View(("marts/consumer_lag",), identity),
+    "offset_regressions": View(("marts/offset_regressions",), identity),
+    "offset_commits": View(("raw/offset_commits",), offset_commits),
+    "zk_offset_znodes": View(("raw/znodes",), zk_offset_znodes),
+    "topic_partitions": View(("core/topic_partitions", "core/brokers"), topic_partitions),
+    "brokers": View(("core/brokers",), brokers),
+    "cluster": View(("core/cluster",), cluster),
+    "pending_topic_deletions": View(("core/cluster",), pending_topic_deletions),
+    "quarantine": View(("raw/quarantine",), identity),
+    "coordinator_records": View(("raw/coordinator_records",), identity),
+}
+
+
+def build_view(name: str, tables) -> DataFrame:
+    """The view ``name`` over ``tables`` (a mapping table name -> DataFrame)."""
+    if name not in VIEWS:
+        raise ValueError(f"unknown view {name!r}; known: {', '.join(sorted(VIEWS))}")
+    view = VIEWS[name]
+    return view.build(*(tables[t] for t in view.tables))

@@ -1,0 +1,83 @@
+"""The views the suites judge, as DataFrame -> DataFrame functions (real local Spark)."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines.quality import views
+from pipelines.quality.sources import spark_schema
+from pipelines.tables import SCHEMAS
+
+pytestmark = pytest.mark.integration
+
+
+def _df(spark, table, rows):
+    return spark.createDataFrame(rows, spark_schema(SCHEMAS[table]))
+
+
+def test_observed_owners_knows_threads_members_and_current_generation(spark):
+    audit = _df(spark, "core/assignment_audit", [
+        ("zookeeper", "g", "t", 0, None, "c1-0", ["c1-0", "c1-0"], "ok"),  # listed twice: one owner
+        ("zookeeper", "g", "t", 1, 3, "c1-0", ["c1-1", "c9-0"], "duplicate_owner"),
+        ("kafka", "k", "t", 0, None, "m1", ["m1"], "ok"),
+        ("kafka", "k", "t", 1, None, "m1", ["m-old"], "unknown_owner"),  # member of an older generation
+        ("kafka", "gone", "t", 0, None, "x", ["x"], "unknown_owner"),  # group deleted (tombstone)
+        ("kafka", "k", "t", 2, None, "m1", [], "unowned"),
+    ])
+    registrations = _df(spark, "core/consumer_registrations", [("g", "c1", "t", 2)])
+    metadata = _df(spark, "raw/group_metadata", [
+        ("k", 1, "consumer", "range", "m-old", None, False, 3, 5, 10, "s"),
+        ("k", 2, "consumer", "range", "m1", None, False, 3, 5, 20, "s"),
+        ("gone", 1, "consumer", "range", "x", None, False, 3, 6, 1, "s"),
+        ("gone", None, None, None, None, None, True, None, 6, 2, "s"),
+    ])
+    members = _df(spark, "raw/group_members", [
+        ("k", 1, 5, 10, "m-old", None, "c", "h", 1, 1, ["t"]),
+        ("k", 2, 5, 20, "m1", None, "c", "h", 1, 1, ["t"]),
+        ("gone", 1, 6, 1, "x", None, "c", "h", 1, 1, ["t"]),
+    ])
+    got = views.observed_owners(audit, registrations, metadata, members)
+    expected = spark.createDataFrame(
+        [
+            ("zookeeper", "g", "t", 0, None, -1, "c1-0", True),
+            ("zookeeper", "g", "t", 1, 3, 3, "c1-1", True),
+            ("zookeeper", "g", "t", 1, 3, 3, "c9-0", False),
+            ("kafka", "k", "t", 0, None, -1, "m1", True),
+            ("kafka", "k", "t", 1, None, -1, "m-old", False),
+            ("kafka", "gone", "t", 0, None, -1, "x", False),
+        ],
+        "source string, group_id string, topic string, partition int, broker_id int, broker_key int, "
+        "owner string, registered boolean",
+    )
+    assertDataFrameEqual(got, expected)
+
+
+def test_topic_partitions_flags_leaders(spark):
+    partitions = _df(spark, "core/topic_partitions", [
+        ("t", 0, None, [1, 2], 1, 0, [1, 2]),
+        ("t", 1, None, [1, 2], 2, 0, [1]),
+        ("t", 2, None, [7], 7, 0, [7]),
+        ("t", 3, None, [1], -1, 0, []),
+        ("old", 0, 1, None, None, None, None),
+    ])
+    brokers = _df(spark, "core/brokers", [(1, "h", 9092, []), (2, "h", 9092, [])])
+    got = views.topic_partitions(partitions, brokers).select("topic", "partition", "leader_in_isr", "leader_registered")
+    expected = spark.createDataFrame(
+        [("t", 0, True, True), ("t", 1, False, True), ("t", 2, True, False), ("t", 3, False, False),
+         ("old", 0, None, None)],
+        "topic string, partition int, leader_in_isr boolean, leader_registered boolean",
+    )
+    assertDataFrameEqual(got, expected)
+
+
+def test_zk_offset_znodes_parses_paths_and_values(spark):
+    znodes = _df(spark, "raw/znodes", [
+        ("live", p, d, 1, 2, 1, None, None, 0, 0, 0, 0, 1, 0)
+        for p, d in [("/consumers/g/offsets/t/0", b" 12\n"), ("/consumers/g/offsets/t", b""),
+                     ("/consumers/g/owners/t/0", b"c-0"), ("/consumers/g/offsets/t/1", b"x1")]
+    ])
+    got = views.zk_offset_znodes(znodes).select("group_id", "topic", "partition", "value")
+    expected = spark.createDataFrame([("g", "t", "0", " 12\n"), ("g", "t", "1", "x1")],
+                                     "group_id string, topic string, partition string, value string")
+    assertDataFrameEqual(got, expected)

@@ -1,0 +1,71 @@
+"""The suites of expectations/ as data: the issue's invariants at their levels, every check
+on a known view, unique names; a bad suite file is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.errors import StepError
+from pipelines.quality.spec import ERROR, WARNING, Check, load_suites
+from pipelines.quality.views import VIEWS
+
+# The issue's invariants, each covered by a check of this level.
+REQUIRED = {
+    "owners_unique_per_partition": ERROR,
+    "owners_are_registered": ERROR,
+    "assignment_status_ok": ERROR,
+    "no_offset_regressions": ERROR,
+    "lag_non_negative": ERROR,
+    "committed_within_log_end": ERROR,
+    "kafka_offsets_non_negative": ERROR,
+    "zk_offsets_numeric": ERROR,
+    "leader_in_isr": ERROR,
+    "leader_is_registered_broker": ERROR,
+    "broker_ids_unique": ERROR,
+    "cluster_id_format": ERROR,
+    "no_pending_topic_deletions": WARNING,
+    "no_quarantined_inputs": WARNING,
+    "no_unknown_record_types": WARNING,
+}
+
+
+def test_suites_cover_the_invariants_with_their_levels():
+    suites = load_suites()
+    checks = {c.name: c for s in suites for c in s.checks}
+    assert {name: checks[name].level for name in REQUIRED} == REQUIRED
+    for check in checks.values():
+        assert check.view in VIEWS, check.name
+        assert check.description, check.name
+
+
+def test_cluster_id_regex_is_the_documented_one():
+    check = next(c for s in load_suites() for c in s.checks if c.name == "cluster_id_format")
+    assert check.expectation.regex == r"^[a-zA-Z0-9_-]{1,22}\z"  # \z: no trailing newline
+
+
+def test_duplicate_names_and_bad_files_are_refused(tmp_path):
+    body = (
+        "import great_expectations.expectations as gxe\n"
+        "from pipelines.quality.spec import Check, Suite\n"
+        "SUITE = Suite(name='{n}', checks=[Check(name='same', view='brokers', "
+        "expectation=gxe.ExpectColumnValuesToBeUnique(column='broker_id'))])\n"
+    )
+    (tmp_path / "a.py").write_text(body.format(n="a"))
+    (tmp_path / "b.py").write_text(body.format(n="b"))
+    with pytest.raises(ValueError, match="defined in suites a and b"):
+        load_suites(tmp_path)
+    (tmp_path / "b.py").write_text("X = 1\n")
+    with pytest.raises(ValueError, match="defines no SUITE"):
+        load_suites(tmp_path)
+
+
+def test_a_directory_without_suites_is_an_error(tmp_path):
+    with pytest.raises(StepError, match="no expectation suites"):
+        load_suites(tmp_path)
+
+
+def test_check_validates_level_and_name():
+    with pytest.raises(ValueError, match="level"):
+        Check(name="x", view="brokers", expectation=None, level="fatal")
+    with pytest.raises(ValueError, match="lower_snake_case"):
+        Check(name="Bad Name", view="brokers", expectation=None)

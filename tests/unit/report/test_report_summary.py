@@ -1,0 +1,65 @@
+"""summary.json and the page from the warehouse alone (pyarrow, no Spark, no browser)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.context import RunContext
+from pipelines.quality.marts import MARTS, mart_dir
+from pipelines.report.facts import gather
+from pipelines.report.page import render
+from pipelines.report.write import write_report
+from pipelines.tables import SCHEMAS
+
+STATUSES = ("ok", "wrong_owner", "unowned", "duplicate_owner", "unknown_owner", "unexpected_partition")
+
+
+def test_empty_run_gives_zeros_everywhere(warehouse):
+    page = write_report(RunContext(warehouse, "empty", quiet=True))
+    summary = json.loads((page.parent / "summary.json").read_text())
+    assert summary == {
+        "run_id": "empty",
+        "inputs": {"znodes": 0, "offset_records": 0, "quarantined": 0},
+        "assignment": {"zookeeper": dict.fromkeys(STATUSES, 0), "kafka": dict.fromkeys(STATUSES, 0)},
+        "offset_regressions": 0,
+        "expectations": {"evaluated": 0, "failed": 0},
+    }
+    html = page.read_text()
+    assert "marts/consumer_lag not built" in html and "Not validated yet" in html
+
+
+def _audit(source, group, partition, status):
+    return dict(source=source, group_id=group, topic="t", partition=partition, broker_id=None,
+                expected_owner="a", observed_owners=["a"], status=status)
+
+
+def test_counts_per_source_and_group_names_are_escaped(warehouse):
+    rows = [_audit("kafka", "<b>g</b>", 0, "ok"), _audit("kafka", "<b>g</b>", 1, "duplicate_owner"),
+            _audit("zookeeper", "z", 0, "unowned")]
+    warehouse.write_table("core/assignment_audit", "r", pa.Table.from_pylist(rows, schema=SCHEMAS["core/assignment_audit"]))
+    quarantine = pa.Table.from_pylist([dict(source="offsets", location="a.log:12", reason="bad crc", raw=None)] * 2,
+                                      schema=SCHEMAS["raw/quarantine"])
+    warehouse.write_table("raw/quarantine", "r", quarantine, step="offsets")
+    warehouse.write_table("raw/quarantine", "r", quarantine.slice(0, 1), step="zk-snapshot")
+    d = mart_dir(warehouse, "offset_regressions", "r")
+    d.mkdir(parents=True)
+    t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    pq.write_table(pa.Table.from_pylist([dict(group_id="<i>", topic="t", partition=0, log_offset=3,
+                                              previous_committed_offset=9, committed_offset=4, regressed_by=5,
+                                              committed_at=t)], schema=MARTS["offset_regressions"]), d / "x.parquet")
+    (d / "_SUCCESS").write_text("")
+
+    facts = gather(warehouse, "r")
+    summary = facts.summary()
+    assert summary["assignment"]["kafka"] == {**dict.fromkeys(STATUSES, 0), "ok": 1, "duplicate_owner": 1}
+    assert summary["assignment"]["zookeeper"] == {**dict.fromkeys(STATUSES, 0), "unowned": 1}
+    assert summary["inputs"]["quarantined"] == 3 and summary["offset_regressions"] == 1
+    assert facts.quarantine == [{"source": "offsets", "reason": "bad crc", "count": 3, "example": "a.log:12"}]
+
+    html = render(facts)
+    assert "<b>g</b>" not in html and "&lt;b&gt;g&lt;/b&gt;" in html
+    assert "<i>" not in html and "&lt;i&gt;" in html
