@@ -1,0 +1,73 @@
+"""The demo's own logic: writing the cluster without clobbering user dirs, step calls, and
+comparing a summary with the planted faults."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+
+import pytest
+
+from pipelines import demo
+from pipelines.errors import NotBuiltYet, UsageError
+
+
+def test_write_cluster_copies_the_committed_data(tmp_path):
+    out = demo.write_cluster(tmp_path / "cluster")
+    assert (out / demo.MARKER).is_file()
+    assert json.loads((out / "faults.json").read_text()) == demo.load_manifest()
+    cmp = filecmp.dircmp(demo.DATA / "zookeeper" / "version-2", out / "zookeeper" / "version-2")
+    assert cmp.left_list == cmp.right_list and not cmp.diff_files
+    names = sorted(p.relative_to(demo.DATA).as_posix() for p in demo.DATA.rglob("*.log"))
+    assert names == sorted(p.relative_to(out).as_posix() for p in out.rglob("*.log"))
+
+
+def test_write_cluster_replaces_a_previous_demo_only(tmp_path):
+    out = demo.write_cluster(tmp_path / "cluster")
+    (out / "stale.txt").write_text("from an older demo")
+    demo.write_cluster(out)
+    assert not (out / "stale.txt").exists() and (out / demo.MARKER).is_file()
+
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("keep me")
+    with pytest.raises(UsageError, match="not a kaudit demo"):
+        demo.write_cluster(user)
+    assert (user / "notes.txt").read_text() == "keep me" and len(list(user.iterdir())) == 1
+
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(UsageError, match="not a directory"):
+        demo.write_cluster(a_file)
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert (demo.write_cluster(empty) / demo.MARKER).is_file()
+
+
+def test_a_missing_step_module_is_not_built_yet_but_other_import_errors_propagate():
+    with pytest.raises(NotBuiltYet, match="pipelines.no_such_step"):
+        demo._call("pipelines.no_such_step", "run", ctx=None)
+    with pytest.raises(ModuleNotFoundError):
+        demo._call("no_such_third_party_package_kaudit", "run", ctx=None)
+
+
+def test_compare_a_summary_with_the_planted_faults():
+    expected = demo.load_manifest()["expected"]
+    summary = {
+        "inputs": {"znodes": 1, "offset_records": 1, "quarantined": expected["quarantined"]},
+        "assignment": json.loads(json.dumps(expected["assignment"])),
+        "offset_regressions": expected["offset_regressions"],
+        "expectations": {"evaluated": 3, "failed": 0},
+    }
+    assert demo.compare(summary, expected) == []
+    summary["assignment"]["kafka"]["unowned"] += 1
+    summary["offset_regressions"] += 2
+    unowned, regressions = expected["assignment"]["kafka"]["unowned"], expected["offset_regressions"]
+    assert demo.compare(summary, expected) == [
+        f"kafka unowned: {unowned + 1} (planted {unowned})",
+        f"offset regressions: {regressions + 2} (planted {regressions})",
+    ]
+    lines = demo.summary_lines(summary)
+    assert lines[0] == f"inputs: 1 znodes, 1 offset records, {expected['quarantined']} quarantined"
+    assert any(line.startswith("assignment (zookeeper): ") and "wrong_owner" in line for line in lines)
