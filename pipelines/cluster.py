@@ -1,0 +1,192 @@
+"""Cluster mode: every Spark step as ``spark-submit pipelines/jobs/<step>.py``.
+
+With a master that is not local (``spark://``, ``yarn``, ``k8s://``, ...) kaudit does not start
+Spark in its own process: it builds a zip of the ``pipelines`` package, and runs
+
+    spark-submit --master URL --py-files pipelines-<hash>.zip [--conf k=v ...] \
+        <pipelines>/jobs/<step>.py --warehouse DIR --run-id ID [step args]
+
+exactly as a user (or Airflow's SparkSubmitOperator) would. Why a subprocess and not the
+running process with the zip added (``SparkContext.addPyFile``):
+
+- it is the one path that every deployment shares (ad-hoc, Airflow, ``kaudit --spark-master``),
+  so what is tested is what runs in production;
+- ``--deploy-mode cluster`` (YARN, Kubernetes) needs a driver that is *not* this process;
+- driver settings (``spark.driver.memory``, extra JVM options, jars) only take effect before
+  the driver JVM starts, which spark-submit does and an in-process session cannot;
+- a failed or killed job cannot take the CLI's JVM (or the Airflow worker) with it.
+
+The warehouse must be a path every node sees (a shared filesystem, or the same mount): the
+driver and the executors read and write it directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+from pipelines.context import RunContext
+from pipelines.errors import ExpectationsFailed, StepError, UsageError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+JOBS_DIR = PACKAGE_DIR / "jobs"
+# Not shipped to executors: bytecode, and the demo inputs (read by the driver, never by Spark).
+_EXCLUDE_DIRS = {"__pycache__"}
+_EXCLUDE_PREFIXES = ("pipelines/demo/data/",)
+_EXCLUDE_SUFFIXES = {".pyc", ".pyo", ".so"}
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: same sources, same bytes, same hash
+
+
+def is_local(master: str | None) -> bool:
+    return master is None or master.startswith("local")
+
+
+def inside_spark_submit() -> bool:
+    """True in a driver that spark-submit started (spark-class sets SPARK_ENV_LOADED)."""
+    return bool(os.environ.get("SPARK_ENV_LOADED")) or "pyspark-shell" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+
+
+def submits(ctx: RunContext, force: bool | None = None) -> bool:
+    """Whether a Spark step of ``ctx`` runs through spark-submit (a non-local master, or
+    ``force``), rather than in this process. Never from inside a spark-submit driver."""
+    if inside_spark_submit():
+        return False
+    return (not is_local(ctx.spark_master)) if force is None else force
+
+
+# --- the shipped package -----------------------------------------------------------------------
+
+
+def package_bytes() -> bytes:
+    """A deterministic zip of the ``pipelines`` package (sources + small package data)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(PACKAGE_DIR.rglob("*")):
+            rel = path.relative_to(PACKAGE_DIR.parent)
+            if (
+                path.is_dir()
+                or path.suffix in _EXCLUDE_SUFFIXES
+                or _EXCLUDE_DIRS & set(rel.parts[:-1])
+                or rel.as_posix().startswith(_EXCLUDE_PREFIXES)
+            ):
+                continue
+            info = zipfile.ZipInfo(rel.as_posix(), _ZIP_EPOCH)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
+    return buf.getvalue()
+
+
+def build_package(out_dir: str | os.PathLike | None = None) -> Path:
+    """Write the zip for ``--py-files`` (named by content hash, reused when unchanged)."""
+    data = package_bytes()
+    out = Path(out_dir) if out_dir else Path(tempfile.gettempdir()) / f"kaudit-dist-{os.getuid()}"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"pipelines-{hashlib.sha256(data).hexdigest()[:16]}.zip"
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return path
+
+
+# --- spark-submit ------------------------------------------------------------------------------
+
+
+def spark_submit_binary() -> Path:
+    """``$SPARK_HOME/bin/spark-submit`` (a cluster's own Spark), else the pyspark wheel's."""
+    home = os.environ.get("SPARK_HOME")
+    if home and (Path(home) / "bin" / "spark-submit").exists():
+        return Path(home) / "bin" / "spark-submit"
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+
+
+def job_path(step: str) -> Path:
+    path = JOBS_DIR / f"{step}.py"
+    if not path.exists():
+        raise UsageError(f"no Spark job {step!r} (expected {path})")
+    return path
+
+
+def submit_command(
+    ctx: RunContext,
+    step: str,
+    args: list[str] | None = None,
+    conf: dict[str, str] | None = None,
+    py_files: Path | None = None,
+) -> list[str]:
+    """The spark-submit command line of one job (what Airflow's SparkSubmitHook also builds)."""
+    cmd = [str(spark_submit_binary()), "--master", ctx.spark_master or "local[*]", "--name", f"kaudit-{step}-{ctx.run_id}"]
+    cmd += ["--py-files", str(py_files or build_package())]
+    for key, value in sorted((conf or {}).items()):
+        cmd += ["--conf", f"{key}={value}"]
+    cmd += [str(job_path(step)), "--warehouse", str(ctx.warehouse.root), "--run-id", ctx.run_id]
+    return cmd + list(args or [])
+
+
+def submit_job(
+    ctx: RunContext,
+    step: str,
+    args: list[str] | None = None,
+    conf: dict[str, str] | None = None,
+) -> None:
+    """Run ``pipelines/jobs/<step>.py`` through spark-submit on ``ctx.spark_master``; the job's
+    output goes to ``runs/run_id=<id>/spark-<step>.log``. :class:`StepError` when it fails."""
+    cmd = submit_command(ctx, step, args, conf)
+    env = dict(os.environ)
+    # Executors and the driver run the same Python as kaudit unless the cluster says otherwise.
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if _loopback_master(ctx.spark_master):  # a cluster on this machine: keep Spark on loopback
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log = ctx.warehouse.meta_path(ctx.run_id, f"spark-{step}").with_suffix(".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    ctx.say(f"{step}: spark-submit --master {ctx.spark_master} ({log.name})")
+    started = time.monotonic()
+    with open(log, "wb") as out:
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
+    took = time.monotonic() - started
+    if proc.returncode == ExpectationsFailed.exit_code:  # validate.py --strict
+        raise ExpectationsFailed(f"{step}: {_last_error(log)} (log: {log})")
+    if proc.returncode != 0:
+        raise StepError(f"{step}: spark-submit exited {proc.returncode} after {took:.0f}s: {_last_error(log)} (log: {log})")
+    ctx.say(f"{step}: done on {ctx.spark_master} in {took:.1f}s")
+
+
+def _loopback_master(master: str | None) -> bool:
+    if is_local(master):
+        return True
+    hosts = master.split("://", 1)[-1].split(",")
+    return all(h.rsplit(":", 1)[0].strip("[]") in ("127.0.0.1", "localhost", "::1") for h in hosts)
+
+
+def _last_error(log: Path) -> str:
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if line.startswith("kaudit:") or "Error" in line or "Exception" in line:
+            return line[:300]
+    return lines[-1][:300] if lines else "no output"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m pipelines.cluster package [--out DIR]``: build the ``--py-files`` zip and print
+    its path (Airflow's Spark task and hand-written spark-submit commands use it)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] != "package":
+        print("usage: python -m pipelines.cluster package [--out DIR]", file=sys.stderr)
+        sys.exit(2)
+    out = argv[argv.index("--out") + 1] if "--out" in argv else None
+    print(build_package(out))
+
+
+if __name__ == "__main__":
+    main()

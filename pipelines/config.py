@@ -1,0 +1,516 @@
+"""``audit.yaml``: the one config file of ``kaudit run`` and the Airflow DAG.
+
+Every key is documented in ``examples/audit.yaml``. Loading does, in order:
+
+1. parse the YAML (a syntax error names the line and column);
+2. expand ``${VAR}`` / ``${VAR:-default}`` in every string value from the environment (``$${``
+   is a literal ``${``), so secrets such as ZooKeeper auth need not sit in the file;
+3. validate against the models below (unknown keys are errors, not ignored);
+4. resolve relative paths against the config file's directory.
+
+Any problem raises :class:`pipelines.errors.UsageError` (exit 2) naming the file, the key path
+and the problem, e.g. ``audit.yaml: sources.zookeeper[0].hosts: expected H:P[,H:P], got 'x'``.
+
+The config turns into a *plan*: an ordered list of units (one per configured source to
+extract, then ``build``, ``dbt``, ``validate``, ``report``) that ``kaudit run`` executes and that
+the Airflow DAG maps onto tasks (extract units in parallel).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+
+from pipelines.context import RunContext
+from pipelines.errors import UsageError
+
+STEPS = ("extract", "build", "dbt", "validate", "report")
+ASSIGNORS = ("range", "roundrobin")
+
+_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+_ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_BAD_REF = re.compile(r"(?<!\$)\$\{(?![A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})")
+_RUN_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+_SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|spark://.+|k8s://.+|mesos://.+)$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+
+
+class ZkTls(_Model):
+    ca: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+
+    @model_validator(mode="after")
+    def _pair(self) -> "ZkTls":
+        if (self.cert is None) != (self.key is None):
+            raise ValueError("cert and key go together: give both or neither")
+        return self
+
+
+class ZkLive(_Model):
+    """A live ensemble, walked read-only (``kaudit extract zk``)."""
+
+    hosts: str
+    chroot: str | None = None
+    auth: str | None = None
+    tls: ZkTls | None = None
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts(cls, v: str) -> str:
+        parts = [p.strip() for p in v.split(",")]
+        for p in parts:
+            m = _HOST_PORT.match(p)
+            if not m or not 0 < int(m.group(2)) < 65536:
+                raise ValueError(f"expected H:P[,H:P], got {v!r}")
+        return ",".join(parts)
+
+    @field_validator("chroot")
+    @classmethod
+    def _chroot(cls, v: str | None) -> str | None:
+        if v is not None and (not v.startswith("/") or "//" in v or (len(v) > 1 and v.endswith("/"))):
+            raise ValueError(f"expected an absolute znode path like /kafka, got {v!r}")
+        return v
+
+    @field_validator("auth")
+    @classmethod
+    def _auth(cls, v: str | None) -> str | None:
+        if v is not None:
+            scheme, sep, cred = v.partition(":")
+            if not sep or not scheme or not cred:
+                raise ValueError("expected SCHEME:CRED, e.g. digest:user:${ZK_PASSWORD}")
+        return v
+
+
+class ZkBackup(_Model):
+    """A ZooKeeper data dir (or its version-2/, or one snapshot file), read offline."""
+
+    data_dir: Path
+    at_zxid: int | None = None
+
+    @field_validator("at_zxid", mode="before")
+    @classmethod
+    def _zxid(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                v = int(v, 0)
+            except ValueError:
+                raise ValueError(f"expected a zxid (decimal or 0x-hex), got {v!r}") from None
+        if isinstance(v, bool) or (isinstance(v, int) and v < 0):
+            raise ValueError(f"expected a zxid (decimal or 0x-hex), got {v!r}")
+        return v
+
+
+class KafkaSource(_Model):
+    log_dirs: list[Path] = Field(default_factory=list)
+    consumer_offsets: list[Path] = Field(default_factory=list)
+    offsets_file: Path | None = None
+    workers: Annotated[int, Field(ge=1)] | None = None
+
+
+def _zk_tag(v: Any) -> str | None:
+    if isinstance(v, (ZkLive, ZkBackup)):
+        return "live" if isinstance(v, ZkLive) else "backup"
+    return "live" if isinstance(v, dict) and "hosts" in v else "backup"
+
+
+ZkSource = Annotated[Annotated[ZkLive, Tag("live")] | Annotated[ZkBackup, Tag("backup")], Discriminator(_zk_tag)]
+
+
+class Sources(_Model):
+    zookeeper: list[ZkSource] = Field(default_factory=list)
+    kafka: KafkaSource = Field(default_factory=KafkaSource)
+
+    @field_validator("zookeeper", mode="before")
+    @classmethod
+    def _zk_kind(cls, v: Any) -> Any:
+        # Pick the model from the keys, so errors speak of one kind, not of a union.
+        if isinstance(v, list):
+            out = []
+            for i, item in enumerate(v):
+                if isinstance(item, dict) and "hosts" in item and "data_dir" in item:
+                    raise ValueError(f"[{i}]: give either hosts (live) or data_dir (backup), not both")
+                if isinstance(item, dict) and "hosts" not in item and "data_dir" not in item:
+                    raise ValueError(f"[{i}]: needs hosts (a live ensemble) or data_dir (a backup)")
+                out.append(item)
+            return out
+        return v
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> "Sources":
+        # raw/znodes keeps one file per step in a run: a run audits one cluster.
+        live = [i for i, z in enumerate(self.zookeeper) if isinstance(z, ZkLive)]
+        backups = [i for i, z in enumerate(self.zookeeper) if isinstance(z, ZkBackup)]
+        for kind, idx in (("live ensemble", live), ("data-dir backup", backups)):
+            if len(idx) > 1:
+                raise ValueError(
+                    f"zookeeper[{idx[1]}]: a run audits one cluster: at most one {kind} per config "
+                    "(use a config, or a run id, per cluster)"
+                )
+        return self
+
+
+class SparkConfig(_Model):
+    master: str | None = None
+    conf: dict[str, str] = Field(default_factory=dict)
+    submit: bool | None = None  # None: spark-submit for every non-local master
+
+    @field_validator("master")
+    @classmethod
+    def _master(cls, v: str | None) -> str | None:
+        if v is not None and not _SPARK_MASTER.match(v):
+            raise ValueError(f"expected local[*], local[N], spark://H:P, yarn or k8s://URL, got {v!r}")
+        return v
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _conf(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            for k, val in v.items():
+                if not isinstance(k, str) or not k.startswith("spark."):
+                    raise ValueError(f"keys are Spark properties (spark.*), got {k!r}")
+                if isinstance(val, (dict, list)) or val is None:
+                    raise ValueError(f"{k}: expected a scalar value, got {val!r}")
+            return {k: str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
+        return v
+
+
+class DbtConfig(_Model):
+    target: str | None = None
+
+
+class ValidateConfig(_Model):
+    strict: bool = False
+
+
+class AuditConfig(_Model):
+    warehouse: Path | None = None
+    run_id: str | None = None
+    steps: list[Literal["extract", "build", "dbt", "validate", "report"]] = Field(default_factory=lambda: list(STEPS))
+    sources: Sources = Field(default_factory=Sources)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    dbt: DbtConfig = Field(default_factory=DbtConfig)
+    assignors: dict[str, Literal["range", "roundrobin"]] = Field(default_factory=dict)
+    validate_: ValidateConfig = Field(default_factory=ValidateConfig, alias="validate")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, v: str | None) -> str | None:
+        if v is not None and (not _RUN_ID.match(v) or v.startswith(".")):
+            raise ValueError(f"expected letters, digits, '-', '_', '.', got {v!r}")
+        return v
+
+    @field_validator("steps")
+    @classmethod
+    def _steps(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError(f"name at least one of {', '.join(STEPS)}")
+        dup = {s for s in v if v.count(s) > 1}
+        if dup:
+            raise ValueError(f"{sorted(dup)[0]!r} listed twice")
+        return [s for s in STEPS if s in v]  # always run in pipeline order
+
+    @property
+    def strict(self) -> bool:
+        return self.validate_.strict
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def load_config(path: str | os.PathLike, env: dict[str, str] | None = None) -> AuditConfig:
+    """Parse, expand, validate and resolve ``path``; :class:`UsageError` on any problem."""
+    path = Path(path)
+    name = path.name
+    env = dict(os.environ) if env is None else env
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: cannot read the config: {err}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise UsageError(f"{name}: {where}invalid YAML: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UsageError(f"{name}: expected a mapping of keys at the top, got {type(data).__name__}")
+    data = _expand(data, env, (), name)
+    try:
+        cfg = AuditConfig.model_validate(data)
+    except ValidationError as err:
+        raise UsageError(f"{name}: {_first_error(err)}") from None
+    return _resolve_paths(cfg, path.parent.absolute())
+
+
+def _expand(value: Any, env: dict[str, str], loc: tuple, name: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _expand(v, env, (*loc, k), name) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, env, (*loc, i), name) for i, v in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def sub(m: re.Match) -> str:
+        if m.group(0) == "$${":
+            return "${"
+        var, default = m.group(1), m.group(2)
+        if var in env and env[var] != "":
+            return env[var]
+        if default is not None:
+            return default
+        raise UsageError(f"{name}: {_loc(loc)}: environment variable {var} is not set")
+
+    if _BAD_REF.search(value):
+        raise UsageError(f"{name}: {_loc(loc)}: malformed ${{...}} reference in {value!r} (use ${{VAR}} or ${{VAR:-default}})")
+    return _ENV_REF.sub(sub, value)
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top)"
+
+
+# parts of pydantic's error locations that name a union member, not a key of the file
+_UNION_TAGS = {"live", "backup"}
+_UNION_PREFIXES = ("function-", "constrained-", "json-")
+
+
+def _first_error(err: ValidationError) -> str:
+    e = err.errors(include_url=False)[0]
+    loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and (p in _UNION_TAGS or p.startswith(_UNION_PREFIXES))))
+    kind, msg, given = e["type"], e["msg"], e.get("input")
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(loc[:-1])
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return f"{_loc(loc)}: unknown key{hint}"
+    if kind == "missing":
+        return f"{_loc(loc)}: required key is missing"
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+        # errors raised for an item of a list carry its index in the message: fold it into the path
+        m = re.match(r"^\[(\d+)\]: (.*)$", msg)
+        if m:
+            return f"{_loc((*loc, int(m.group(1))))}: {m.group(2)}"
+        m = re.match(r"^(\w+)\[(\d+)\]: (.*)$", msg)
+        if m:
+            return f"{_loc((*loc, m.group(1), int(m.group(2))))}: {m.group(3)}"
+        return f"{_loc(loc)}: {msg}"
+    return f"{_loc(loc)}: {msg[0].lower()}{msg[1:]}, got {given!r}"
+
+
+def _allowed_keys(parent: tuple) -> list[str]:
+    model: Any = AuditConfig
+    for part in parent:
+        if isinstance(part, int):
+            continue
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return []
+        ann = field.annotation
+        model = next((a for a in _model_args(ann)), None)
+        if model is None:
+            return []
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _model_args(ann: Any):
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        yield ann
+        return
+    for a in getattr(ann, "__args__", ()) or ():
+        yield from _model_args(a)
+
+
+def _resolve_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
+    def p(x: Path | None) -> Path | None:
+        return None if x is None else (x.expanduser() if x.expanduser().is_absolute() else base / x.expanduser())
+
+    zk: list[ZkLive | ZkBackup] = []
+    for z in cfg.sources.zookeeper:
+        if isinstance(z, ZkBackup):
+            zk.append(z.model_copy(update={"data_dir": p(z.data_dir)}))
+        elif z.tls is not None:
+            zk.append(z.model_copy(update={"tls": z.tls.model_copy(update={k: p(getattr(z.tls, k)) for k in ("ca", "cert", "key")})}))
+        else:
+            zk.append(z)
+    k = cfg.sources.kafka
+    kafka = k.model_copy(
+        update={
+            "log_dirs": [p(d) for d in k.log_dirs],
+            "consumer_offsets": [p(d) for d in k.consumer_offsets],
+            "offsets_file": p(k.offsets_file),
+        }
+    )
+    return cfg.model_copy(
+        update={
+            "warehouse": p(cfg.warehouse),
+            "sources": cfg.sources.model_copy(update={"zookeeper": zk, "kafka": kafka}),
+        }
+    )
+
+
+# --- the plan --------------------------------------------------------------------------------
+
+
+def plan(cfg: AuditConfig) -> list[str]:
+    """The units ``kaudit run`` executes, in order: extract units first (independent of each
+    other, the DAG runs them in parallel), then ``build`` (Spark core), ``dbt``, ``validate``,
+    ``report``."""
+    units: list[str] = []
+    if "extract" in cfg.steps:
+        for i, z in enumerate(cfg.sources.zookeeper):
+            units.append(f"extract:zookeeper[{i}]")
+        k = cfg.sources.kafka
+        if k.log_dirs or k.consumer_offsets:
+            units.append("extract:offsets")
+        if k.log_dirs or k.offsets_file is not None:
+            units.append("extract:log-end")
+    units += [s for s in cfg.steps if s != "extract"]
+    return units
+
+
+def select(units: list[str], only: list[str]) -> list[str]:
+    """``units`` named by ``only`` (a unit, or a step name selecting all its units)."""
+    if not only:
+        return units
+    known = set(units) | {u.split(":", 1)[0] for u in units}
+    for o in only:
+        if o not in known:
+            raise UsageError(f"--only {o!r}: not a unit of this config (units: {', '.join(units)})")
+    return [u for u in units if u in only or u.split(":", 1)[0] in only]
+
+
+# --- running it ------------------------------------------------------------------------------
+
+
+def run_context(cfg: AuditConfig, ctx: RunContext, explicit: frozenset[str] = frozenset()) -> RunContext:
+    """``ctx`` with the config's warehouse, run id and Spark master, except where the command
+    line gave them (``explicit``). The dbt target goes to ``KAUDIT_DBT_TARGET`` (read by
+    ``pipelines.transform.dbt_runner``, also inside a spark-submitted ``dbt_build.py``)."""
+    from pipelines.warehouse import Warehouse
+
+    changes: dict[str, Any] = {}
+    if cfg.warehouse is not None and "warehouse" not in explicit:
+        changes["warehouse"] = Warehouse(cfg.warehouse)
+    if cfg.run_id is not None and "run_id" not in explicit:
+        changes["run_id"] = cfg.run_id
+    if cfg.spark.master is not None and "spark_master" not in explicit:
+        changes["spark_master"] = cfg.spark.master
+    if cfg.dbt.target:
+        os.environ["KAUDIT_DBT_TARGET"] = cfg.dbt.target
+    return dataclasses.replace(ctx, **changes) if changes else ctx
+
+
+def _submits(cfg: AuditConfig, ctx: RunContext) -> bool:
+    from pipelines import cluster
+
+    return cluster.submits(ctx, cfg.spark.submit)
+
+
+def plan_json(cfg: AuditConfig, ctx: RunContext, units: list[str]) -> str:
+    """The plan as JSON, for the Airflow DAG: units, and how to spark-submit the Spark ones."""
+    from pipelines import cluster
+
+    def job(step: str, args: list[str]) -> dict:
+        return {
+            "application": str(cluster.JOBS_DIR / f"{step}.py"),
+            "application_args": ["--warehouse", str(ctx.warehouse.root), "--run-id", ctx.run_id, *args],
+        }
+
+    assignor_args = [f"--assignor={g}={a}" for g, a in sorted(cfg.assignors.items())]
+    return json.dumps(
+        {
+            "run_id": ctx.run_id,
+            "warehouse": str(ctx.warehouse.root),
+            "spark_master": ctx.spark_master,
+            "spark_conf": dict(cfg.spark.conf),
+            "units": units,
+            "extract_units": [u for u in units if u.startswith("extract:")],
+            "spark_jobs": {"build": job("build_core", assignor_args), "dbt": job("dbt_build", [])},
+            # environment the Spark jobs need (set by kaudit itself when it runs them)
+            "env": {"KAUDIT_DBT_TARGET": cfg.dbt.target} if cfg.dbt.target else {},
+            "strict": cfg.strict,
+        },
+        indent=2,
+    )
+
+
+def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
+    """Run one unit of the plan (see :func:`plan`)."""
+    from pipelines import steps
+
+    k = cfg.sources.kafka
+    if unit.startswith("extract:zookeeper["):
+        z = cfg.sources.zookeeper[int(unit[len("extract:zookeeper[") : -1])]
+        if isinstance(z, ZkLive):
+            from pipelines.zookeeper.extract import extract_live
+
+            tls = z.tls or ZkTls()
+            extract_live(
+                ctx, hosts=z.hosts, chroot=z.chroot, auth=z.auth, tls=z.tls is not None, ca=tls.ca, cert=tls.cert, key=tls.key
+            )
+        else:
+            from pipelines.zookeeper.extract import extract_snapshot
+
+            extract_snapshot(ctx, path=z.data_dir, at_zxid=z.at_zxid)
+    elif unit == "extract:offsets":
+        from pipelines.kafka.extract import extract_offsets
+
+        extract_offsets(ctx, paths=[*k.log_dirs, *k.consumer_offsets], workers=k.workers)
+    elif unit == "extract:log-end":
+        from pipelines.kafka.extract import extract_log_end
+
+        extract_log_end(ctx, paths=list(k.log_dirs), offsets_file=k.offsets_file)
+    elif unit == "build":
+        steps.build(
+            ctx, assignors=dict(cfg.assignors), run_dbt=False, spark_conf=dict(cfg.spark.conf) or None, submit=cfg.spark.submit
+        )
+    elif unit == "dbt":
+        if _submits(cfg, ctx):
+            from pipelines import cluster
+
+            cluster.submit_job(ctx, "dbt_build", [], dict(cfg.spark.conf))
+        else:
+            from pipelines.spark.session import get_spark
+            from pipelines.transform.dbt_runner import run_dbt
+
+            get_spark(ctx.spark_master, conf=dict(cfg.spark.conf) or None)
+            run_dbt(ctx)
+    elif unit == "validate":
+        if _submits(cfg, ctx):
+            from pipelines import cluster
+
+            cluster.submit_job(ctx, "validate", ["--strict"] if cfg.strict else [], dict(cfg.spark.conf))
+        else:
+            if cfg.spark.conf:
+                from pipelines.spark.session import get_spark
+
+                get_spark(ctx.spark_master, conf=dict(cfg.spark.conf))
+            steps.validate(ctx, strict=cfg.strict)
+    elif unit == "report":
+        steps.report(ctx)
+    else:  # pragma: no cover - plan() makes only the units above
+        raise UsageError(f"unknown unit {unit!r}")

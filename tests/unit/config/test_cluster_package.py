@@ -1,0 +1,64 @@
+"""Cluster mode without a cluster: the shipped zip and the spark-submit command line."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pipelines import cluster
+from pipelines.context import RunContext
+from pipelines.errors import UsageError
+from pipelines.warehouse import Warehouse
+
+
+def test_package_is_deterministic_and_importable(tmp_path):
+    data = cluster.package_bytes()
+    assert data == cluster.package_bytes()
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    assert "pipelines/__init__.py" in names
+    assert "pipelines/jobs/dbt_build.py" in names and "pipelines/cluster.py" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert not [n for n in names if n.startswith("pipelines/demo/data/")]
+    path = cluster.build_package(tmp_path)
+    assert path.read_bytes() == data and path.name.startswith("pipelines-")
+    assert cluster.build_package(tmp_path) == path  # same sources: same file, reused
+
+
+def test_submit_command(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    ctx = RunContext(Warehouse(tmp_path / "wh"), "r1", spark_master="spark://10.0.0.1:7077")
+    zip_path = tmp_path / "p.zip"
+    cmd = cluster.submit_command(ctx, "build_core", ["--assignor=g=range"], {"spark.executor.memory": "2g"}, zip_path)
+    assert Path(cmd[0]).name == "spark-submit" and Path(cmd[0]).exists()
+    assert cmd[1:3] == ["--master", "spark://10.0.0.1:7077"]
+    assert cmd[cmd.index("--py-files") + 1] == str(zip_path)
+    assert cmd[cmd.index("--conf") + 1] == "spark.executor.memory=2g"
+    job = cmd.index(str(cluster.JOBS_DIR / "build_core.py"))
+    assert cmd[job + 1 :] == ["--warehouse", str(tmp_path / "wh"), "--run-id", "r1", "--assignor=g=range"]
+    with pytest.raises(UsageError, match="no Spark job 'nope'"):
+        cluster.submit_command(ctx, "nope", py_files=zip_path)
+
+
+@pytest.mark.parametrize(
+    ("master", "force", "env", "expected"),
+    [
+        (None, None, {}, False),
+        ("local[2]", None, {}, False),
+        ("spark://h:7077", None, {}, True),
+        ("yarn", None, {}, True),
+        ("k8s://https://h:6443", None, {}, True),
+        ("local[2]", True, {}, True),
+        ("spark://h:7077", False, {}, False),
+        ("spark://h:7077", None, {"SPARK_ENV_LOADED": "1"}, False),  # already inside spark-submit
+    ],
+)
+def test_when_steps_are_submitted(tmp_path, monkeypatch, master, force, env, expected):
+    monkeypatch.delenv("SPARK_ENV_LOADED", raising=False)
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    ctx = RunContext(Warehouse(tmp_path), "r1", spark_master=master)
+    assert cluster.submits(ctx, force) is expected
