@@ -8,12 +8,12 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit integration bench venv zookeeper chromium clean
+.PHONY: demo test unit integration bench venv zookeeper chromium airflow-venv clean
 
 demo: $(VENV)/.installed
 	$(BIN)/kaudit demo
 
-test: $(VENV)/.installed-test zookeeper chromium
+test: $(VENV)/.installed-test zookeeper chromium airflow-venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 unit: $(VENV)/.installed-test
@@ -36,6 +36,16 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/uv
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]'
 	touch $(VENV)/.installed $@
+
+# Airflow 3 + its Spark provider in their own venv: the provider pulls pyspark-client, which
+# overwrites pyspark's files, so it never goes into $(VENV). The DAG runs kaudit from $(VENV).
+AIRFLOW_VENV := .venv-airflow
+airflow-venv: $(AIRFLOW_VENV)/.installed
+
+$(AIRFLOW_VENV)/.installed: airflow/requirements.txt | $(BIN)/uv
+	$(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(BIN)/uv pip install -q --python $(AIRFLOW_VENV)/bin/python -r airflow/requirements.txt
+	touch $@
 
 apt-updated:
 	@$(SUDO) apt-get update -qq

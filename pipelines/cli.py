@@ -69,11 +69,12 @@ def extract_zk_snapshot(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="Data dir, its version-2/, or one snapshot file.")],
     at_zxid: Annotated[Optional[str], typer.Option("--at-zxid", help="Target zxid (decimal or 0x-hex).")] = None,
+    chroot: Annotated[Optional[str], typer.Option("--chroot", help="Only below this path, re-rooted at /.")] = None,
 ) -> None:
     """Read a ZooKeeper data dir (or one snapshot) offline into raw/znodes."""
     from pipelines.zookeeper.extract import extract_snapshot
 
-    extract_snapshot(ctx.obj, path=path, at_zxid=_parse_int(at_zxid, "--at-zxid"))
+    extract_snapshot(ctx.obj, path=path, at_zxid=_parse_int(at_zxid, "--at-zxid"), chroot=chroot)
 
 
 @extract_app.command("offsets")
@@ -142,11 +143,18 @@ def report(ctx: typer.Context) -> None:
 def run(
     ctx: typer.Context,
     config: Annotated[Path, typer.Option("--config", help="audit.yaml (see examples/audit.yaml).")],
+    only: Annotated[
+        Optional[list[str]],
+        typer.Option("--only", help="Only this unit (extract:offsets, build, ...) or step; repeatable."),
+    ] = None,
+    show_plan: Annotated[bool, typer.Option("--plan", help="Print the plan as JSON and run nothing.")] = False,
 ) -> None:
-    """Every step the config names, in order."""
+    """Every step the config names, in order (global options given here win over the config)."""
     from pipelines import steps
 
-    steps.run_config(ctx.obj, config)
+    sources = {n: ctx.parent.get_parameter_source(n) for n in ("warehouse", "run_id", "spark_master")}
+    given = {n for n, src in sources.items() if src is not None and src.name not in ("DEFAULT", "DEFAULT_MAP")}
+    steps.run_config(ctx.obj, config, only=only, show_plan=show_plan, explicit=frozenset(given))
 
 
 @app.command()
@@ -183,14 +191,14 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         print("kaudit: aborted", file=sys.stderr)
         sys.exit(130)
-    except Exception as err:  # click usage errors
-        import click
-
-        if isinstance(err, click.exceptions.ClickException):
-            err.show()
-            sys.exit(err.exit_code)
-        if isinstance(err, click.exceptions.Exit):
-            sys.exit(err.exit_code)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except Exception as err:
+        # click's usage errors (typer vendors click, so match by behaviour, not by class)
+        show, code = getattr(err, "show", None), getattr(err, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            sys.exit(code)
         raise
     sys.exit(0)
 

@@ -23,6 +23,14 @@ class RunContext:
         if not self.quiet:
             self.console.print(message)
 
+    def spark(self, conf: dict[str, str] | None = None):
+        """The step's SparkSession (kaudit's conf, this run's master); Spark's own catalog dir
+        lives under the warehouse, never in the cwd. A session that already exists is reused."""
+        from pipelines.spark.session import get_spark
+
+        catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
+        return get_spark(self.spark_master, conf={**catalog, **(conf or {})})
+
     def progress(self):
         """A rich progress bar for long steps (disabled by --quiet)."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

@@ -27,11 +27,12 @@ def zk_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     """One local SparkSession for the whole run (local[2], UTC, kaudit's conf)."""
     from pipelines.spark.session import get_spark
 
-    session = get_spark("local[2]", app_name="kaudit-tests")
+    catalog_dir = tmp_path_factory.mktemp("spark-warehouse")
+    session = get_spark("local[2]", app_name="kaudit-tests", conf={"spark.sql.warehouse.dir": str(catalog_dir)})
     yield session
     session.stop()
 
