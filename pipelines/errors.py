@@ -27,13 +27,6 @@ class UsageError(KauditError):
     exit_code = 2
 
 
-class NotBuiltYet(UsageError):
-    """A contract command whose capability does not exist yet. Exit 2, writes nothing."""
-
-    def __init__(self, what: str):
-        super().__init__(f"{what} is not built yet in this version of kaudit")
-
-
 class ExpectationsFailed(KauditError):
     """``--strict`` and an error-level expectation failed. Exit 3."""
 

@@ -14,14 +14,13 @@ report, then prints where the report is and what it found next to what was plant
 
 from __future__ import annotations
 
-import importlib
 import json
 import shutil
 import time
 from pathlib import Path
 
 from pipelines.context import RunContext
-from pipelines.errors import NotBuiltYet, UsageError
+from pipelines.errors import UsageError
 
 DATA = Path(__file__).resolve().parent / "data"
 MANIFEST = Path(__file__).resolve().parent / "faults.json"
@@ -57,36 +56,29 @@ def write_cluster(out: Path) -> Path:
     return out
 
 
-def _call(module: str, function: str, ctx: RunContext, **kwargs) -> None:
-    """Call a step; a step whose module does not exist yet is reported as not built (exit 2)."""
-    try:
-        step = getattr(importlib.import_module(module), function)
-        step(ctx, **kwargs)
-    except ModuleNotFoundError as err:
-        if err.name and err.name.startswith("pipelines"):
-            raise NotBuiltYet(f"kaudit demo: {module}.{function} (missing {err.name})") from err
-        raise
-
-
 def run_demo(ctx: RunContext, out: Path | None = None) -> dict:
     """Write the demo cluster to ``out`` and run every step on it; returns what it found."""
     out = write_cluster(out if out is not None else ctx.warehouse.root.parent / DEFAULT_DIR)
     ctx.say(f"demo cluster written to {out} (run {ctx.run_id}, warehouse {ctx.warehouse.root})")
+    from pipelines import steps as pipeline
+    from pipelines.kafka.extract import extract_log_end, extract_offsets
+    from pipelines.zookeeper.extract import extract_snapshot
+
     zk_dir, kafka_dir = out / "zookeeper", out / "kafka-logs"
     steps = [
-        ("extract zk-snapshot", "pipelines.zookeeper.extract", "extract_snapshot", dict(path=zk_dir, at_zxid=None)),
-        ("extract offsets", "pipelines.kafka.extract", "extract_offsets", dict(paths=[kafka_dir], workers=None)),
-        ("extract log-end", "pipelines.kafka.extract", "extract_log_end", dict(paths=[kafka_dir], offsets_file=None)),
-        ("build", "pipelines.steps", "build", {}),
-        ("validate", "pipelines.steps", "validate", dict(strict=False)),
-        ("report", "pipelines.steps", "report", {}),
+        ("extract zk-snapshot", lambda: extract_snapshot(ctx, path=zk_dir, at_zxid=None)),
+        ("extract offsets", lambda: extract_offsets(ctx, paths=[kafka_dir], workers=None)),
+        ("extract log-end", lambda: extract_log_end(ctx, paths=[kafka_dir], offsets_file=None)),
+        ("build", lambda: pipeline.build(ctx)),
+        ("validate", lambda: pipeline.validate(ctx, strict=False)),
+        ("report", lambda: pipeline.report(ctx)),
     ]
     timings: dict[str, float] = {}
     started = time.monotonic()
-    for i, (label, module, function, kwargs) in enumerate(steps, 1):
+    for i, (label, step) in enumerate(steps, 1):
         ctx.say(f"[bold][{i}/{len(steps)}] {label}[/]")
         t = time.monotonic()
-        _call(module, function, ctx, **kwargs)
+        step()
         timings[label] = round(time.monotonic() - t, 2)
         ctx.say(f"      {label}: {timings[label]:.1f} s")
     timings["total"] = round(time.monotonic() - started, 2)

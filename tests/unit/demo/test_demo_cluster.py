@@ -9,7 +9,7 @@ import json
 import pytest
 
 from pipelines import demo
-from pipelines.errors import NotBuiltYet, UsageError
+from pipelines.errors import UsageError
 
 
 def test_write_cluster_copies_the_committed_data(tmp_path):
@@ -43,13 +43,6 @@ def test_write_cluster_replaces_a_previous_demo_only(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert (demo.write_cluster(empty) / demo.MARKER).is_file()
-
-
-def test_a_missing_step_module_is_not_built_yet_but_other_import_errors_propagate():
-    with pytest.raises(NotBuiltYet, match="pipelines.no_such_step"):
-        demo._call("pipelines.no_such_step", "run", ctx=None)
-    with pytest.raises(ModuleNotFoundError):
-        demo._call("no_such_third_party_package_kaudit", "run", ctx=None)
 
 
 def test_compare_a_summary_with_the_planted_faults():
