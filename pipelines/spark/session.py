@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from pyspark.sql import SparkSession
 
@@ -15,25 +16,23 @@ CONF = {
     "spark.sql.shuffle.partitions": "8",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.driver.host": "127.0.0.1",
 }
+# A driver kaudit starts itself listens on loopback only. Inside spark-submit the driver's
+# address is the cluster's business (its conf, or SPARK_LOCAL_IP): forcing 127.0.0.1 would make
+# it unreachable from remote executors.
+LOOPBACK_DRIVER = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
 
 
 def get_spark(master: str | None = None, app_name: str = "kaudit", conf: dict[str, str] | None = None) -> SparkSession:
     """The active session, or a new one. ``master`` None means what spark-submit set, else local[*]."""
-    os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON") or __import__("sys").executable)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    submitted = not master and bool(os.environ.get("SPARK_ENV_LOADED"))
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_ENV_LOADED"):
+    elif not submitted and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         builder = builder.master(os.environ.get("KAUDIT_SPARK_MASTER", "local[*]"))
-    # Inside spark-submit (master None) the driver's address is the cluster's business (its
-    # conf, or SPARK_LOCAL_IP): forcing 127.0.0.1 would make it unreachable from remote executors.
-    submitted = not master and bool(os.environ.get("SPARK_ENV_LOADED"))
-    for key, value in {**CONF, **(conf or {})}.items():
-        if submitted and key in ("spark.driver.host", "spark.driver.bindAddress") and key not in (conf or {}):
-            continue
+    for key, value in {**CONF, **({} if submitted else LOOPBACK_DRIVER), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
