@@ -7,19 +7,20 @@ BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends
 PYTEST_ARGS ?=
+ZK_KERNELS := $(VENV)/.zk-kernels
 
 .PHONY: demo test unit integration bench venv zookeeper chromium airflow-venv clean
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed $(ZK_KERNELS)
 	$(BIN)/kaudit demo
 
-test: $(VENV)/.installed-test zookeeper chromium airflow-venv
+test: $(VENV)/.installed-test $(ZK_KERNELS) zookeeper chromium airflow-venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-unit: $(VENV)/.installed-test
+unit: $(VENV)/.installed-test $(ZK_KERNELS)
 	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
 
-bench: $(VENV)/.installed-test zookeeper
+bench: $(VENV)/.installed-test $(ZK_KERNELS) zookeeper
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 venv: $(VENV)/.installed-test
@@ -30,12 +31,18 @@ $(BIN)/uv:
 	$(BIN)/python -m pip install -q --upgrade pip uv
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/uv
-	$(BIN)/uv pip install -q --python $(BIN)/python -e .
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e .
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
-	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]'
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e '.[test]'
 	touch $(VENV)/.installed $@
+
+# The ZooKeeper snapshot kernels compiled ahead of time into the venv (numba.pycc), so a
+# `kaudit extract zk-snapshot` process does not pay numba's start-up (pipelines/zookeeper/native.py).
+$(ZK_KERNELS): pipelines/zookeeper/kernels.py pipelines/zookeeper/kernel_tables.py pipelines/zookeeper/aot.py | $(VENV)/.installed
+	$(BIN)/python -m pipelines.zookeeper.aot
+	touch $@
 
 # Airflow 3 + its Spark provider in their own venv: the provider pulls pyspark-client, which
 # overwrites pyspark's files, so it never goes into $(VENV). The DAG runs kaudit from $(VENV).
@@ -59,4 +66,4 @@ chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(APT) chromium; }
 
 clean:
-	rm -rf warehouse target logs dbt_packages .pytest_cache spark-warehouse metastore_db derby.log
+	rm -rf warehouse demo-out target logs dbt_packages .pytest_cache spark-warehouse metastore_db derby.log

@@ -6,6 +6,8 @@ snapshot file (>= 1M znodes written by a real ZooKeeper 3.8, cached under benchm
 Figures: kaudit in-process (parse + seal + digest + client-visible rows sorted by path),
 ``kaudit extract zk-snapshot FILE`` end to end (new process, Parquet written), and the
 SnapshotFormatter JVM run (output to /dev/null); ratios of the formatter time to each.
+The kernels are the ahead-of-time build when ``make`` installed it (``make bench`` does),
+else numba's JIT (+~1.3 s per new process): the first line says which.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ def main() -> None:
     size = snap.stat().st_size
     print(f"snapshot {snap} ({size / 1e6:.1f} MB)")
 
+    from pipelines.zookeeper import native
     from pipelines.zookeeper.extract import read_offline
 
     t0 = time.perf_counter()
     read_offline(snap)  # cold: imports, numba cache load, page cache
     t_cold = time.perf_counter() - t0
-    print(f"kaudit read (in process, first call): {t_cold:.2f}s")
+    print(f"kaudit read (in process, first call): {t_cold:.2f}s (kernels: {native.kernels().__name__})")
     t0 = time.perf_counter()
     rows, res = read_offline(snap)
     t_kaudit = time.perf_counter() - t0

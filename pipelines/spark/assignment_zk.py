@@ -20,11 +20,11 @@ Owner names are thread ids, as written to ``/consumers/<g>/owners/<t>/<p>``.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.errors import UsageError
-from pipelines.spark.assignors import range_assign, roundrobin_assign
+from pipelines.spark.assignors import range_owner, range_ranks, roundrobin_assign
 from pipelines.spark.javahash import topic_partition_hash
 
 SOURCE = "zookeeper"
@@ -73,39 +73,53 @@ def roundrobin_order(partitions: DataFrame) -> DataFrame:
     )
 
 
-def assignor_table(groups: DataFrame, assignors: dict[str, str]) -> DataFrame:
-    """``group_id, assignor`` for every group of ``groups`` (default range)."""
-    spark = groups.sparkSession
-    configured = spark.createDataFrame(sorted(assignors.items()), "group_id string, configured string")
-    return (
-        groups.select("group_id")
-        .distinct()
-        .join(F.broadcast(configured), "group_id", "left")
-        .select("group_id", F.coalesce("configured", F.lit(DEFAULT_ASSIGNOR)).alias("assignor"))
+def check_assignors(assignors: dict[str, str]) -> None:
+    unknown = sorted(set(assignors.values()) - set(ASSIGNORS))
+    if unknown:
+        raise UsageError(f"unknown ZooKeeper assignor(s) {', '.join(unknown)}: use {'|'.join(ASSIGNORS)}")
+
+
+def is_range_group(assignors: dict[str, str], group_id: str = "group_id") -> Column:
+    """True for the groups the range assignor applies to (all but those configured otherwise)."""
+    others = sorted(g for g, a in assignors.items() if a != "range")
+    return ~F.col(group_id).isin(*others) if others else F.lit(True)
+
+
+def _members(threads: DataFrame) -> DataFrame:
+    return threads.select("group_id", "owner").distinct().withColumn("member_order", F.col("owner"))
+
+
+def range_inputs(threads: DataFrame, topic_partitions: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The range plan (per group and topic) and partition ranks of range groups' ``threads``.
+    Threads sort by their own names, so the plan is :func:`~pipelines.spark.assignors.range_plan`
+    without its member join: each (group, topic)'s thread ids, sorted."""
+    plan = threads.groupBy("group_id", "topic").agg(F.sort_array(F.collect_list("owner")).alias("_owners"))
+    parts = topic_partitions.select("topic", "partition", "broker_id")
+    return plan, range_ranks(range_order(parts))
+
+
+def expected_range(plan: DataFrame, ranks: DataFrame) -> DataFrame:
+    """``core/expected_assignment`` rows of range groups from :func:`range_inputs`."""
+    return plan.join(F.broadcast(ranks), "topic").select(
+        F.lit(SOURCE).alias("source"), "group_id", "topic", "partition", "broker_id",
+        range_owner().alias("expected_owner"), F.lit("range").alias("assignor"),
+    )
+
+
+def expected_roundrobin(threads: DataFrame, topic_partitions: DataFrame) -> DataFrame:
+    """``core/expected_assignment`` rows of round-robin groups' ``threads``."""
+    subs = threads.select("group_id", "owner", "topic").distinct()
+    parts = roundrobin_order(topic_partitions.select("topic", "partition", "broker_id"))
+    return roundrobin_assign(_members(threads), subs, parts).select(
+        F.lit(SOURCE).alias("source"), "group_id", "topic", "partition", "broker_id", "expected_owner",
+        F.lit("roundrobin").alias("assignor"),
     )
 
 
 def expected_assignment(registrations: DataFrame, topic_partitions: DataFrame, assignors: dict[str, str]) -> DataFrame:
     """``core/expected_assignment`` rows of ZooKeeper groups."""
-    unknown = sorted(set(assignors.values()) - set(ASSIGNORS))
-    if unknown:
-        raise UsageError(f"unknown ZooKeeper assignor(s) {', '.join(unknown)}: use {'|'.join(ASSIGNORS)}")
+    check_assignors(assignors)
     threads = consumer_threads(registrations)
-    chosen = assignor_table(threads, assignors)
-    threads = threads.join(chosen, "group_id")
-    parts = topic_partitions.select("topic", "partition", "broker_id")
-    members = threads.select("group_id", "owner", "assignor").distinct().withColumn("member_order", F.col("owner"))
-    subs = threads.select("group_id", "owner", "topic", "assignor").distinct()
-
-    def of(name: str, frame: DataFrame) -> DataFrame:
-        return frame.where(F.col("assignor") == name).drop("assignor")
-
-    ranged = range_assign(of("range", members), of("range", subs), range_order(parts)).withColumn(
-        "assignor", F.lit("range")
-    )
-    rr = roundrobin_assign(of("roundrobin", members), of("roundrobin", subs), roundrobin_order(parts)).withColumn(
-        "assignor", F.lit("roundrobin")
-    )
-    return ranged.unionByName(rr).select(
-        F.lit(SOURCE).alias("source"), "group_id", "topic", "partition", "broker_id", "expected_owner", "assignor"
-    )
+    ranged = is_range_group(assignors)
+    plan, ranks = range_inputs(threads.where(ranged), topic_partitions)
+    return expected_range(plan, ranks).unionByName(expected_roundrobin(threads.where(~ranged), topic_partitions))

@@ -15,7 +15,12 @@ Output of both: ``group_id, topic, partition, broker_id, expected_owner``.
 partitions sorted, ``per = P div n``, ``extra = P mod n``; owner ``i`` gets
 ``per * i + min(i, extra)`` .. ``+ per + (i < extra)``. Inverted for partition rank ``j``:
 ``i = j div (per + 1)`` if ``j < extra * (per + 1)``, else
-``extra + (j - extra * (per + 1)) div per``. Window ranks and equi-joins only.
+``extra + (j - extra * (per + 1)) div per``. Range is computed from two small tables, so the
+expected owner of any partition is a lookup, not a shuffle over all partitions:
+:func:`range_plan` (per group and topic, the sorted owner array) and :func:`range_ranks` (per
+partition, its rank ``_j`` and the topic's partition count ``_p``); :func:`range_owner` is the
+arithmetic above over their joined columns. :func:`range_assign` joins the plan with the
+broadcast ranks; the audit looks observed owners up the same way.
 
 **Round-robin** (``kafka.consumer.RoundRobinAssignor`` 0.9+ and the consumer's
 ``RoundRobinAssignor``): all owners of the group sorted into a circle, all partitions of
@@ -28,31 +33,53 @@ sorted partition array, which carries the circle position.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 OUT = ["group_id", "topic", "partition", "broker_id", "expected_owner"]
 
 
+def range_plan(members: DataFrame, subscriptions: DataFrame) -> DataFrame:
+    """``group_id, topic, _owners``: the owners subscribed to each topic, in assignor order."""
+    entries = subscriptions.join(members, ["group_id", "owner"]).select(
+        "group_id", "topic", F.struct("member_order", "owner").alias("_m")
+    )
+    return entries.groupBy("group_id", "topic").agg(
+        F.transform(F.sort_array(F.collect_list("_m")), lambda m: m["owner"]).alias("_owners")
+    )
+
+
+def range_ranks(partitions: DataFrame) -> DataFrame:
+    """``topic, partition, broker_id, _j, _p``: each partition's rank in ``part_order`` within
+    its topic and the topic's partition count."""
+    by_topic = Window.partitionBy("topic")
+    return partitions.select(
+        "topic",
+        "partition",
+        "broker_id",
+        (F.row_number().over(by_topic.orderBy("part_order")) - 1).alias("_j"),
+        F.count(F.lit(1)).over(by_topic).alias("_p"),
+    )
+
+
+# owner rank of partition rank _j (the module docstring), with n = size(_owners), integer division
+_RANGE_RANK = """
+    CASE WHEN _j < (_p % size(_owners)) * (_p div size(_owners) + 1)
+         THEN _j div (_p div size(_owners) + 1)
+         ELSE _p % size(_owners)
+              + (_j - (_p % size(_owners)) * (_p div size(_owners) + 1)) div greatest(_p div size(_owners), 1)
+    END"""
+
+
+def range_owner() -> Column:
+    """The expected owner of a row carrying ``_owners`` (plan) and ``_j``, ``_p`` (ranks)."""
+    return F.get("_owners", F.expr(_RANGE_RANK).cast("int"))
+
+
 def range_assign(members: DataFrame, subscriptions: DataFrame, partitions: DataFrame) -> DataFrame:
-    ranked = subscriptions.join(members, ["group_id", "owner"]).withColumn(
-        "_i", F.row_number().over(Window.partitionBy("group_id", "topic").orderBy("member_order", "owner")) - 1
-    )
-    counts = ranked.groupBy("group_id", "topic").agg(F.count(F.lit(1)).alias("_n"))
-    parts = partitions.withColumn(
-        "_j", F.row_number().over(Window.partitionBy("topic").orderBy("part_order")) - 1
-    ).withColumn("_p", F.count(F.lit(1)).over(Window.partitionBy("topic")))
-    per = F.expr("_p div _n")
-    extra = F.expr("_p % _n")
-    cut = extra * (per + 1)
-    owner_rank = F.when(F.col("_j") < cut, F.expr("_j div (_p div _n + 1)")).otherwise(
-        extra + F.expr("(_j - (_p % _n) * (_p div _n + 1)) div greatest(_p div _n, 1)")
-    )
-    wanted = counts.join(parts, "topic").select(
-        "group_id", "topic", "partition", "broker_id", owner_rank.cast("int").alias("_i")
-    )
-    return wanted.join(ranked.select("group_id", "topic", "_i", "owner"), ["group_id", "topic", "_i"]).select(
-        "group_id", "topic", "partition", "broker_id", F.col("owner").alias("expected_owner")
+    plan = range_plan(members, subscriptions)
+    return plan.join(F.broadcast(range_ranks(partitions)), "topic").select(
+        "group_id", "topic", "partition", "broker_id", range_owner().alias("expected_owner")
     )
 
 

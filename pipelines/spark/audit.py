@@ -19,12 +19,22 @@ a member subscribes to the topic and the partition exists), ``wrong_owner`` (one
 owner, not the expected one), ``ok``. For assignors without an expected owner a single
 registered owner of a subscribed, known partition is ``ok``. Groups without live consumers
 have no expected rows, so they produce rows only for owners left behind.
+
+Two ways to the same rows. :func:`audit` is the general one: a full outer join of expected
+and observed rows, which shuffles both. For range groups whose observed keys are unique (the
+ZooKeeper owners: one znode per partition, the registry quarantines non-canonical names),
+:func:`range_audit` looks the expected owner of every observed row up in the small range
+tables (no shuffle of the big side), and :func:`unowned` adds the expected rows nobody owns;
+the build runs :func:`unowned` only when the number of observed rows that matched an expected
+key is below the number of expected rows (``range_audit``'s ``_matched`` column).
 """
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+
+from pipelines.spark.assignors import range_owner
 
 KEY = ["source", "group_id", "topic", "partition", "_b"]
 
@@ -78,4 +88,48 @@ def audit(expected: DataFrame, observed: DataFrame, registered: DataFrame, subsc
     )
     return rows.select(
         "source", "group_id", "topic", "partition", "broker_id", "expected_owner", "observed_owners", status().alias("status")
+    )
+
+
+OUT = ["source", "group_id", "topic", "partition", "broker_id", "expected_owner", "observed_owners", "status"]
+
+
+def range_audit(observed: DataFrame, plan: DataFrame, ranks: DataFrame, registered: DataFrame) -> DataFrame:
+    """Audit rows of ``observed`` owners (unique keys) of range groups, plus ``_matched``
+    (the row's key is an expected one). ``plan``, ``ranks``: :func:`~pipelines.spark.assignors.range_plan`
+    and :func:`~pipelines.spark.assignors.range_ranks` of the same groups; ``registered``:
+    ``group_id, owner``. All three are small and broadcast. Registration only decides the
+    status of a subscribed partition, whose plan row is found anyway: the plan row carries
+    the group's registered owners (``_registered``), which saves a third lookup."""
+    members = registered.groupBy("group_id").agg(F.collect_set("owner").alias("_registered"))
+    rows = (
+        _with_b(observed)
+        .join(F.broadcast(plan.join(members, "group_id", "left")), ["group_id", "topic"], "left")
+        .join(F.broadcast(_with_b(ranks).drop("broker_id")), ["topic", "partition", "_b"], "left")
+        .select(
+            "source",
+            "group_id",
+            "topic",
+            "partition",
+            "broker_id",
+            F.array("owner").alias("observed_owners"),
+            F.col("_j").isNotNull().alias("_known"),
+            F.col("_owners").isNotNull().alias("_subscribed"),
+            F.when(F.coalesce(F.array_contains("_registered", F.col("owner")), F.lit(False)), 0)
+            .otherwise(1)
+            .alias("_unknown"),
+            F.when(F.col("_j").isNotNull() & F.col("_owners").isNotNull(), range_owner()).alias("expected_owner"),
+        )
+    )
+    return rows.select(*OUT[:-1], status().alias("status"), (F.col("_known") & F.col("_subscribed")).alias("_matched"))
+
+
+def unowned(expected: DataFrame, observed: DataFrame) -> DataFrame:
+    """Audit rows of the ``expected`` keys that no ``observed`` row owns."""
+    return (
+        _with_b(expected)
+        .join(_with_b(observed).select(*KEY), KEY, "left_anti")
+        .select(
+            *OUT[:-2], F.array().cast("array<string>").alias("observed_owners"), F.lit("unowned").alias("status")
+        )
     )

@@ -1,47 +1,86 @@
 """``kaudit build``'s Spark part: every ``core/*`` table of one run, in one transaction.
 
-Order: the registry tables are parsed from ``raw/znodes`` and staged; the expected
-assignment reads them back from staging (Parquet is the cheapest cache) with the Kafka
-group tables; the audit reads the staged expected assignment. Registry quarantine rows
-(malformed znode values) go to ``raw/quarantine`` as ``part-build_core.parquet``. Nothing
-is visible until the transaction publishes all tables together.
+Order and cost (the owners, offsets and expected rows are as many as the cluster has
+partitions times groups; everything else is small):
+
+1. registry: the owners and offsets znodes are parsed straight from ``raw/znodes`` (one
+   scan each); the remaining znodes are cached and every other parser reads them. A parser
+   counts its malformed rows while its table is written; only when there are some is the
+   parse repeated to collect them for ``raw/quarantine``.
+2. expected assignment: range groups from the small range tables (plan x broadcast ranks);
+   round-robin ZooKeeper groups and Kafka groups by their general functions.
+3. audit: ZooKeeper range groups by lookup (``audit.range_audit``), the rest with the general
+   full outer join (``audit.audit``); the unowned partitions of range groups are looked for
+   only when fewer observed rows matched an expected key than there are expected rows.
+
+Registry quarantine rows go to ``raw/quarantine`` as ``part-build_core.parquet``. Nothing is
+visible until the transaction publishes all tables together.
 """
 
 from __future__ import annotations
 
+import functools
+
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
 from pipelines.spark import assignment_kafka, assignment_zk, registry
-from pipelines.spark.audit import audit
-from pipelines.spark.io import read_raw, read_staged, staged_rows, write_staged
+from pipelines.spark.audit import audit, range_audit, unowned
+from pipelines.spark.io import observe, raw_rows, read_raw, read_staged, row_group_bounds, staged_rows, write_staged
 from pipelines.tables import CORE, RAW_QUARANTINE
 
 STEP = "build_core"
-REGISTRY_TABLES = list(registry.PARSERS)
 
 
-def _registry_inputs(spark: SparkSession, ctx: RunContext) -> DataFrame:
+def _znodes(spark: SparkSession, ctx: RunContext) -> DataFrame:
+    """The run's znodes of the source the registry uses (see ``registry.pick_source``)."""
+    sources = row_group_bounds(ctx.warehouse, "raw/znodes", ctx.run_id, "source")
     znodes = read_raw(spark, ctx.warehouse, "raw/znodes", ctx.run_id)
-    return znodes.transform(registry.select_source).transform(registry.with_path_parts)
+    return registry.select_source(znodes, registry.pick_source(sources)).select("path", "data", "mtime")
 
 
-def zookeeper_audit_inputs(registrations: DataFrame, owners: DataFrame, topic_partitions: DataFrame) -> dict[str, DataFrame]:
-    src = F.lit(assignment_zk.SOURCE).alias("source")
-    threads = assignment_zk.consumer_threads(registrations)
-    return {
-        "observed": owners.select(src, "group_id", "topic", "partition", "broker_id", "owner"),
-        "registered": threads.select(src, "group_id", "owner"),
-        "subscribed": threads.select(src, "group_id", "topic"),
-        "known": topic_partitions.select(src, "topic", "partition", "broker_id"),
-    }
+def _registry(tx, znodes: DataFrame, advance) -> pa.Table:
+    """Writes the registry tables; returns their quarantine rows. The pass that caches the
+    small remainder also counts the bulk znodes of each kind: a kind the run has none of is
+    not scanned for. A parser's malformed rows are counted while its table is written and
+    collected (a second pass) only when there are some."""
+    kind = F.col("_kind")
+    classified, bulk = observe(
+        znodes.withColumn("_kind", registry.partition_child_kind()),
+        **{k: F.sum((kind == k).cast("long")) for k in registry.BULK_KINDS.values()},
+    )
+    small = classified.where(kind.isNull()).drop("_kind").transform(registry.with_path_parts)
+    small = small.persist(StorageLevel.MEMORY_AND_DISK)
+    bad = []
+    for table, parse in registry.PARSERS.items():  # the small parsers first: they fill the cache
+        if table in registry.BULK_PARSERS and not bulk.get[registry.BULK_KINDS[table]]:
+            tx.writer(table)  # none in this run: an empty table
+            advance()
+            continue
+        source = small if table in registry.SMALL_PARSERS else znodes
+        parsed, counted = observe(parse(source), bad=F.sum(F.col("reason").isNotNull().cast("int")))
+        write_staged(tx, table, registry.good(parsed))
+        if counted.get["bad"]:
+            bad.append(registry.quarantine(parse(source)))
+        advance()
+    rows = _union(bad).toArrow() if bad else RAW_QUARANTINE.empty_table()
+    small.unpersist()
+    return rows
 
 
-def kafka_audit_inputs(latest: DataFrame, members: DataFrame, assignments: DataFrame, partitions: DataFrame) -> dict[str, DataFrame]:
+def _kafka_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> dict[str, DataFrame]:
+    """Expected rows and audit inputs of the Kafka groups of ``__consumer_offsets``."""
+    wh, run_id = ctx.warehouse, ctx.run_id
+    latest = assignment_kafka.latest_groups(read_raw(spark, wh, "raw/group_metadata", run_id))
+    members = assignment_kafka.latest_members(latest, read_raw(spark, wh, "raw/group_members", run_id))
+    assignments = read_raw(spark, wh, "raw/group_assignments", run_id)
+    partitions = assignment_kafka.topic_partitions(topic_parts, read_raw(spark, wh, "raw/log_end_offsets", run_id))
     src = F.lit(assignment_kafka.SOURCE).alias("source")
     return {
+        "expected": assignment_kafka.expected_assignment(members, partitions),
         "observed": assignment_kafka.observed_owners(latest, assignments),
         "registered": members.select(src, "group_id", "owner"),
         "subscribed": members.select(src, "group_id", F.explode("subscribed_topics").alias("topic")),
@@ -49,53 +88,66 @@ def kafka_audit_inputs(latest: DataFrame, members: DataFrame, assignments: DataF
     }
 
 
+def _zookeeper_roundrobin_groups(threads: DataFrame, owners: DataFrame, topic_parts: DataFrame) -> dict[str, DataFrame]:
+    """Expected rows and audit inputs of the ZooKeeper groups configured for round-robin."""
+    src = F.lit(assignment_zk.SOURCE).alias("source")
+    return {
+        "expected": assignment_zk.expected_roundrobin(threads, topic_parts),
+        "observed": owners,
+        "registered": threads.select(src, "group_id", "owner"),
+        "subscribed": threads.select(src, "group_id", "topic"),
+        "known": topic_parts.select(src, "topic", "partition", "broker_id"),
+    }
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    return functools.reduce(DataFrame.unionByName, frames)
+
+
 def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
     """Builds all ``core/*`` tables of ``ctx.run_id``; returns row counts per table."""
+    assignment_zk.check_assignors(assignors)
     spark = ctx.spark()
     wh, run_id = ctx.warehouse, ctx.run_id
-    counts: dict[str, int] = {}
     with wh.transaction(run_id, step=STEP) as tx, ctx.progress() as progress:
-        task = progress.add_task("build core tables", total=len(CORE) + 1)
-        # every parser (and the quarantine pass) scans the same znodes: read and split them once
-        znodes = _registry_inputs(spark, ctx).persist(StorageLevel.MEMORY_AND_DISK)
-        parsed = {table: parse(znodes) for table, parse in registry.PARSERS.items()}
-        for table in REGISTRY_TABLES:
-            write_staged(tx, table, registry.good(parsed[table]))
-            progress.advance(task)
-
-        bad = None
-        for frame in parsed.values():
-            q = registry.quarantine(frame)
-            bad = q if bad is None else bad.unionByName(q)
-        quarantined = bad.toArrow()
+        task = progress.add_task("build core tables", total=len(CORE))
+        quarantined = _registry(tx, _znodes(spark, ctx), lambda: progress.advance(task))
         tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)
         tx.writer("raw/quarantine")  # an empty file replaces an earlier build's rows
-        progress.advance(task)
 
+        # ZooKeeper range groups through the small range tables; the other groups (ZooKeeper
+        # round-robin, Kafka) in full, when the run has any
         registrations = read_staged(spark, tx, "core/consumer_registrations")
-        owners = read_staged(spark, tx, "core/partition_owners")
         topic_parts = read_staged(spark, tx, "core/topic_partitions")
-
-        meta = read_raw(spark, wh, "raw/group_metadata", run_id)
-        latest = assignment_kafka.latest_groups(meta)
-        members = assignment_kafka.latest_members(latest, read_raw(spark, wh, "raw/group_members", run_id))
-        assignments = read_raw(spark, wh, "raw/group_assignments", run_id)
-        kparts = assignment_kafka.topic_partitions(topic_parts, read_raw(spark, wh, "raw/log_end_offsets", run_id))
-
-        expected = assignment_zk.expected_assignment(registrations, topic_parts, assignors).unionByName(
-            assignment_kafka.expected_assignment(members, kparts)
+        owners = read_staged(spark, tx, "core/partition_owners").select(
+            F.lit(assignment_zk.SOURCE).alias("source"), "group_id", "topic", "partition", "broker_id", "owner"
         )
-        write_staged(tx, "core/expected_assignment", expected)
+        threads = assignment_zk.consumer_threads(registrations).cache()
+        ranged = assignment_zk.is_range_group(assignors)
+        plan, ranks = (t.cache() for t in assignment_zk.range_inputs(threads.where(ranged), topic_parts))
+        expected_range = assignment_zk.expected_range(plan, ranks)
+        others = []
+        if set(assignors.values()) - {"range"}:
+            others.append(_zookeeper_roundrobin_groups(threads.where(~ranged), owners.where(~ranged), topic_parts))
+        if raw_rows(wh, "raw/group_metadata", run_id):
+            others.append(_kafka_groups(spark, ctx, topic_parts))
+
+        counting, counted_expected = observe(expected_range, rows=F.count(F.lit(1)))
+        write_staged(tx, "core/expected_assignment", _union([counting] + [o["expected"] for o in others]))
         progress.advance(task)
 
-        zk_in = zookeeper_audit_inputs(registrations, owners, topic_parts)
-        kf_in = kafka_audit_inputs(latest, members, assignments, kparts)
-        inputs = {k: zk_in[k].unionByName(kf_in[k]) for k in zk_in}
-        write_staged(
-            tx, "core/assignment_audit", audit(read_staged(spark, tx, "core/expected_assignment"), **inputs)
+        looked_up, counted_matched = observe(
+            range_audit(owners.where(ranged), plan, ranks, threads), matched=F.sum(F.col("_matched").cast("long"))
         )
+        audited = [looked_up.drop("_matched")]
+        if others:
+            audited.append(audit(**{k: _union([o[k] for o in others]) for k in others[0]}))
+        write_staged(tx, "core/assignment_audit", _union(audited))
+        if (counted_matched.get["matched"] or 0) < counted_expected.get["rows"]:
+            write_staged(tx, "core/assignment_audit", unowned(expected_range, owners.where(ranged)), append=True)
         progress.advance(task)
-        znodes.unpersist()
+        for frame in (threads, plan, ranks):
+            frame.unpersist()
         counts = {table: staged_rows(tx, table) for table in CORE}
         counts["raw/quarantine"] = quarantined.num_rows
     ctx.say(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.spark.schemas import table_schema
@@ -37,16 +37,45 @@ def read_raw(spark: SparkSession, warehouse: Warehouse, table: str, run_id: str)
     return df.withColumn("run_id", F.lit(run_id))
 
 
+def row_group_bounds(warehouse: Warehouse, table: str, run_id: str, column: str) -> set:
+    """Every row group's min and max of ``column`` in the run's partition, from the Parquet
+    statistics (the column's values where a file has none): for a column of at most two
+    values per row group (``raw/znodes.source``), its set of values, with no Spark job."""
+    part = warehouse.partition_dir(table, run_id)
+    values: set = set()
+    for path in _parquet_files(part) if part.is_dir() else []:
+        meta = pq.ParquetFile(path).metadata
+        index = meta.schema.to_arrow_schema().get_field_index(column)
+        for g in range(meta.num_row_groups):
+            stats = meta.row_group(g).column(index).statistics
+            if stats is not None and stats.has_min_max:
+                values |= {stats.min, stats.max}
+            elif meta.row_group(g).num_rows:
+                values |= set(pq.read_table(path, columns=[column]).column(0).unique().to_pylist())
+                break
+    values.discard(None)
+    return values
+
+
 def conform(df: DataFrame, table: str) -> DataFrame:
     """``df`` as exactly the declared columns of ``table`` (no run_id: the hive dir holds it)."""
     return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in table_schema(table).fields])
 
 
-def write_staged(tx: Transaction, table: str, df: DataFrame) -> Path:
-    """Write ``df`` (conformed to ``table``) into the transaction's staging dir for ``table``."""
+def write_staged(tx: Transaction, table: str, df: DataFrame, append: bool = False) -> Path:
+    """Write ``df`` (conformed to ``table``) into the transaction's staging dir for ``table``
+    (``append``: next to what an earlier call wrote)."""
     path = tx.staging_dir(table)
-    conform(df, table).write.mode("overwrite").option("compression", "zstd").parquet(str(path))
+    mode = "append" if append else "overwrite"
+    conform(df, table).write.mode(mode).option("compression", "zstd").parquet(str(path))
     return path
+
+
+def observe(df: DataFrame, **metrics: Column) -> tuple[DataFrame, Observation]:
+    """``df`` computing the aggregate ``metrics`` while an action (a write) runs over it, and
+    the ``Observation`` whose ``.get`` holds them afterwards: counts without a second pass."""
+    observation = Observation()
+    return df.observe(observation, *[m.alias(name) for name, m in metrics.items()]), observation
 
 
 def read_staged(spark: SparkSession, tx: Transaction, table: str) -> DataFrame:
@@ -54,6 +83,15 @@ def read_staged(spark: SparkSession, tx: Transaction, table: str) -> DataFrame:
     return spark.read.schema(table_schema(table)).parquet(str(tx.staging_dir(table)))
 
 
+def _rows(directory: Path) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in _parquet_files(directory)) if directory.is_dir() else 0
+
+
 def staged_rows(tx: Transaction, table: str) -> int:
     """Row count of a staged table, from the Parquet footers (no Spark job)."""
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in _parquet_files(tx.staging_dir(table)))
+    return _rows(tx.staging_dir(table))
+
+
+def raw_rows(warehouse: Warehouse, table: str, run_id: str) -> int:
+    """Row count of the run's partition of ``table``, from the Parquet footers (no Spark job)."""
+    return _rows(warehouse.partition_dir(table, run_id))

@@ -21,7 +21,16 @@ A 0.7 partition is named ``<broker_id>-<partition_id>``: it becomes (broker_id, 
 Which znodes: a run may hold a live walk (``source='live'``) and a snapshot read
 (``'snapshot'``). When the run has any live rows, only the live rows are used (the live
 tree is the current state; mixing both would resurrect ephemeral owners and registrations
-of dead consumers from the snapshot); otherwise the snapshot rows are used.
+of dead consumers from the snapshot); otherwise the snapshot rows are used
+(:func:`pick_source`, decided by the build from the files' statistics, no Spark job).
+
+Bulk and the rest: the owners and offsets znodes (one per group and partition) are most of
+a tree. Their parsers read ``path``/``data``/``mtime`` directly, with one regular expression
+to pick them and ``substring_index`` for the parts; every other parser works on the small
+remainder (:func:`is_partition_child` false) with the path split into ``seg``/``depth``.
+Owner and offset keys are unique per run: a znode path per (group, topic, partition[, broker]),
+and names that are not the canonical decimal (``01``) are quarantined, so two znodes never
+claim one key.
 
 Malformed values never crash the build: each parser returns its rows with a ``reason``
 column (null when good); :func:`quarantine` turns the bad ones into ``raw/quarantine`` rows
@@ -43,8 +52,6 @@ QUARANTINE_SOURCE = "registry"
 BROKER_JSON = "host string, port int, endpoints array<string>"
 TOPIC_JSON = "partitions map<string, array<int>>"
 STATE_JSON = "leader int, leader_epoch int, isr array<int>"
-REGISTRATION_JSON = "version int, subscription map<string, int>, pattern string"
-REGISTRATION_07_JSON = "map<string, int>"
 CLUSTER_ID_JSON = "id string"
 CONTROLLER_JSON = "brokerid int"
 
@@ -82,27 +89,45 @@ def _reasons(*pairs: tuple[Column, str | Column]) -> Column:
 
 
 def _partition_name(name: Column) -> tuple[Column, Column, Column]:
-    """(partition, broker_id, ok) of an owners/offsets child name: ``p`` or 0.7 ``broker-p``."""
+    """(partition, broker_id, ok) of an owners/offsets child name: ``p`` or 0.7 ``broker-p``,
+    canonical decimal only (``01`` would be a second znode for partition 1)."""
     is07 = name.rlike(r"^[0-9]+-[0-9]+$")
-    broker = F.when(is07, _try_cast(F.regexp_extract(name, r"^([0-9]+)-", 1), "int"))
-    part = F.when(is07, _try_cast(F.regexp_extract(name, r"-([0-9]+)$", 1), "int")).otherwise(
+    broker = F.when(is07, _try_cast(F.substring_index(name, "-", 1), "int"))
+    part = F.when(is07, _try_cast(F.substring_index(name, "-", -1), "int")).otherwise(
         F.when(name.rlike(r"^[0-9]+$"), _try_cast(name, "int"))
     )
-    ok = part.isNotNull() & (~is07 | broker.isNotNull())
-    return part, broker, ok
+    canonical = F.when(is07, F.concat(broker.cast("string"), F.lit("-"), part.cast("string"))).otherwise(
+        part.cast("string")
+    )
+    ok = part.isNotNull() & (~is07 | broker.isNotNull()) & (canonical == name)
+    return part, broker, F.coalesce(ok, F.lit(False))
 
 
 # --- selection --------------------------------------------------------------------------------
 
 
-def select_source(znodes: DataFrame) -> DataFrame:
-    """The run's live rows if it has any, else its snapshot rows (see the module docstring)."""
-    flag = znodes.agg(F.max((F.col("source") == "live").cast("int")).alias("_has_live"))
-    return (
-        znodes.crossJoin(F.broadcast(flag))
-        .where((F.coalesce(F.col("_has_live"), F.lit(0)) == 0) | (F.col("source") == "live"))
-        .drop("_has_live")
-    )
+def pick_source(sources: set[str]) -> str:
+    """The znode source a build uses: ``live`` when the run has live rows, else ``snapshot``."""
+    return "live" if "live" in sources else "snapshot"
+
+
+def select_source(znodes: DataFrame, source: str) -> DataFrame:
+    return znodes.where(F.col("source") == source)
+
+
+_CHILD = r"^/consumers/[^/]+/({kinds})/[^/]+/[^/]+$"
+
+
+def is_partition_child(*kinds: str) -> Column:
+    """The path is ``/consumers/<g>/<kind>/<topic>/<name>`` for one of ``kinds`` (default
+    owners and offsets)."""
+    pattern = _CHILD.format(kinds="|".join(kinds or ("owners", "offsets")))
+    return F.col("path").startswith("/consumers/") & F.col("path").rlike(pattern)
+
+
+def partition_child_kind() -> Column:
+    """``owners`` or ``offsets`` for a :func:`is_partition_child` path, else null."""
+    return F.when(is_partition_child(), F.substring_index(F.substring_index("path", "/", 4), "/", -1))
 
 
 def with_path_parts(znodes: DataFrame) -> DataFrame:
@@ -277,28 +302,25 @@ def parse_topics(z: DataFrame) -> DataFrame:
 
 
 def parse_registrations(z: DataFrame) -> DataFrame:
-    """``/consumers/<g>/ids/<consumer_id>``: one row per (consumer, topic) with its stream count."""
+    """``/consumers/<g>/ids/<consumer_id>``: one row per (consumer, topic) with its stream count.
+    The value is parsed once as a map of strings: 0.8+ has a ``subscription`` key (an object,
+    parsed again), 0.7 is the ``{topic: streams}`` map itself."""
     nodes = z.where(_under("consumers") & (_seg(3) == "ids") & (F.col("depth") == 4))
-    text = F.trim(F.col("text"))
-    keys = F.json_object_keys(text)
-    is08 = F.array_contains(keys, "subscription")
-    js = F.from_json(text, REGISTRATION_JSON)
-    subs = F.when(is08, js["subscription"]).otherwise(F.from_json(text, REGISTRATION_07_JSON))
-    pattern = F.when(is08, F.coalesce(js["pattern"], F.lit("static"))).otherwise(F.lit("static"))
-    head = nodes.select(
-        "path",
-        "data",
-        _seg(2).alias("group_id"),
-        _seg(4).alias("consumer_id"),
-        subs.alias("_subs"),
-        pattern.alias("_pattern"),
-        keys.isNotNull().alias("_obj"),
-        "utf8_ok",
-    ).withColumn(
+    doc = F.from_json(F.trim(F.col("text")), "map<string, string>")
+    head = nodes.select("path", "data", "utf8_ok", _seg(2).alias("group_id"), _seg(4).alias("consumer_id"), doc.alias("_doc"))
+    is08 = F.map_contains_key("_doc", "subscription")
+    head = head.select(
+        "*",
+        F.when(is08, F.from_json(F.col("_doc")["subscription"], "map<string, int>"))
+        .otherwise(F.transform_values("_doc", lambda _, v: v.try_cast("int")))
+        .alias("_subs"),
+        F.when(is08, F.coalesce(F.col("_doc")["pattern"], F.lit("static"))).otherwise(F.lit("static")).alias("_pattern"),
+    )
+    head = head.withColumn(
         "reason",
         _reasons(
             (~F.col("utf8_ok"), "consumer registration is not UTF-8"),
-            (~F.col("_obj"), "consumer registration is not valid JSON"),
+            (F.col("_doc").isNull(), "consumer registration is not valid JSON"),
             (F.col("_subs").isNull(), "consumer registration without a {topic: streams} subscription"),
             (
                 F.col("_pattern") != "static",
@@ -306,39 +328,40 @@ def parse_registrations(z: DataFrame) -> DataFrame:
             ),
         ),
     )
-    rows = head.where(F.col("reason").isNull()).select(
-        "path", "data", "group_id", "consumer_id", F.explode(F.map_entries("_subs")).alias("_e")
-    ).select("path", "data", "group_id", "consumer_id", F.col("_e.key").alias("topic"), F.col("_e.value").alias("streams"))
-    rows = rows.withColumn(
-        "reason",
-        F.when(
-            F.col("streams").isNull() | (F.col("streams") < 0) | (F.col("streams") > MAX_STREAMS),
-            F.concat(F.lit("invalid stream count for topic '"), F.col("topic"), F.lit("'")),
-        ),
-    )
-    bad_head = head.where(F.col("reason").isNotNull()).select(
+    # one pass: good registrations explode into their topics, a bad one stays one row
+    rows = head.select(
+        "path", "data", "group_id", "consumer_id", "reason",
+        F.explode_outer(F.when(F.col("reason").isNull(), F.map_entries("_subs"))).alias("_e"),
+    ).where(F.col("reason").isNotNull() | F.col("_e").isNotNull())
+    streams = F.col("_e.value")
+    return rows.select(
         "path",
         "data",
         "group_id",
         "consumer_id",
-        F.lit(None).cast("string").alias("topic"),
-        F.lit(None).cast("int").alias("streams"),
-        "reason",
+        F.col("_e.key").alias("topic"),
+        streams.alias("streams"),
+        F.coalesce(
+            F.col("reason"),
+            F.when(
+                streams.isNull() | (streams < 0) | (streams > MAX_STREAMS),
+                F.concat(F.lit("invalid stream count for topic '"), F.col("_e.key"), F.lit("'")),
+            ),
+        ).alias("reason"),
     )
-    return rows.unionByName(bad_head)
 
 
 def _parse_partition_children(z: DataFrame, kind: str) -> DataFrame:
-    nodes = z.where(_under("consumers") & (_seg(3) == kind) & (F.col("depth") == 5))
-    part, broker, ok = _partition_name(_seg(5))
-    return nodes.select(
+    text = F.col("data").cast("string")
+    part, broker, ok = _partition_name(F.substring_index("path", "/", -1))
+    return z.where(is_partition_child(kind)).select(
         "path",
         "data",
         "mtime",
-        "text",
-        "utf8_ok",
-        _seg(2).alias("group_id"),
-        _seg(4).alias("topic"),
+        text.alias("text"),
+        F.coalesce(F.is_valid_utf8(text), F.lit(True)).alias("utf8_ok"),
+        F.substring_index(F.substring_index("path", "/", 3), "/", -1).alias("group_id"),
+        F.substring_index(F.substring_index("path", "/", -2), "/", 1).alias("topic"),
         part.alias("partition"),
         broker.alias("broker_id"),
         ok.alias("_name_ok"),
@@ -351,7 +374,7 @@ def parse_owners(z: DataFrame) -> DataFrame:
     return nodes.select(
         "path", "data", "group_id", "topic", "partition", "broker_id", F.col("text").alias("owner"),
         _reasons(
-            (~F.col("_name_ok"), "owner znode name is not a partition id or broker-partition"),
+            (~F.col("_name_ok"), "owner znode name is not a canonical partition id or broker-partition"),
             (~F.col("utf8_ok"), "owner value is not UTF-8"),
             (F.col("text").isNull(), "owner znode without a value"),
         ).alias("reason"),
@@ -366,7 +389,7 @@ def parse_offsets(z: DataFrame) -> DataFrame:
     return nodes.select(
         "path", "data", "group_id", "topic", "partition", "broker_id", offset.alias("committed_offset"), "mtime",
         _reasons(
-            (~F.col("_name_ok"), "offset znode name is not a partition id or broker-partition"),
+            (~F.col("_name_ok"), "offset znode name is not a canonical partition id or broker-partition"),
             (~F.col("utf8_ok"), "offset value is not UTF-8"),
             (offset.isNull(), "non-numeric offset"),
         ).alias("reason"),
@@ -417,14 +440,20 @@ def parse_cluster(z: DataFrame) -> DataFrame:
     return good.unionByName(bad)
 
 
-PARSERS = {
+# parsers of the small remainder (input: with_path_parts of the znodes not is_partition_child)
+SMALL_PARSERS = {
     "core/brokers": parse_brokers,
     "core/topic_partitions": parse_topics,
     "core/consumer_registrations": parse_registrations,
-    "core/partition_owners": parse_owners,
-    "core/zk_offsets": parse_offsets,
     "core/cluster": parse_cluster,
 }
+# parsers of the bulk (input: any znodes frame with path, data, mtime), by partition_child_kind
+BULK_PARSERS = {
+    "core/partition_owners": parse_owners,
+    "core/zk_offsets": parse_offsets,
+}
+BULK_KINDS = {"core/partition_owners": "owners", "core/zk_offsets": "offsets"}
+PARSERS = {**SMALL_PARSERS, **BULK_PARSERS}
 
 
 def good(parsed: DataFrame) -> DataFrame:

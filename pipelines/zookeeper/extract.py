@@ -5,7 +5,9 @@ then the run metadata."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -13,21 +15,52 @@ from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
 from pipelines.tables import RAW_QUARANTINE
 from pipelines.zookeeper.errors import BadTree
-from pipelines.zookeeper.rows import client_rows, normalize_chroot, sort_by_path, to_schema
+from pipelines.zookeeper.rows import (
+    PathOrder,
+    client_order,
+    normalize_chroot,
+    sort_by_path,
+    to_schema,
+)
+
+if TYPE_CHECKING:
+    from pipelines.zookeeper.datadir import OfflineRead
 
 LIVE_STEP = "extract_zk"
 SNAPSHOT_STEP = "extract_zk_snapshot"
 BATCH = 100_000
 
 
-def _publish(ctx: RunContext, step: str, rows: pa.Table, quarantine: list[dict]) -> None:
+def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine: list[dict]) -> None:
+    """Write the ``raw/znodes`` rows (``batches``, in order, made lazily) and the quarantine
+    rows in one transaction. Write-behind: batch k+1 is made (gathered, cast) while a
+    writer thread encodes batch k (Parquet encoding and compression release the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     with ctx.warehouse.transaction(ctx.run_id, step=step) as tx:
-        tx.writer("raw/znodes")
-        for batch in rows.to_batches(max_chunksize=BATCH):
-            tx.write("raw/znodes", to_schema(pa.Table.from_batches([batch], schema=rows.schema)))
+        writer = tx.writer("raw/znodes")
+        with ThreadPoolExecutor(1, thread_name_prefix="znodes-writer") as pool:
+            pending = None
+            for batch in batches:
+                batch = to_schema(batch)
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(writer.write, batch)
+            if pending is not None:
+                pending.result()
         tx.writer("raw/quarantine")
         if quarantine:
             tx.write("raw/quarantine", pa.Table.from_pylist(quarantine, schema=RAW_QUARANTINE))
+
+
+def _slices(rows: pa.Table) -> Iterator[pa.Table]:
+    for start in range(0, rows.num_rows, BATCH):
+        yield rows.slice(start, BATCH)
+
+
+def _taken(rows: PathOrder) -> Iterator[pa.Table]:
+    for start in range(0, rows.num_rows, BATCH):
+        yield rows.take(start, start + BATCH)
 
 
 def _zxid_range(rows: pa.Table) -> dict:
@@ -53,12 +86,12 @@ def extract_live(ctx: RunContext, *, hosts: str, chroot: str | None = None, auth
         ctx.say(f"walking ZooKeeper {shown}{root or ''} (read-only)")
         with ctx.progress() as bar:
             task = bar.add_task("znodes", total=None)
-            result = live.walk(client, root, window=window or live.WINDOW, on_node=lambda: bar.advance(task))
+            result = live.walk(client, root, window=window or live.WINDOW, progress=lambda n: bar.advance(task, n))
     finally:
         live._stop(client)
     # paths are already relative to the chroot; without one, /zookeeper was not walked
     rows = sort_by_path(result.rows)
-    _publish(ctx, LIVE_STEP, rows, result.quarantine)
+    _publish(ctx, LIVE_STEP, _slices(rows), result.quarantine)
     meta = {
         "hosts": shown,
         "chroot": root or "/",
@@ -78,6 +111,13 @@ def extract_live(ctx: RunContext, *, hosts: str, chroot: str | None = None, auth
 
 def read_offline(path: Path, at_zxid: int | None = None, chroot: str | None = None, progress=None):
     """(rows, OfflineRead) of a data dir or one snapshot file."""
+    rows, res = read_order(path, at_zxid, chroot, progress)
+    return rows.take(), res
+
+
+def read_order(path: Path, at_zxid: int | None = None, chroot: str | None = None,
+               progress=None) -> tuple[PathOrder, OfflineRead]:
+    """:func:`read_offline` with the rows sorted but not gathered yet (see :class:`PathOrder`)."""
     from pipelines.zookeeper import datadir
 
     path = Path(path)
@@ -87,7 +127,7 @@ def read_offline(path: Path, at_zxid: int | None = None, chroot: str | None = No
     res = datadir.read_file(single) if single is not None else datadir.read_dir(d, at_zxid, progress)
     paths, data, stats = res.tree.persisted()
     root = normalize_chroot(chroot)
-    rows, orphans = client_rows(paths, data, stats, source="snapshot", chroot=root)
+    rows, orphans = client_order(paths, data, stats, source="snapshot", chroot=root)
     if len(orphans):
         bad = paths[int(orphans[0])].as_py()
         raise BadTree(res.snapshot or str(path), 0, f"invalid tree: {bad} has no parent ({len(orphans)} such nodes)")
@@ -100,10 +140,10 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
     """Read a data dir (or its ``version-2/``, or one snapshot file) into ``raw/znodes``."""
     with ctx.progress() as bar:
         task = bar.add_task("txns replayed", total=None)
-        rows, res = read_offline(Path(path), at_zxid, chroot, progress=lambda n: bar.advance(task, n))
+        rows, res = read_order(Path(path), at_zxid, chroot, progress=lambda n: bar.advance(task, n))
     for w in res.warnings:
         ctx.say(f"[yellow]warning[/]: {w}")
-    _publish(ctx, SNAPSHOT_STEP, rows, res.quarantine)
+    _publish(ctx, SNAPSHOT_STEP, _taken(rows), res.quarantine)
     meta = {
         "path": str(path),
         "snapshot": res.snapshot,

@@ -1,5 +1,7 @@
 """Numba kernels of the snapshot hot path: the node-record walk, the tree digest and the
-gathering of paths/data into Arrow buffers. No Python object per node.
+gathering of paths/data into Arrow buffers, the path sort. No Python object per node.
+Callers get them through :func:`pipelines.zookeeper.native.kernels` (an ahead-of-time
+build of this module when one is installed and current, else numba's cached JIT).
 
 Node record (``DataTree.serializeNodeData`` / ``DataNode.serialize``, jute, big-endian)::
 
@@ -20,31 +22,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-STAT_SIZE = 60
-MIN_NODE = 4 + 4 + 8 + STAT_SIZE
-MAX_REASONABLE = 64 << 20
-
-OK, TRUNCATED, UNREASONABLE, NULL_PATH = 0, 1, 2, 3
-STATUS_REASON = {
-    TRUNCATED: "truncated inside a node record",
-    UNREASONABLE: "unreasonable length",
-    NULL_PATH: "null path in a node record",
-}
-
-ZK_PREFIX = np.frombuffer(b"/zookeeper/", dtype=np.uint8).copy()
-
-
-def _crc_table() -> np.ndarray:
-    table = np.zeros(256, dtype=np.uint32)
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (0xEDB88320 ^ (c >> 1)) if (c & 1) else (c >> 1)
-        table[i] = c
-    return table
-
-
-CRC_TABLE = _crc_table()
+from pipelines.zookeeper.kernel_tables import (  # noqa: F401 - the kernels' constants, re-exported
+    CRC_TABLE,
+    CRC_TABLES8,
+    MAX_REASONABLE,
+    MIN_NODE,
+    NULL_PATH,
+    OK,
+    STAT_SIZE,
+    STATUS_REASON,
+    TRUNCATED,
+    UNREASONABLE,
+    ZK_PREFIX,
+)
 
 
 @njit(cache=True, inline="always")
@@ -66,6 +56,25 @@ def _crc_update(crc, b, start, n, table):
     c = crc
     for k in range(start, start + n):
         c = table[(c ^ np.uint32(b[k])) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
+    return c
+
+
+@njit(cache=True)
+def _crc_update8(crc, b, start, n, t):
+    """:func:`_crc_update` eight bytes at a time (``t`` = :data:`CRC_TABLES8`)."""
+    c = crc
+    p = start
+    end = start + n
+    while p + 8 <= end:
+        one = c ^ (np.uint32(b[p]) | (np.uint32(b[p + 1]) << np.uint32(8)) | (np.uint32(b[p + 2]) << np.uint32(16))
+                   | (np.uint32(b[p + 3]) << np.uint32(24)))
+        c = (t[7, one & np.uint32(0xFF)] ^ t[6, (one >> np.uint32(8)) & np.uint32(0xFF)]
+             ^ t[5, (one >> np.uint32(16)) & np.uint32(0xFF)] ^ t[4, one >> np.uint32(24)]
+             ^ t[3, b[p + 4]] ^ t[2, b[p + 5]] ^ t[1, b[p + 6]] ^ t[0, b[p + 7]])
+        p += 8
+    while p < end:
+        c = t[0, (c ^ np.uint32(b[p])) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
+        p += 1
     return c
 
 
@@ -109,7 +118,8 @@ def count_nodes(b, pos):
 @njit(cache=True)
 def walk_nodes(b, pos, count, table, zk_prefix):
     """Fill the columns of ``count`` node records starting at ``pos`` (validated by
-    :func:`count_nodes`). Returns the columns and the per-node digest."""
+    :func:`count_nodes`). Returns the columns and the per-node digest (``table`` =
+    :data:`CRC_TABLES8`)."""
     path_off = np.empty(count, np.int64)
     path_len = np.empty(count, np.int32)
     data_off = np.empty(count, np.int64)
@@ -125,7 +135,6 @@ def walk_nodes(b, pos, count, table, zk_prefix):
     owner = np.empty(count, np.int64)
     pzxid = np.empty(count, np.int64)
     digest = np.zeros(count, np.uint32)
-    scratch = np.empty(STAT_SIZE, np.uint8)
     np_ = zk_prefix.shape[0]
     p = pos
     for i in range(count):
@@ -158,22 +167,16 @@ def walk_nodes(b, pos, count, table, zk_prefix):
                     break
         if system:
             continue
-        # czxid, mzxid stay; pzxid moves before ctime; then ctime, mtime, ints, owner
-        for k in range(16):
-            scratch[k] = b[s + k]
-        for k in range(8):
-            scratch[16 + k] = b[s + 52 + k]
-        for k in range(16):
-            scratch[24 + k] = b[s + 16 + k]
-        for k in range(12):
-            scratch[40 + k] = b[s + 32 + k]
-        for k in range(8):
-            scratch[52 + k] = b[s + 44 + k]
+        # the stat in digest order, straight from the record: czxid, mzxid (s+0..16), pzxid
+        # (s+52..60), ctime, mtime (s+16..32), version, cversion, aversion (s+32..44), owner
         c = np.uint32(0xFFFFFFFF)
-        c = _crc_update(c, b, path_off[i], ln, table)
+        c = _crc_update8(c, b, path_off[i], ln, table)
         if dl > 0:
-            c = _crc_update(c, b, data_off[i], dl, table)
-        c = _crc_update(c, scratch, 0, STAT_SIZE, table)
+            c = _crc_update8(c, b, data_off[i], dl, table)
+        c = _crc_update8(c, b, s, 16, table)
+        c = _crc_update8(c, b, s + 52, 8, table)
+        c = _crc_update8(c, b, s + 16, 28, table)
+        c = _crc_update8(c, b, s + 44, 8, table)
         digest[i] = c ^ np.uint32(0xFFFFFFFF)
     return (path_off, path_len, data_off, data_len, acl, czxid, mzxid, ctime, mtime,
             version, cversion, aversion, owner, pzxid, digest)
@@ -253,3 +256,107 @@ def preorder_parents(offsets, values, plen):
         stack[depth] = i
         depth += 1
     return parents, True
+
+
+@njit(cache=True, inline="always")
+def _key8(values, start, end, at):
+    """Bytes [at, at+8) of the string values[start:end], big-endian, zero-padded (ZooKeeper
+    paths hold no NUL, so padding sorts a shorter string first, as a byte compare does)."""
+    k = np.uint64(0)
+    for j in range(8):
+        k = k << np.uint64(8)
+        p = start + at + j
+        if p < end:
+            k = k | np.uint64(values[p])
+    return k
+
+
+@njit(cache=True)
+def sort_strings(offsets, values, rows):
+    """The order of strings ``rows`` (indices into Arrow offsets/values) by their bytes:
+    most-significant-digit first, 8 bytes per digit; a group whose 8 bytes are all equal
+    (long shared prefixes like /brokers/topics/) goes one digit deeper without sorting."""
+    n = rows.shape[0]
+    order = rows.copy()
+    keys = np.empty(n, np.uint64)
+    lo_s = np.empty(64, np.int64)
+    hi_s = np.empty(64, np.int64)
+    at_s = np.empty(64, np.int64)
+    top = 0
+    lo_s[0], hi_s[0], at_s[0] = 0, n, 0
+    top = 1
+    while top > 0:
+        top -= 1
+        lo, hi, at = lo_s[top], hi_s[top], at_s[top]
+        if hi - lo < 2:
+            continue
+        longer = False
+        for i in range(lo, hi):
+            r = order[i]
+            s, e = offsets[r], offsets[r + 1]
+            keys[i] = _key8(values, s, e, at)
+            if e - s > at + 8:
+                longer = True
+        same = True
+        for i in range(lo + 1, hi):
+            if keys[i] != keys[lo]:
+                same = False
+                break
+        if same:
+            if longer:
+                if top == lo_s.shape[0]:
+                    lo_s, hi_s, at_s = _grow3(lo_s, hi_s, at_s)
+                lo_s[top], hi_s[top], at_s[top] = lo, hi, at + 8
+                top += 1
+            continue
+        idx = np.argsort(keys[lo:hi])
+        order[lo:hi] = order[lo:hi][idx]
+        keys[lo:hi] = keys[lo:hi][idx]
+        i = lo
+        while i < hi:
+            j = i + 1
+            while j < hi and keys[j] == keys[i]:
+                j += 1
+            if j - i > 1:
+                deeper = False
+                for t in range(i, j):
+                    r = order[t]
+                    if offsets[r + 1] - offsets[r] > at + 8:
+                        deeper = True
+                        break
+                if deeper:
+                    if top == lo_s.shape[0]:
+                        lo_s, hi_s, at_s = _grow3(lo_s, hi_s, at_s)
+                    lo_s[top], hi_s[top], at_s[top] = i, j, at + 8
+                    top += 1
+            i = j
+    return order
+
+
+@njit(cache=True)
+def _grow3(a, b, c):
+    m = a.shape[0]
+    a2, b2, c2 = np.empty(2 * m, np.int64), np.empty(2 * m, np.int64), np.empty(2 * m, np.int64)
+    a2[:m], b2[:m], c2[:m] = a, b, c
+    return a2, b2, c2
+
+
+
+@njit(cache=True)
+def subtree_mask(offsets, values, prefix):
+    """Which strings (Arrow offsets/values) are ``prefix`` or start with ``prefix`` + "/"."""
+    n = offsets.shape[0] - 1
+    m = prefix.shape[0]
+    out = np.zeros(n, np.bool_)
+    for i in range(n):
+        s, e = offsets[i], offsets[i + 1]
+        if e - s < m:
+            continue
+        same = True
+        for k in range(m):
+            if values[s + k] != prefix[k]:
+                same = False
+                break
+        if same and (e - s == m or values[s + m] == 47):
+            out[i] = True
+    return out

@@ -1,5 +1,7 @@
-"""The read-only live walker: a breadth-first walk of a ZooKeeper tree with kazoo, keeping a
-bounded window of asynchronous reads in flight (no round trip per node).
+"""The read-only live walker: a walk of a ZooKeeper tree with kazoo, keeping a bounded window
+of reads in flight (no round trip per node). The reads go over kazoo's connection (connect,
+auth, TLS, reconnects are kazoo's) but are written and answered in batches, see
+:mod:`pipelines.zookeeper.pipelined`.
 
 Per node one ``get`` (data + stat); ``get_children`` only for nodes whose stat says they have
 children. Only these two read calls are ever made (plus the session's own connect/auth).
@@ -20,7 +22,6 @@ in messages.
 from __future__ import annotations
 
 import logging
-import queue
 import time
 from dataclasses import dataclass, field
 
@@ -65,6 +66,8 @@ def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cer
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
 
+    from pipelines.zookeeper import pipelined
+
     conn_hosts, root = _hosts_with_chroot(hosts, chroot)
     kwargs = {}
     if tls:
@@ -82,6 +85,7 @@ def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cer
         hosts=conn_hosts, auth_data=parse_auth(auth) or None, read_only=True, timeout=10,
         connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=5), **kwargs,
     )
+    pipelined.install(client)  # kazoo's connection, with batched reads on the wire
     shown = hosts.partition("/")[0]
     try:
         client.start(timeout=timeout)
@@ -100,9 +104,10 @@ def _stop(client) -> None:
 
 
 def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATTEMPTS, stall_timeout: float = STALL,
-         on_node=None) -> LiveWalk:
+         on_node=None, progress=None) -> LiveWalk:
     """Walk the tree the connected ``client`` sees from ``/``. ``stall_timeout``: how long
-    to wait for any answer (kazoo queues reads while it reconnects) before giving up."""
+    to wait for any answer (kazoo queues reads while it reconnects) before giving up.
+    ``on_node()`` is called per node read, ``progress(n)`` per batch of answers (n nodes)."""
     from kazoo.exceptions import (
         AuthFailedError,
         ConnectionClosedError,
@@ -113,92 +118,96 @@ def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATT
         SessionExpiredError,
     )
 
+    from pipelines.zookeeper.pipelined import Sink
+
     retryable = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, ConnectionClosedError)
-    done: queue.Queue = queue.Queue()
+    sink = Sink(client)
     todo: list[tuple[str, str, int]] = [("get", "/", 0)]
     inflight = 0
-    cols: dict[str, list] = {k: [] for k in (
-        "path", "data", "czxid", "mzxid", "pzxid", "ctime", "mtime", "version", "cversion", "aversion",
-        "ephemeral_owner", "data_length", "num_children")}
+    cols: dict[str, list] = {k: [] for k in ("path", "data", "stat")}
+    paths, datas, stats = cols["path"], cols["data"], cols["stat"]
     out = LiveWalk(rows=None)  # type: ignore[arg-type]
     skip_system = root == ""
 
-    def issue(kind: str, path: str, attempt: int) -> None:
-        a = client.get_async(path) if kind == "get" else client.get_children_async(path)
-        a.rawlink(lambda res, k=kind, p=path, n=attempt: done.put((k, p, n, res)))
-
     while todo or inflight:
-        while todo and inflight < window:
-            kind, path, attempt = todo.pop()
-            issue(kind, path, attempt)
-            inflight += 1
-            out.reads += 1
-        try:
-            kind, path, attempt, res = done.get(timeout=stall_timeout)
-        except queue.Empty:
-            raise StepError(f"the walk cannot complete: no answer from ZooKeeper for {stall_timeout:.0f}s") from None
-        inflight -= 1
-        err = res.exception
-        if err is None:
-            if kind == "get":
-                data, st = res.value
-                cols["path"].append(path)
-                cols["data"].append(data)
-                for name, value in (("czxid", st.czxid), ("mzxid", st.mzxid), ("pzxid", st.pzxid),
-                                    ("ctime", st.ctime), ("mtime", st.mtime), ("version", st.version),
-                                    ("cversion", st.cversion), ("aversion", st.aversion),
-                                    ("ephemeral_owner", st.ephemeralOwner), ("data_length", st.dataLength),
-                                    ("num_children", st.numChildren)):
-                    cols[name].append(value)
-                if on_node is not None:
-                    on_node()
-                if st.numChildren > 0:
-                    todo.append(("children", path, 0))
+        if todo and inflight < window:
+            batch = []
+            while todo and inflight < window:
+                batch.append(sink.request(*todo.pop()))
+                inflight += 1
+            out.reads += len(batch)
+            sink.submit(batch)
+        answers = sink.take(stall_timeout)
+        if not answers:
+            raise StepError(f"the walk cannot complete: no answer from ZooKeeper for {stall_timeout:.0f}s")
+        backoff = 0.0
+        before = len(paths)
+        for read, value, err in answers:
+            inflight -= 1
+            path = read.path
+            if err is None:
+                if read.kind == "get":
+                    data, st = value
+                    paths.append(path)
+                    datas.append(data)
+                    stats.append(st)
+                    if on_node is not None:
+                        on_node()
+                    if st.numChildren > 0:
+                        todo.append(("children", path, 0))
+                else:
+                    prefix = "/" if path == "/" else path + "/"
+                    for child in value:
+                        child_path = prefix + child
+                        if skip_system and child_path == SYSTEM_ROOT:
+                            continue
+                        todo.append(("get", child_path, 0))
+            elif isinstance(err, NoNodeError):
+                if path == "/":
+                    raise StepError(f"chroot {root} does not exist") if root else StepError("the root znode is missing")
+                out.skipped_deleted += 1
+            elif isinstance(err, NoAuthError):
+                what = "read" if read.kind == "get" else "list the children of"
+                out.quarantine.append({"source": QUARANTINE_SOURCE, "location": path,
+                                       "reason": f"NoAuth: the walker may not {what} this znode", "raw": None})
+            elif isinstance(err, AuthFailedError):
+                raise StepError("ZooKeeper rejected the credentials (authentication failed)")
+            elif isinstance(err, retryable):
+                if read.attempt + 1 >= max_attempts:
+                    raise StepError(f"the walk cannot complete: {type(err).__name__} reading {path} "
+                                    f"after {max_attempts} attempts")
+                out.retries += 1
+                backoff = max(backoff, min(0.1 * 2**read.attempt, 5.0))
+                todo.append((read.kind, path, read.attempt + 1))
             else:
-                prefix = "/" if path == "/" else path + "/"
-                for child in res.value:
-                    child_path = prefix + child
-                    if skip_system and child_path == SYSTEM_ROOT:
-                        continue
-                    todo.append(("get", child_path, 0))
-        elif isinstance(err, NoNodeError):
-            if path == "/":
-                raise StepError(f"chroot {root} does not exist") if root else StepError("the root znode is missing")
-            out.skipped_deleted += 1
-        elif isinstance(err, NoAuthError):
-            what = "read" if kind == "get" else "list the children of"
-            out.quarantine.append({"source": QUARANTINE_SOURCE, "location": path,
-                                   "reason": f"NoAuth: the walker may not {what} this znode", "raw": None})
-        elif isinstance(err, AuthFailedError):
-            raise StepError("ZooKeeper rejected the credentials (authentication failed)")
-        elif isinstance(err, retryable):
-            if attempt + 1 >= max_attempts:
-                raise StepError(f"the walk cannot complete: {type(err).__name__} reading {path} "
-                                f"after {max_attempts} attempts")
-            out.retries += 1
-            time.sleep(min(0.1 * 2**attempt, 5.0))
-            todo.append((kind, path, attempt + 1))
-        else:
-            raise StepError(f"the walk cannot complete: {type(err).__name__} reading {path}")
-    out.rows = _table(cols)
+                raise StepError(f"the walk cannot complete: {type(err).__name__} reading {path}")
+        if progress is not None and len(paths) > before:
+            progress(len(paths) - before)
+        if backoff:  # one pause per batch of failed reads (they failed together: a lost connection)
+            time.sleep(backoff)
+    out.rows = _table(paths, datas, stats)
     return out
 
 
-def _table(cols: dict[str, list]) -> pa.Table:
+def _table(paths: list, datas: list, stats: list) -> pa.Table:
     ts = pa.timestamp("ms", tz="UTC")
+    # ZnodeStat fields: czxid mzxid ctime mtime version cversion aversion ephemeralOwner
+    # dataLength numChildren pzxid
+    st = np.array(stats, np.int64).reshape(len(stats), 11)
+    col = {name: st[:, i] for i, name in enumerate(
+        ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeral_owner",
+         "data_length", "num_children", "pzxid"))}
+    i32 = ("version", "cversion", "aversion", "data_length", "num_children")
     return pa.table({
-        "source": pa.array(["live"] * len(cols["path"]), pa.string()),
-        "path": pa.array(cols["path"], pa.large_string()),
-        "data": pa.array(cols["data"], pa.large_binary()),
-        "czxid": pa.array(cols["czxid"], pa.int64()),
-        "mzxid": pa.array(cols["mzxid"], pa.int64()),
-        "pzxid": pa.array(cols["pzxid"], pa.int64()),
-        "ctime": pa.array(np.asarray(cols["ctime"], np.int64), pa.int64()).cast(ts),
-        "mtime": pa.array(np.asarray(cols["mtime"], np.int64), pa.int64()).cast(ts),
-        "version": pa.array(cols["version"], pa.int32()),
-        "cversion": pa.array(cols["cversion"], pa.int32()),
-        "aversion": pa.array(cols["aversion"], pa.int32()),
-        "ephemeral_owner": pa.array(cols["ephemeral_owner"], pa.int64()),
-        "data_length": pa.array(cols["data_length"], pa.int32()),
-        "num_children": pa.array(cols["num_children"], pa.int32()),
+        "source": pa.array(["live"] * len(paths), pa.string()),
+        "path": pa.array(paths, pa.large_string()),
+        "data": pa.array(datas, pa.large_binary()),
+        "czxid": col["czxid"],
+        "mzxid": col["mzxid"],
+        "pzxid": col["pzxid"],
+        "ctime": pa.array(col["ctime"], pa.int64()).cast(ts),
+        "mtime": pa.array(col["mtime"], pa.int64()).cast(ts),
+        **{name: pa.array(col[name].astype(np.int32), pa.int32()) for name in i32[:3]},
+        "ephemeral_owner": col["ephemeral_owner"],
+        **{name: pa.array(col[name].astype(np.int32), pa.int32()) for name in i32[3:]},
     })

@@ -50,7 +50,7 @@ class Tree:
             nodes = snap.nodes
             self.paths = nodes.paths()
             self.data = nodes.data()
-            cols = {name: getattr(nodes, name).copy() for name in STATS}
+            cols = {name: getattr(nodes, name) for name in STATS}  # copied by _own() before a change
             self.digests = nodes.digest.astype(np.int64)
             self.digest_sum = int(snap.computed_digest) & MASK
         else:  # ZooKeeper's initial tree: root, /zookeeper, /zookeeper/quota, /zookeeper/config
@@ -63,6 +63,7 @@ class Tree:
         self.n_base = len(self.paths)
         self.n = self.n_base
         self.cols = cols
+        self._shared = snap is not None
         self.alive = np.ones(self.n, np.bool_)
         self.index: dict[str, int] | None = None
         self.new_paths: list[str] = []
@@ -106,6 +107,13 @@ class Tree:
         self.digests = np.concatenate([self.digests, np.zeros(extra, np.int64)])
         self.alive = np.concatenate([self.alive, np.zeros(extra, np.bool_)])
 
+    def _own(self) -> None:
+        """Copy the snapshot's stat columns before the first change (a read without logs
+        never changes them, and never pays for the copy)."""
+        if self._shared:
+            self.cols = {name: col.copy() for name, col in self.cols.items()}
+            self._shared = False
+
     def _unhash(self, i: int) -> None:
         self.digest_sum = (self.digest_sum - int(self.digests[i])) & MASK
 
@@ -120,6 +128,7 @@ class Tree:
 
     # -- DataTree operations -------------------------------------------------
     def create(self, path: str, data, owner: int, parent_cversion: int, zxid: int, time: int) -> bool:
+        self._own()
         parent_path = path[: path.rfind("/")]
         p = self.lookup(parent_path)
         if p is None or self.lookup(path) is not None:
@@ -146,6 +155,7 @@ class Tree:
         return True
 
     def delete(self, path: str, zxid: int) -> bool:
+        self._own()
         parent_path = path[: path.rfind("/")]
         p = self.lookup(parent_path)
         if p is None:
@@ -164,6 +174,7 @@ class Tree:
         return True
 
     def set_data(self, path: str, data, version: int, zxid: int, time: int) -> bool:
+        self._own()
         i = self.lookup(path)
         if i is None:
             return False
@@ -176,6 +187,7 @@ class Tree:
         return True
 
     def set_acl(self, path: str, version: int) -> bool:
+        self._own()
         i = self.lookup(path)
         if i is None:
             return False

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from pipelines.zookeeper import kernels
+from pipelines.zookeeper import kernel_tables as tables
 from pipelines.zookeeper.errors import (
     BadMagic,
     DigestMismatch,
@@ -39,6 +39,7 @@ from pipelines.zookeeper.errors import (
     ZkFormatError,
 )
 from pipelines.zookeeper.jute import FILE_HEADER, Reader
+from pipelines.zookeeper.native import kernels
 
 SNAP_MAGIC = b"ZKSN"
 SNAP_VERSION = 2
@@ -90,7 +91,7 @@ class NodeColumns:
         out_offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=out_offsets[1:])
         values = np.empty(int(out_offsets[-1]), np.uint8)
-        kernels.gather(self.buf, offs, lens, out_offsets, values)
+        kernels().gather(self.buf, offs, lens.astype(np.int64), out_offsets, values)
         valid = lens >= 0
         nulls = int(len(lens) - np.count_nonzero(valid))
         bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
@@ -195,7 +196,7 @@ def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
     at = r.pos
     count = r.int("session count")
     if count < 0 or count * SESSION.itemsize > r.remaining:
-        cls = UnreasonableLength if count < 0 or count * SESSION.itemsize > kernels.MAX_REASONABLE else Truncated
+        cls = UnreasonableLength if count < 0 or count * SESSION.itemsize > tables.MAX_REASONABLE else Truncated
         raise cls(file, at, f"{'unreasonable' if cls is UnreasonableLength else 'truncated'} session count {count}")
     sessions = np.frombuffer(buf, SESSION, count, r.pos).copy()
     r.pos += count * SESSION.itemsize
@@ -210,18 +211,18 @@ def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
         acls[acl_id] = r.acls() or []
 
     arr = np.frombuffer(buf, np.uint8)
-    status, err_pos, n, end, bad_len = kernels.count_nodes(arr, r.pos)
-    if status != kernels.OK:
-        reason = kernels.STATUS_REASON[status]
-        if status == kernels.UNREASONABLE:
+    status, err_pos, n, end, bad_len = kernels().count_nodes(arr, r.pos)
+    if status != tables.OK:
+        reason = tables.STATUS_REASON[status]
+        if status == tables.UNREASONABLE:
             raise UnreasonableLength(file, err_pos, f"unreasonable length {bad_len} in node record {n}")
         raise Truncated(file, err_pos, f"{reason} (record {n})")
-    cols = kernels.walk_nodes(arr, r.pos, n, kernels.CRC_TABLE, kernels.ZK_PREFIX)
+    cols = kernels().walk_nodes(arr, r.pos, n, tables.CRC_TABLES8, tables.ZK_PREFIX)
     nodes = NodeColumns(arr, *cols)
     r.pos = end
 
     snap = Snapshot(file, zxid_of(path.name, "snapshot"), dbid, sessions, acls, nodes, compression=compression)
-    snap.computed_digest = int(kernels.tree_digest(nodes.digest, np.ones(n, np.bool_)))
+    snap.computed_digest = int(kernels().tree_digest(nodes.digest, np.ones(n, np.bool_)))
 
     checksum = _seal(r, buf, None, "snapshot seal")
     after = r.remaining

@@ -66,3 +66,51 @@ def test_each_status_and_precedence(spark):
         (K, "gone", "t", 0, None, None, ["m9"], "unexpected_partition"),
     ]
     assertDataFrameEqual(got, want)
+
+
+def test_range_lookup_audit_equals_the_full_join(spark):
+    """range_audit + unowned (the build's path for ZooKeeper range groups) give exactly the
+    rows of the general audit on random groups with every kind of fault, both layouts."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    from pipelines.spark import assignment_zk as zk
+    from pipelines.spark.audit import range_audit, unowned
+
+    rnd = random.Random(5)
+    topics = {f"t{i}": rnd.randint(1, 9) for i in range(4)}
+    parts = [(t, p, None) for t, n in topics.items() for p in range(n)]
+    parts += [("old", p, b) for b in (1, 2) for p in range(rnd.randint(1, 4))]
+    regs, owners = [], []
+    for g in range(12):
+        group = f"g{g}"
+        consumers = [f"{group}_c{c}" for c in range(rnd.randint(1, 4))]
+        for c in consumers:
+            for t in rnd.sample([*topics, "old", "ghost_topic"], rnd.randint(1, 3)):
+                regs.append((group, c, t, rnd.randint(1, 3)))
+        threads = [f"{c}-{n}" for c in consumers for n in range(3)] + ["stranger-0"]
+        for t, p, b in parts + [("t0", 50, None), ("nobody_reads", 0, None)]:
+            if rnd.random() < 0.8:
+                owners.append((Z, group, t, p, b, rnd.choice(threads)))
+    registrations = spark.createDataFrame(regs, "group_id string, consumer_id string, topic string, streams int")
+    topic_parts = spark.createDataFrame(parts, "topic string, partition int, broker_id int")
+    observed = spark.createDataFrame(owners, OBS)
+
+    threads = zk.consumer_threads(registrations)
+    src = F.lit(Z).alias("source")
+    full = audit(
+        zk.expected_assignment(registrations, topic_parts, {}),
+        observed,
+        threads.select(src, "group_id", "owner"),
+        threads.select(src, "group_id", "topic"),
+        topic_parts.select(src, "topic", "partition", "broker_id"),
+    )
+    plan, ranks = zk.range_inputs(threads, topic_parts)
+    looked_up = range_audit(observed, plan, ranks, threads)
+    fast = looked_up.drop("_matched").unionByName(unowned(zk.expected_range(plan, ranks), observed))
+    assertDataFrameEqual(fast, full)
+    statuses = {r.status for r in full.select("status").distinct().collect()}
+    assert statuses == {"ok", "wrong_owner", "unknown_owner", "unowned", "unexpected_partition"}
+    matched = looked_up.where("_matched").count()
+    assert matched < zk.expected_range(plan, ranks).count()  # some expected keys are unowned

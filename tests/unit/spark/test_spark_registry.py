@@ -38,6 +38,7 @@ TREE = {
     "/consumers/o/ids/o_c": '{ "old" : 1 }',
     "/consumers/g/owners/t/0": "g_c1-0",
     "/consumers/g/owners/t/zz": "g_c1-1",
+    "/consumers/g/owners/t/01": "g_c1-1",  # not canonical: a second znode for partition 1
     "/consumers/o/owners/old/2-0": "o_c-0",
     "/consumers/g/offsets/t/0": "17",
     "/consumers/g/offsets/t/1": "x17",
@@ -50,7 +51,7 @@ TREE = {
 
 
 def _parsed(znodes, table, tree=TREE, source="live"):
-    z = znodes(tree, source).transform(registry.select_source).transform(registry.with_path_parts)
+    z = registry.select_source(znodes(tree, source), source).transform(registry.with_path_parts)
     return registry.PARSERS[table](z)
 
 
@@ -101,16 +102,29 @@ def test_malformed_values_become_quarantine_rows(spark, znodes):
         ("/consumers/g/ids/g_c2", "invalid stream count for topic 't'"),
         ("/consumers/g/ids/g_w", "wildcard subscription (pattern white_list) is not expanded"),
         ("/consumers/g/ids/g_bad", "consumer registration is not valid JSON"),
-        ("/consumers/g/owners/t/zz", "owner znode name is not a partition id or broker-partition"),
+        ("/consumers/g/owners/t/zz", "owner znode name is not a canonical partition id or broker-partition"),
+        ("/consumers/g/owners/t/01", "owner znode name is not a canonical partition id or broker-partition"),
         ("/consumers/g/offsets/t/1", "non-numeric offset"),
     }
     assert all(r.source == "registry" and r.raw is not None for r in bad.collect())
 
 
-def test_live_rows_win_over_snapshot_rows_and_snapshot_alone_is_used(spark, znodes):
-    live = znodes({"/consumers/g/owners/t/0": "live-0"}, "live")
-    snap = znodes({"/consumers/g/owners/t/0": "snap-0", "/consumers/g/owners/t/1": "snap-0"}, "snapshot")
-    both = live.unionByName(snap).transform(registry.select_source)
-    assertDataFrameEqual(both.select("path", "source"), [("/consumers/g/owners/t/0", "live")])
-    only_snap = snap.transform(registry.select_source)
-    assert only_snap.count() == 2
+def test_live_rows_win_over_snapshot_rows_and_snapshot_alone_is_used(warehouse):
+    from builders.znodes import znode_rows
+
+    from pipelines.spark.io import row_group_bounds
+    from pipelines.tables import RAW_ZNODES
+
+    def sources(run_id):
+        return registry.pick_source(row_group_bounds(warehouse, "raw/znodes", run_id, "source"))
+
+    snap = znode_rows({"/consumers/g/owners/t/0": "snap-0", "/consumers/g/owners/t/1": "snap-0"}, "snapshot")
+    live = znode_rows({"/consumers/g/owners/t/0": "live-0"}, "live")
+    for run_id, parts in (("both", {"zk": live, "zk-snapshot": snap}), ("snap", {"zk-snapshot": snap})):
+        for step, table in parts.items():
+            with warehouse.transaction(run_id, step=step) as tx:
+                tx.write("raw/znodes", table, RAW_ZNODES)
+    assert row_group_bounds(warehouse, "raw/znodes", "both", "source") == {"live", "snapshot"}
+    assert sources("both") == "live"
+    assert sources("snap") == "snapshot"
+    assert row_group_bounds(warehouse, "raw/znodes", "none", "source") == set()

@@ -1,0 +1,43 @@
+"""Constants and lookup tables of the snapshot kernels (:mod:`pipelines.zookeeper.kernels`),
+importable without numba."""
+
+from __future__ import annotations
+
+import numpy as np
+
+STAT_SIZE = 60
+MIN_NODE = 4 + 4 + 8 + STAT_SIZE
+MAX_REASONABLE = 64 << 20
+
+OK, TRUNCATED, UNREASONABLE, NULL_PATH = 0, 1, 2, 3
+STATUS_REASON = {
+    TRUNCATED: "truncated inside a node record",
+    UNREASONABLE: "unreasonable length",
+    NULL_PATH: "null path in a node record",
+}
+
+ZK_PREFIX = np.frombuffer(b"/zookeeper/", dtype=np.uint8).copy()
+
+
+def _crc_table() -> np.ndarray:
+    table = np.zeros(256, dtype=np.uint32)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (0xEDB88320 ^ (c >> 1)) if (c & 1) else (c >> 1)
+        table[i] = c
+    return table
+
+
+def _crc_tables8(t0: np.ndarray) -> np.ndarray:
+    """Slicing-by-8 tables: row k advances a byte through k more zero bytes."""
+    tables = np.zeros((8, 256), dtype=np.uint32)
+    tables[0] = t0
+    for k in range(1, 8):
+        prev = tables[k - 1]
+        tables[k] = (prev >> 8) ^ t0[prev & 0xFF]
+    return tables
+
+
+CRC_TABLE = _crc_table()
+CRC_TABLES8 = _crc_tables8(CRC_TABLE)
