@@ -7,7 +7,6 @@ failed, like ``kaudit validate --strict``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -16,25 +15,18 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make ``pipelines
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="validate.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--warehouse", required=True, help="Warehouse directory every node sees.")
-    parser.add_argument("--run-id", required=True)
+    from pipelines.jobs.common import job_parser, run_job
+
+    parser = job_parser("validate.py", __doc__)
     parser.add_argument("--strict", action="store_true")
     args = parser.parse_args(argv)
 
-    from pipelines.context import RunContext
-    from pipelines.errors import KauditError
-    from pipelines.warehouse import Warehouse
-
-    ctx = RunContext(warehouse=Warehouse(args.warehouse), run_id=args.run_id, spark_master=None)
-    try:
+    def validate(ctx) -> None:
         from pipelines.quality.run import run_validation
 
         run_validation(ctx, strict=args.strict)
-    except KauditError as err:
-        print(f"kaudit: {err}", file=sys.stderr)
-        return err.exit_code
-    return 0
+
+    return run_job("validate.py", args, validate)
 
 
 if __name__ == "__main__":

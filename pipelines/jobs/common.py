@@ -1,0 +1,31 @@
+"""What the ``pipelines/jobs/<step>.py`` scripts share: the ``--warehouse``/``--run-id``
+arguments, the :class:`~pipelines.context.RunContext` of the submitted driver (its master is
+whatever spark-submit set), and kaudit's errors as one line on stderr and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+
+def job_parser(prog: str, doc: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=doc.strip().splitlines()[0])
+    parser.add_argument("--warehouse", required=True, help="Warehouse directory every node sees.")
+    parser.add_argument("--run-id", required=True)
+    parser.add_argument("--quiet", action="store_true")
+    return parser
+
+
+def run_job(prog: str, args: argparse.Namespace, body: Callable) -> int:
+    """``body(ctx)`` for the run ``args`` name; 0, or the exit code of a kaudit error."""
+    from pipelines.context import RunContext
+    from pipelines.errors import KauditError
+    from pipelines.warehouse import Warehouse
+
+    try:
+        body(RunContext(Warehouse(args.warehouse), args.run_id, spark_master=None, quiet=args.quiet))
+    except KauditError as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return err.exit_code
+    return 0
