@@ -32,7 +32,6 @@ from pipelines.context import RunContext
 from pipelines.errors import UsageError
 
 STEPS = ("extract", "build", "dbt", "validate", "report")
-ASSIGNORS = ("range", "roundrobin")
 
 _HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 _ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

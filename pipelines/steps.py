@@ -7,8 +7,7 @@ from pathlib import Path
 
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
-
-ASSIGNORS = ("range", "roundrobin")
+from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
 
 
 def parse_assignors(values: list[str]) -> dict[str, str]:
@@ -81,7 +80,14 @@ def run_config(
 ) -> None:
     """Every unit of ``config``'s plan (or the ``only`` ones), in order. ``explicit`` names the
     global options given on the command line: they win over the config's values."""
-    from pipelines.config import load_config, plan, plan_json, run_context, run_unit, select
+    from pipelines.config import (
+        load_config,
+        plan,
+        plan_json,
+        run_context,
+        run_unit,
+        select,
+    )
 
     cfg = load_config(config)
     ctx = run_context(cfg, ctx, explicit)

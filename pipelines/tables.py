@@ -209,6 +209,9 @@ CORE = {
 
 SCHEMAS = {**RAW, **CORE}
 
+# the ZooKeeper-era consumer's assignors kaudit recomputes (range is the default)
+ZOOKEEPER_ASSIGNORS = ("range", "roundrobin")
+
 ASSIGNMENT_STATUSES = (
     "duplicate_owner",
     "unexpected_partition",

@@ -26,10 +26,9 @@ from pyspark.sql import functions as F
 from pipelines.errors import UsageError
 from pipelines.spark.assignors import range_owner, range_ranks, roundrobin_assign
 from pipelines.spark.javahash import topic_partition_hash
+from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
 
 SOURCE = "zookeeper"
-DEFAULT_ASSIGNOR = "range"
-ASSIGNORS = ("range", "roundrobin")
 
 
 def consumer_threads(registrations: DataFrame) -> DataFrame:
@@ -79,9 +78,14 @@ def check_assignors(assignors: dict[str, str]) -> None:
         raise UsageError(f"unknown ZooKeeper assignor(s) {', '.join(unknown)}: use {'|'.join(ASSIGNORS)}")
 
 
+def non_range_groups(assignors: dict[str, str]) -> list[str]:
+    """The groups configured for another assignor than range (the default)."""
+    return sorted(g for g, a in assignors.items() if a != "range")
+
+
 def is_range_group(assignors: dict[str, str], group_id: str = "group_id") -> Column:
-    """True for the groups the range assignor applies to (all but those configured otherwise)."""
-    others = sorted(g for g, a in assignors.items() if a != "range")
+    """True for the groups the range assignor applies to."""
+    others = non_range_groups(assignors)
     return ~F.col(group_id).isin(*others) if others else F.lit(True)
 
 

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from pipelines.spark.assignors import range_owner
 
 KEY = ["source", "group_id", "topic", "partition", "_b"]
+OUT = ["source", "group_id", "topic", "partition", "broker_id", "expected_owner", "observed_owners", "status"]
 
 
 def _with_b(df: DataFrame) -> DataFrame:
@@ -86,12 +87,7 @@ def audit(expected: DataFrame, observed: DataFrame, registered: DataFrame, subsc
             F.coalesce(F.col("_subscribed"), F.lit(False)).alias("_subscribed"),
         )
     )
-    return rows.select(
-        "source", "group_id", "topic", "partition", "broker_id", "expected_owner", "observed_owners", status().alias("status")
-    )
-
-
-OUT = ["source", "group_id", "topic", "partition", "broker_id", "expected_owner", "observed_owners", "status"]
+    return rows.select(*OUT[:-1], status().alias("status"))
 
 
 def range_audit(observed: DataFrame, plan: DataFrame, ranks: DataFrame, registered: DataFrame) -> DataFrame:

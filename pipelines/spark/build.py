@@ -29,7 +29,15 @@ from pyspark.sql import functions as F
 from pipelines.context import RunContext
 from pipelines.spark import assignment_kafka, assignment_zk, registry
 from pipelines.spark.audit import audit, range_audit, unowned
-from pipelines.spark.io import observe, raw_rows, read_raw, read_staged, row_group_bounds, staged_rows, write_staged
+from pipelines.spark.io import (
+    observe,
+    raw_rows,
+    read_raw,
+    read_staged,
+    row_group_bounds,
+    staged_rows,
+    write_staged,
+)
 from pipelines.tables import CORE, RAW_QUARANTINE
 
 STEP = "build_core"
@@ -127,7 +135,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         plan, ranks = (t.cache() for t in assignment_zk.range_inputs(threads.where(ranged), topic_parts))
         expected_range = assignment_zk.expected_range(plan, ranks)
         others = []
-        if set(assignors.values()) - {"range"}:
+        if assignment_zk.non_range_groups(assignors):
             others.append(_zookeeper_roundrobin_groups(threads.where(~ranged), owners.where(~ranged), topic_parts))
         if raw_rows(wh, "raw/group_metadata", run_id):
             others.append(_kafka_groups(spark, ctx, topic_parts))

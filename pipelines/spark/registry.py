@@ -116,12 +116,14 @@ def select_source(znodes: DataFrame, source: str) -> DataFrame:
 
 
 _CHILD = r"^/consumers/[^/]+/({kinds})/[^/]+/[^/]+$"
+# the bulk tables and the znode kind (``/consumers/<g>/<kind>/...``) each is parsed from
+BULK_KINDS = {"core/partition_owners": "owners", "core/zk_offsets": "offsets"}
 
 
 def is_partition_child(*kinds: str) -> Column:
     """The path is ``/consumers/<g>/<kind>/<topic>/<name>`` for one of ``kinds`` (default
     owners and offsets)."""
-    pattern = _CHILD.format(kinds="|".join(kinds or ("owners", "offsets")))
+    pattern = _CHILD.format(kinds="|".join(kinds or BULK_KINDS.values()))
     return F.col("path").startswith("/consumers/") & F.col("path").rlike(pattern)
 
 
@@ -130,17 +132,21 @@ def partition_child_kind() -> Column:
     return F.when(is_partition_child(), F.substring_index(F.substring_index("path", "/", 4), "/", -1))
 
 
+def _value_text() -> tuple[Column, Column]:
+    """``text`` (the value as UTF-8) and ``utf8_ok`` columns."""
+    text = F.col("data").cast("string")
+    return text.alias("text"), F.coalesce(F.is_valid_utf8(text), F.lit(True)).alias("utf8_ok")
+
+
 def with_path_parts(znodes: DataFrame) -> DataFrame:
     """Adds ``seg`` (path split on '/'), ``depth``, ``text`` (value as UTF-8) and ``utf8_ok``."""
-    text = F.col("data").cast("string")
     return znodes.select(
         "path",
         "data",
         "mtime",
         F.split(F.col("path"), "/").alias("seg"),
         (F.size(F.split(F.col("path"), "/")) - 1).alias("depth"),
-        text.alias("text"),
-        F.coalesce(F.is_valid_utf8(text), F.lit(True)).alias("utf8_ok"),
+        *_value_text(),
     )
 
 
@@ -352,14 +358,12 @@ def parse_registrations(z: DataFrame) -> DataFrame:
 
 
 def _parse_partition_children(z: DataFrame, kind: str) -> DataFrame:
-    text = F.col("data").cast("string")
     part, broker, ok = _partition_name(F.substring_index("path", "/", -1))
     return z.where(is_partition_child(kind)).select(
         "path",
         "data",
         "mtime",
-        text.alias("text"),
-        F.coalesce(F.is_valid_utf8(text), F.lit(True)).alias("utf8_ok"),
+        *_value_text(),
         F.substring_index(F.substring_index("path", "/", 3), "/", -1).alias("group_id"),
         F.substring_index(F.substring_index("path", "/", -2), "/", 1).alias("topic"),
         part.alias("partition"),
@@ -452,7 +456,6 @@ BULK_PARSERS = {
     "core/partition_owners": parse_owners,
     "core/zk_offsets": parse_offsets,
 }
-BULK_KINDS = {"core/partition_owners": "owners", "core/zk_offsets": "offsets"}
 PARSERS = {**SMALL_PARSERS, **BULK_PARSERS}
 
 
