@@ -124,8 +124,9 @@ def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATT
     sink = Sink(client)
     todo: list[tuple[str, str, int]] = [("get", "/", 0)]
     inflight = 0
-    cols: dict[str, list] = {k: [] for k in ("path", "data", "stat")}
-    paths, datas, stats = cols["path"], cols["data"], cols["stat"]
+    paths: list[str] = []
+    datas: list[bytes | None] = []
+    stats: list = []
     out = LiveWalk(rows=None)  # type: ignore[arg-type]
     skip_system = root == ""
 
