@@ -30,12 +30,16 @@ $(BIN)/uv:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip uv
 
+# --compile-bytecode covers the dependencies; an editable install leaves kaudit's own modules to
+# compileall (Python reads a .pyc even where PYTHONDONTWRITEBYTECODE stops it writing one).
 $(VENV)/.installed: pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e .
+	$(BIN)/python -m compileall -q pipelines
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e '.[test]'
+	$(BIN)/python -m compileall -q pipelines
 	touch $(VENV)/.installed $@
 
 # The ZooKeeper snapshot kernels compiled ahead of time into the venv (numba.pycc), so a

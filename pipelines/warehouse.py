@@ -48,17 +48,20 @@ def _check_run_id(run_id: str) -> str:
 class TableWriter:
     """Streams record batches of one table into one Parquet file of a staging dir."""
 
-    def __init__(self, path: Path, schema: pa.Schema):
+    def __init__(self, path: Path, schema: pa.Schema, dictionary: bool | list[str] = True):
+        """``dictionary``: dictionary-encode every column (default) or only the named ones
+        (unique values such as paths or ids only cost time and space in a dictionary)."""
         self.schema = schema
         self.rows = 0
         self._path = path
+        self._options = {"compression": "zstd", "use_dictionary": dictionary}
         self._writer: pq.ParquetWriter | None = None
 
     def write(self, data: pa.Table | pa.RecordBatch) -> None:
         if data.num_rows == 0:
             return
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self._path, self.schema, compression="zstd")
+            self._writer = pq.ParquetWriter(self._path, self.schema, **self._options)
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
         self._writer.write_table(data.select(self.schema.names).cast(self.schema))
@@ -67,7 +70,7 @@ class TableWriter:
     def close(self) -> None:
         if self._writer is None:  # an empty table is still a table: write its schema
             # (a writer closed unused, not schema.empty_table(): that makes pyarrow import pandas, ~0.4 s)
-            pq.ParquetWriter(self._path, self.schema, compression="zstd").close()
+            pq.ParquetWriter(self._path, self.schema, **self._options).close()
         else:
             self._writer.close()
 
@@ -90,11 +93,12 @@ class Transaction:
             self.staged[table] = table_dir / f".staging-{self.run_id}-{uuid.uuid4().hex[:8]}"
         return self.staged[table]
 
-    def writer(self, table: str, schema: pa.Schema | None = None) -> TableWriter:
+    def writer(self, table: str, schema: pa.Schema | None = None, *,
+               dictionary: bool | list[str] = True) -> TableWriter:
         if table not in self.writers:
             path = self.staging_dir(table)
             path.mkdir(parents=True, exist_ok=True)
-            self.writers[table] = TableWriter(path / f"part-{self.step}.parquet", schema or SCHEMAS[table])
+            self.writers[table] = TableWriter(path / f"part-{self.step}.parquet", schema or SCHEMAS[table], dictionary)
         return self.writers[table]
 
     def write(self, table: str, data: pa.Table, schema: pa.Schema | None = None) -> None:

@@ -24,7 +24,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.errors import UsageError
-from pipelines.spark.assignors import range_owner, range_ranks, roundrobin_assign
+from pipelines.spark.assignors import (
+    range_owner,
+    range_ranks,
+    roundrobin_assign,
+    topic_shape,
+)
 from pipelines.spark.javahash import topic_partition_hash
 from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
 
@@ -94,17 +99,28 @@ def _members(threads: DataFrame) -> DataFrame:
 
 
 def range_inputs(threads: DataFrame, topic_partitions: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """The range plan (per group and topic) and partition ranks of range groups' ``threads``.
+    """The range plan (per group and topic) and the sparse ranks of range groups' ``threads``.
+
     Threads sort by their own names, so the plan is :func:`~pipelines.spark.assignors.range_plan`
-    without its member join: each (group, topic)'s thread ids, sorted."""
+    without its member join: each (group, topic)'s thread ids, sorted. Each plan row also
+    carries its topic's shape (:func:`~pipelines.spark.assignors.topic_shape`): ``_p`` and
+    ``_dense``. A dense topic (every 0.8+ topic: partitions 0..P-1) needs no rank lookup, the
+    rank is the partition; the ranks returned are those of the other topics only."""
     plan = threads.groupBy("group_id", "topic").agg(F.sort_array(F.collect_list("owner")).alias("_owners"))
-    parts = topic_partitions.select("topic", "partition", "broker_id")
-    return plan, range_ranks(range_order(parts))
+    ranks = range_ranks(range_order(topic_partitions.select("topic", "partition", "broker_id")))
+    shape = topic_shape(ranks)
+    sparse = ranks.join(shape.where(~F.col("_dense")).select("topic"), "topic", "left_semi")
+    return plan.join(shape, "topic", "left"), sparse.select("topic", "partition", "broker_id", "_j")
 
 
-def expected_range(plan: DataFrame, ranks: DataFrame) -> DataFrame:
-    """``core/expected_assignment`` rows of range groups from :func:`range_inputs`."""
-    return plan.join(F.broadcast(ranks), "topic").select(
+def expected_range(plan: DataFrame, sparse: DataFrame) -> DataFrame:
+    """``core/expected_assignment`` rows of range groups from :func:`range_inputs`: a dense
+    topic's partitions are generated from its count, a sparse topic's joined from its ranks."""
+    dense = plan.where(F.col("_dense")).select(
+        "group_id", "topic", "_owners", "_p", F.explode(F.sequence(F.lit(0), F.col("_p").cast("int") - 1)).alias("partition")
+    ).select("*", F.lit(None).cast("int").alias("broker_id"), F.col("partition").alias("_j"))
+    other = plan.where(~F.col("_dense")).join(F.broadcast(sparse), "topic")
+    return dense.unionByName(other.select(*dense.columns)).select(
         F.lit(SOURCE).alias("source"), "group_id", "topic", "partition", "broker_id",
         range_owner().alias("expected_owner"), F.lit("range").alias("assignor"),
     )

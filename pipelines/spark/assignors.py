@@ -62,6 +62,15 @@ def range_ranks(partitions: DataFrame) -> DataFrame:
     )
 
 
+def topic_shape(ranks: DataFrame) -> DataFrame:
+    """``topic, _p, _dense`` of :func:`range_ranks`: ``_dense`` when the topic's partitions are
+    exactly 0..P-1 without a broker (every 0.8+ topic), so that partition ``p`` has rank ``p``."""
+    return ranks.groupBy("topic").agg(
+        F.max("_p").alias("_p"),
+        F.bool_and((F.col("_j") == F.col("partition")) & F.col("broker_id").isNull()).alias("_dense"),
+    )
+
+
 # owner rank of partition rank _j (the module docstring), with n = size(_owners), integer division
 _RANGE_RANK = """
     CASE WHEN _j < (_p % size(_owners)) * (_p div size(_owners) + 1)

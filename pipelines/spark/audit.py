@@ -90,31 +90,44 @@ def audit(expected: DataFrame, observed: DataFrame, registered: DataFrame, subsc
     return rows.select(*OUT[:-1], status().alias("status"))
 
 
-def range_audit(observed: DataFrame, plan: DataFrame, ranks: DataFrame, registered: DataFrame) -> DataFrame:
+def range_audit(observed: DataFrame, plan: DataFrame, sparse: DataFrame, registered: DataFrame) -> DataFrame:
     """Audit rows of ``observed`` owners (unique keys) of range groups, plus ``_matched``
-    (the row's key is an expected one). ``plan``, ``ranks``: :func:`~pipelines.spark.assignors.range_plan`
-    and :func:`~pipelines.spark.assignors.range_ranks` of the same groups; ``registered``:
-    ``group_id, owner``. All three are small and broadcast. Registration only decides the
-    status of a subscribed partition, whose plan row is found anyway: the plan row carries
-    the group's registered owners (``_registered``), which saves a third lookup."""
+    (the row's key is an expected one). ``plan``, ``sparse``:
+    :func:`~pipelines.spark.assignment_zk.range_inputs` of the same groups; ``registered``:
+    ``group_id, owner``. All three are small and broadcast.
+
+    One lookup per row in the common case: the plan row (group, topic) carries the sorted
+    owners, the topic's shape and the group's registered owners (``_registered``). Only rows
+    of a sparse topic look their rank up in ``sparse`` (the key is null for the others, which
+    skips the probe). An owner that is the expected one is registered without a search."""
     members = registered.groupBy("group_id").agg(F.collect_set("owner").alias("_registered"))
+    ranks = _with_b(sparse).select(F.col("topic").alias("_rt"), "partition", "_b", F.col("_j").alias("_rj"))
+    part = F.col("partition")
+    in_dense = F.col("_dense") & F.col("broker_id").isNull() & (part >= 0) & (part < F.col("_p"))
     rows = (
         _with_b(observed)
         .join(F.broadcast(plan.join(members, "group_id", "left")), ["group_id", "topic"], "left")
-        .join(F.broadcast(_with_b(ranks).drop("broker_id")), ["topic", "partition", "_b"], "left")
+        .withColumn("_rt", F.when(~F.col("_dense"), F.col("topic")))
+        .join(F.broadcast(ranks), ["_rt", "partition", "_b"], "left")
+        .withColumn("_j", F.coalesce(F.when(in_dense, part), F.col("_rj")))
         .select(
             "source",
             "group_id",
             "topic",
             "partition",
             "broker_id",
+            "owner",
             F.array("owner").alias("observed_owners"),
             F.col("_j").isNotNull().alias("_known"),
             F.col("_owners").isNotNull().alias("_subscribed"),
-            F.when(F.coalesce(F.array_contains("_registered", F.col("owner")), F.lit(False)), 0)
-            .otherwise(1)
-            .alias("_unknown"),
             F.when(F.col("_j").isNotNull() & F.col("_owners").isNotNull(), range_owner()).alias("expected_owner"),
+            "_registered",
+        )
+        .withColumn(
+            "_unknown",
+            F.when(F.col("owner") == F.col("expected_owner"), 0)
+            .when(F.coalesce(F.array_contains("_registered", F.col("owner")), F.lit(False)), 0)
+            .otherwise(1),
         )
     )
     return rows.select(*OUT[:-1], status().alias("status"), (F.col("_known") & F.col("_subscribed")).alias("_matched"))

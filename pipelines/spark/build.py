@@ -7,8 +7,9 @@ partitions times groups; everything else is small):
    scan each); the remaining znodes are cached and every other parser reads them. A parser
    counts its malformed rows while its table is written; only when there are some is the
    parse repeated to collect them for ``raw/quarantine``.
-2. expected assignment: range groups from the small range tables (plan x broadcast ranks);
-   round-robin ZooKeeper groups and Kafka groups by their general functions.
+2. expected assignment: range groups from the small range tables (a dense topic's partitions
+   generated from its count, a sparse topic's joined from its broadcast ranks); round-robin
+   ZooKeeper groups and Kafka groups by their general functions.
 3. audit: ZooKeeper range groups by lookup (``audit.range_audit``), the rest with the general
    full outer join (``audit.audit``); the unowned partitions of range groups are looked for
    only when fewer observed rows matched an expected key than there are expected rows.
@@ -23,7 +24,7 @@ import functools
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
@@ -50,30 +51,40 @@ def _znodes(spark: SparkSession, ctx: RunContext) -> DataFrame:
     return registry.select_source(znodes, registry.pick_source(sources)).select("path", "data", "mtime")
 
 
-def _registry(tx, znodes: DataFrame, advance) -> pa.Table:
-    """Writes the registry tables; returns their quarantine rows. The pass that caches the
-    small remainder also counts the bulk znodes of each kind: a kind the run has none of is
-    not scanned for. A parser's malformed rows are counted while its table is written and
-    collected (a second pass) only when there are some."""
-    kind = F.col("_kind")
-    classified, bulk = observe(
-        znodes.withColumn("_kind", registry.partition_child_kind()),
-        **{k: F.sum((kind == k).cast("long")) for k in registry.BULK_KINDS.values()},
-    )
-    small = classified.where(kind.isNull()).drop("_kind").transform(registry.with_path_parts)
-    small = small.persist(StorageLevel.MEMORY_AND_DISK)
+def _write_parsed(tx, parsers: dict, znodes: DataFrame, advance) -> list[DataFrame]:
+    """Writes each parser's good rows; returns the quarantine frames of those that had bad
+    ones (counted while the table is written, collected by a second pass only then)."""
     bad = []
-    for table, parse in registry.PARSERS.items():  # the small parsers first: they fill the cache
-        if table in registry.BULK_PARSERS and not bulk.get[registry.BULK_KINDS[table]]:
-            tx.writer(table)  # none in this run: an empty table
-            advance()
-            continue
-        source = small if table in registry.SMALL_PARSERS else znodes
-        parsed, counted = observe(parse(source), bad=F.sum(F.col("reason").isNotNull().cast("int")))
+    for table, parse in parsers.items():
+        parsed, counted = observe(parse(znodes), bad=F.sum(F.col("reason").isNotNull().cast("int")))
         write_staged(tx, table, registry.good(parsed))
         if counted.get["bad"]:
-            bad.append(registry.quarantine(parse(source)))
+            bad.append(registry.quarantine(parse(znodes)))
         advance()
+    return bad
+
+
+def _small_remainder(znodes: DataFrame) -> tuple[DataFrame, Observation]:
+    """The znodes of the small tables (cached by the first action on them) and, counted in
+    the same pass, the znodes that may be owners or offsets (a kind with none is not scanned)."""
+    scanned, bulk = observe(
+        znodes, **{k: F.sum(registry.may_be_partition_child(k).cast("long")) for k in registry.BULK_KINDS.values()}
+    )
+    small = scanned.where(registry.is_small()).transform(registry.with_path_parts)
+    return small.persist(StorageLevel.MEMORY_AND_DISK), bulk
+
+
+def _registry(tx, znodes: DataFrame, advance) -> pa.Table:
+    """Writes the registry tables; returns their quarantine rows. The first small table fills
+    the cache of the small remainder and counts the bulk; a bulk kind the run has none of is
+    an empty table, not a scan."""
+    small, bulk = _small_remainder(znodes)
+    bad = _write_parsed(tx, registry.SMALL_PARSERS, small, advance)
+    present = {t: p for t, p in registry.BULK_PARSERS.items() if bulk.get[registry.BULK_KINDS[t]]}
+    for table in registry.BULK_PARSERS.keys() - present.keys():
+        tx.writer(table)
+        advance()
+    bad += _write_parsed(tx, present, znodes, advance)
     rows = _union(bad).toArrow() if bad else RAW_QUARANTINE.empty_table()
     small.unpersist()
     return rows
@@ -119,7 +130,9 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
     wh, run_id = ctx.warehouse, ctx.run_id
     with wh.transaction(run_id, step=STEP) as tx, ctx.progress() as progress:
         task = progress.add_task("build core tables", total=len(CORE))
-        quarantined = _registry(tx, _znodes(spark, ctx), lambda: progress.advance(task))
+        advance = functools.partial(progress.advance, task)
+
+        quarantined = _registry(tx, _znodes(spark, ctx), advance)
         tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)
         tx.writer("raw/quarantine")  # an empty file replaces an earlier build's rows
 
@@ -142,7 +155,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
 
         counting, counted_expected = observe(expected_range, rows=F.count(F.lit(1)))
         write_staged(tx, "core/expected_assignment", _union([counting] + [o["expected"] for o in others]))
-        progress.advance(task)
+        advance()
 
         looked_up, counted_matched = observe(
             range_audit(owners.where(ranged), plan, ranks, threads), matched=F.sum(F.col("_matched").cast("long"))
@@ -153,7 +166,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         write_staged(tx, "core/assignment_audit", _union(audited))
         if (counted_matched.get["matched"] or 0) < counted_expected.get["rows"]:
             write_staged(tx, "core/assignment_audit", unowned(expected_range, owners.where(ranged)), append=True)
-        progress.advance(task)
+        advance()
         for frame in (threads, plan, ranks):
             frame.unpersist()
         counts = {table: staged_rows(tx, table) for table in CORE}

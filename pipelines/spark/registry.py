@@ -27,7 +27,7 @@ of dead consumers from the snapshot); otherwise the snapshot rows are used
 Bulk and the rest: the owners and offsets znodes (one per group and partition) are most of
 a tree. Their parsers read ``path``/``data``/``mtime`` directly, with one regular expression
 to pick them and ``substring_index`` for the parts; every other parser works on the small
-remainder (:func:`is_partition_child` false) with the path split into ``seg``/``depth``.
+remainder (:func:`is_small`, byte searches only) with the path split into ``seg``/``depth``.
 Owner and offset keys are unique per run: a znode path per (group, topic, partition[, broker]),
 and names that are not the canonical decimal (``01``) are quarantined, so two znodes never
 claim one key.
@@ -43,6 +43,8 @@ expanded against the topic list: such a registration is quarantined with that re
 """
 
 from __future__ import annotations
+
+import functools
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -90,16 +92,15 @@ def _reasons(*pairs: tuple[Column, str | Column]) -> Column:
 
 def _partition_name(name: Column) -> tuple[Column, Column, Column]:
     """(partition, broker_id, ok) of an owners/offsets child name: ``p`` or 0.7 ``broker-p``,
-    canonical decimal only (``01`` would be a second znode for partition 1)."""
-    is07 = name.rlike(r"^[0-9]+-[0-9]+$")
-    broker = F.when(is07, _try_cast(F.substring_index(name, "-", 1), "int"))
-    part = F.when(is07, _try_cast(F.substring_index(name, "-", -1), "int")).otherwise(
-        F.when(name.rlike(r"^[0-9]+$"), _try_cast(name, "int"))
-    )
-    canonical = F.when(is07, F.concat(broker.cast("string"), F.lit("-"), part.cast("string"))).otherwise(
-        part.cast("string")
-    )
-    ok = part.isNotNull() & (~is07 | broker.isNotNull()) & (canonical == name)
+    canonical decimal only (``01`` would be a second znode for partition 1). Canonical = the
+    number printed back is the text: no sign, no leading zero, no blank, within int."""
+    is07 = name.contains("-")
+    b_text = F.substring_index(name, "-", 1)
+    p_text = F.substring_index(name, "-", -1)
+    broker = F.when(is07, _try_cast(b_text, "int"))
+    part = _try_cast(p_text, "int")
+    one_dash = F.length(name) == F.length(b_text) + F.length(p_text) + 1
+    ok = (part.cast("string") == p_text) & (~is07 | ((broker.cast("string") == b_text) & one_dash))
     return part, broker, F.coalesce(ok, F.lit(False))
 
 
@@ -115,21 +116,41 @@ def select_source(znodes: DataFrame, source: str) -> DataFrame:
     return znodes.where(F.col("source") == source)
 
 
-_CHILD = r"^/consumers/[^/]+/({kinds})/[^/]+/[^/]+$"
 # the bulk tables and the znode kind (``/consumers/<g>/<kind>/...``) each is parsed from
 BULK_KINDS = {"core/partition_owners": "owners", "core/zk_offsets": "offsets"}
+
+
+_CHILD = r"^/consumers/[^/]+/({kinds})/[^/]+/[^/]+$"
 
 
 def is_partition_child(*kinds: str) -> Column:
     """The path is ``/consumers/<g>/<kind>/<topic>/<name>`` for one of ``kinds`` (default
     owners and offsets)."""
+    return partition_child_kind(*kinds).isNotNull()
+
+
+def partition_child_kind(*kinds: str) -> Column:
+    """``<kind>`` of a ``/consumers/<g>/<kind>/<topic>/<name>`` path for one of ``kinds``
+    (default owners and offsets), else null: one regular expression per path (measured cheaper
+    than chains of ``substring_index``, which copy a string each)."""
     pattern = _CHILD.format(kinds="|".join(kinds or BULK_KINDS.values()))
-    return F.col("path").startswith("/consumers/") & F.col("path").rlike(pattern)
+    path = F.col("path")
+    return F.when(path.startswith("/consumers/"), F.nullif(F.regexp_extract(path, pattern, 1), F.lit("")))
 
 
-def partition_child_kind() -> Column:
-    """``owners`` or ``offsets`` for a :func:`is_partition_child` path, else null."""
-    return F.when(is_partition_child(), F.substring_index(F.substring_index("path", "/", 4), "/", -1))
+def may_be_partition_child(kind: str) -> Column:
+    """A superset of :func:`is_partition_child` for ``kind`` by byte searches only (no copy,
+    no regular expression): cheap enough to run on every znode of a tree."""
+    return F.col("path").startswith("/consumers/") & F.col("path").contains(f"/{kind}/")
+
+
+def is_small() -> Column:
+    """The znodes the small parsers may need: every znode but the owners and offsets, tested
+    by :func:`may_be_partition_child`, which also matches some paths of groups named
+    ``owners`` or ``offsets``; their registrations (``/ids/``) are kept. A superset: each
+    small parser picks its own rows exactly."""
+    bulk = functools.reduce(lambda a, b: a | b, [may_be_partition_child(k) for k in BULK_KINDS.values()])
+    return ~bulk | F.col("path").contains("/ids/")
 
 
 def _value_text() -> tuple[Column, Column]:
@@ -444,14 +465,14 @@ def parse_cluster(z: DataFrame) -> DataFrame:
     return good.unionByName(bad)
 
 
-# parsers of the small remainder (input: with_path_parts of the znodes not is_partition_child)
+# parsers of the small remainder (input: with_path_parts of the is_small znodes)
 SMALL_PARSERS = {
     "core/brokers": parse_brokers,
     "core/topic_partitions": parse_topics,
     "core/consumer_registrations": parse_registrations,
     "core/cluster": parse_cluster,
 }
-# parsers of the bulk (input: any znodes frame with path, data, mtime), by partition_child_kind
+# parsers of the bulk (input: any znodes frame with path, data, mtime), by BULK_KINDS
 BULK_PARSERS = {
     "core/partition_owners": parse_owners,
     "core/zk_offsets": parse_offsets,

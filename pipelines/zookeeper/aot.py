@@ -5,8 +5,8 @@ signature each, into the extension module ``kaudit_zk_kernels`` plus its source 
     python -m pipelines.zookeeper.aot [DIR]      (default: the venv's site-packages)
 
 Array arguments are typed read-only C-contiguous (callers pass views of Arrow buffers and
-of the snapshot bytes); ``gather`` takes int64 lengths. The code is generated for the
-build machine's CPU (``make`` builds it where it runs).
+of the snapshot bytes); string spans (starts, lengths) and ``gather``'s lengths are int64.
+The code is generated for the build machine's CPU (``make`` builds it where it runs).
 """
 
 from __future__ import annotations
@@ -29,17 +29,20 @@ def signatures() -> dict:
         return t.Array(dtype, 1, "C")
 
     u1, i8 = ro(t.uint8), ro(t.int64)
-    i64, i32 = out(t.int64), out(t.int32)
+    i64 = out(t.int64)
+    stack = t.Array(t.int64, 2, "C")
     return {
         "count_nodes": t.UniTuple(t.int64, 5)(u1, t.int64),
-        "walk_nodes": t.Tuple((i64, i32, i64, i32, i64, i64, i64, i64, i64, i32, i32, i32, i64, i64, out(t.uint32)))(
-            u1, t.int64, t.int64, ro(t.uint32, 2), u1),
+        "walk_nodes": t.Tuple((i64, i64, i64, i64, i64, out(t.uint32)))(u1, t.int64, t.int64, ro(t.uint32, 2), u1),
         "gather": t.none(u1, i8, i8, i8, t.Array(t.uint8, 1, "C")),
+        "decode_stats": t.Tuple((t.Array(t.int64, 2, "C"), t.Array(t.int32, 2, "C")))(u1, i8, i8),
         "tree_digest": t.int64(ro(t.uint32), ro(t.boolean)),
-        "parent_lengths": i64(i8, u1),
-        "preorder_parents": t.Tuple((i64, t.boolean))(i8, u1, i8),
-        "sort_strings": i64(i8, u1, i8),
-        "subtree_mask": out(t.boolean)(i8, u1, u1),
+        "parent_lengths": i64(u1, i8, i8),
+        "preorder_parents": t.Tuple((i64, t.boolean))(u1, i8, i8, i8),
+        "sort_strings": i64(u1, i8, i8, i8),
+        "sort_stack": stack(t.int64),
+        "sort_strings_until": t.int64(u1, i8, i8, i64, out(t.uint64), i64, out(t.uint64), stack, t.int64, t.int64),
+        "subtree_mask": out(t.boolean)(u1, i8, i8, u1),
     }
 
 

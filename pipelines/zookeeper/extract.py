@@ -29,16 +29,20 @@ if TYPE_CHECKING:
 LIVE_STEP = "extract_zk"
 SNAPSHOT_STEP = "extract_zk_snapshot"
 BATCH = 100_000
+# Parquet dictionaries only where values repeat: paths, data and zxids are unique
+# (dictionaries on every column: ~1.5x the encoding time and 2x the file size)
+DICTIONARY_COLUMNS = ["source"]
 
 
 def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine: list[dict]) -> None:
     """Write the ``raw/znodes`` rows (``batches``, in order, made lazily) and the quarantine
-    rows in one transaction. Write-behind: batch k+1 is made (gathered, cast) while a
-    writer thread encodes batch k (Parquet encoding and compression release the GIL)."""
+    rows in one transaction. Write-behind: batch k+1 is made (sorted as far as it needs,
+    gathered, cast) while a writer thread encodes batch k (Parquet encoding and compression
+    release the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ctx.warehouse.transaction(ctx.run_id, step=step) as tx:
-        writer = tx.writer("raw/znodes")
+        writer = tx.writer("raw/znodes", dictionary=DICTIONARY_COLUMNS)
         with ThreadPoolExecutor(1, thread_name_prefix="znodes-writer") as pool:
             pending = None
             for batch in batches:
@@ -117,7 +121,8 @@ def read_offline(path: Path, at_zxid: int | None = None, chroot: str | None = No
 
 def read_order(path: Path, at_zxid: int | None = None, chroot: str | None = None,
                progress=None) -> tuple[PathOrder, OfflineRead]:
-    """:func:`read_offline` with the rows sorted but not gathered yet (see :class:`PathOrder`)."""
+    """:func:`read_offline` with the rows not sorted nor gathered yet: a :class:`PathOrder`
+    sorts and gathers them batch by batch."""
     from pipelines.zookeeper import datadir
 
     path = Path(path)

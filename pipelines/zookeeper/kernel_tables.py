@@ -8,6 +8,7 @@ import numpy as np
 STAT_SIZE = 60
 MIN_NODE = 4 + 4 + 8 + STAT_SIZE
 MAX_REASONABLE = 64 << 20
+SMALL_SORT = 32  # groups up to this size are insertion sorted (a radix pass costs 256 counters)
 
 OK, TRUNCATED, UNREASONABLE, NULL_PATH = 0, 1, 2, 3
 STATUS_REASON = {

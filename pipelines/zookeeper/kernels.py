@@ -29,6 +29,7 @@ from pipelines.zookeeper.kernel_tables import (  # noqa: F401 - the kernels' con
     MIN_NODE,
     NULL_PATH,
     OK,
+    SMALL_SORT,
     STAT_SIZE,
     STATUS_REASON,
     TRUNCATED,
@@ -39,15 +40,21 @@ from pipelines.zookeeper.kernel_tables import (  # noqa: F401 - the kernels' con
 
 @njit(cache=True, inline="always")
 def _i32(b, p):
-    v = (np.uint32(b[p]) << 24) | (np.uint32(b[p + 1]) << 16) | (np.uint32(b[p + 2]) << 8) | np.uint32(b[p + 3])
+    # unsigned positions: no negative-index wraparound checks, so LLVM combines the byte
+    # loads into one load and a byte swap (several times faster; same in _le32, gather, _key8)
+    q = np.uint64(p)
+    v = np.uint32(0)
+    for k in range(4):
+        v = (v << np.uint32(8)) | np.uint32(b[q + np.uint64(k)])
     return np.int64(np.int32(v))
 
 
 @njit(cache=True, inline="always")
 def _i64(b, p):
+    q = np.uint64(p)
     v = np.uint64(0)
     for k in range(8):
-        v = (v << np.uint64(8)) | np.uint64(b[p + k])
+        v = (v << np.uint64(8)) | np.uint64(b[q + np.uint64(k)])
     return np.int64(v)
 
 
@@ -59,22 +66,37 @@ def _crc_update(crc, b, start, n, table):
     return c
 
 
+@njit(cache=True, inline="always")
+def _le32(b, q):
+    """The little-endian uint32 at unsigned position ``q`` (one load)."""
+    v = np.uint32(0)
+    for k in range(3, -1, -1):
+        v = (v << np.uint32(8)) | np.uint32(b[q + np.uint64(k)])
+    return v
+
+
 @njit(cache=True)
 def _crc_update8(crc, b, start, n, t):
-    """:func:`_crc_update` eight bytes at a time (``t`` = :data:`CRC_TABLES8`)."""
+    """:func:`_crc_update` eight bytes at a time, then four (``t`` = :data:`CRC_TABLES8`)."""
     c = crc
-    p = start
-    end = start + n
-    while p + 8 <= end:
-        one = c ^ (np.uint32(b[p]) | (np.uint32(b[p + 1]) << np.uint32(8)) | (np.uint32(b[p + 2]) << np.uint32(16))
-                   | (np.uint32(b[p + 3]) << np.uint32(24)))
-        c = (t[7, one & np.uint32(0xFF)] ^ t[6, (one >> np.uint32(8)) & np.uint32(0xFF)]
-             ^ t[5, (one >> np.uint32(16)) & np.uint32(0xFF)] ^ t[4, one >> np.uint32(24)]
-             ^ t[3, b[p + 4]] ^ t[2, b[p + 5]] ^ t[1, b[p + 6]] ^ t[0, b[p + 7]])
-        p += 8
+    p = np.uint64(start)
+    end = p + np.uint64(n)
+    m = np.uint32(0xFF)
+    while p + np.uint64(8) <= end:
+        one = c ^ _le32(b, p)
+        two = _le32(b, p + np.uint64(4))
+        c = (t[7, one & m] ^ t[6, (one >> np.uint32(8)) & m] ^ t[5, (one >> np.uint32(16)) & m]
+             ^ t[4, one >> np.uint32(24)] ^ t[3, two & m] ^ t[2, (two >> np.uint32(8)) & m]
+             ^ t[1, (two >> np.uint32(16)) & m] ^ t[0, two >> np.uint32(24)])
+        p += np.uint64(8)
+    if p + np.uint64(4) <= end:  # four more at once: short strings often have a long tail
+        one = c ^ _le32(b, p)
+        c = (t[3, one & m] ^ t[2, (one >> np.uint32(8)) & m] ^ t[1, (one >> np.uint32(16)) & m]
+             ^ t[0, one >> np.uint32(24)])
+        p += np.uint64(4)
     while p < end:
-        c = t[0, (c ^ np.uint32(b[p])) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
-        p += 1
+        c = t[0, (c ^ np.uint32(b[p])) & m] ^ (c >> np.uint32(8))
+        p += np.uint64(1)
     return c
 
 
@@ -117,23 +139,15 @@ def count_nodes(b, pos):
 
 @njit(cache=True)
 def walk_nodes(b, pos, count, table, zk_prefix):
-    """Fill the columns of ``count`` node records starting at ``pos`` (validated by
-    :func:`count_nodes`). Returns the columns and the per-node digest (``table`` =
-    :data:`CRC_TABLES8`)."""
+    """Where the parts of ``count`` node records starting at ``pos`` (validated by
+    :func:`count_nodes`) are: path and data offsets and lengths, the stat's offset; and each
+    node's digest (``table`` = :data:`CRC_TABLES8`). The stat fields are decoded later, only
+    where needed."""
     path_off = np.empty(count, np.int64)
-    path_len = np.empty(count, np.int32)
+    path_len = np.empty(count, np.int64)
     data_off = np.empty(count, np.int64)
-    data_len = np.empty(count, np.int32)
-    acl = np.empty(count, np.int64)
-    czxid = np.empty(count, np.int64)
-    mzxid = np.empty(count, np.int64)
-    ctime = np.empty(count, np.int64)
-    mtime = np.empty(count, np.int64)
-    version = np.empty(count, np.int32)
-    cversion = np.empty(count, np.int32)
-    aversion = np.empty(count, np.int32)
-    owner = np.empty(count, np.int64)
-    pzxid = np.empty(count, np.int64)
+    data_len = np.empty(count, np.int64)
+    stat_off = np.empty(count, np.int64)
     digest = np.zeros(count, np.uint32)
     np_ = zk_prefix.shape[0]
     p = pos
@@ -146,17 +160,8 @@ def walk_nodes(b, pos, count, table, zk_prefix):
         data_off[i] = q + 4
         data_len[i] = dl
         q += 4 + (dl if dl > 0 else 0)
-        acl[i] = _i64(b, q)
-        s = q + 8
-        czxid[i] = _i64(b, s)
-        mzxid[i] = _i64(b, s + 8)
-        ctime[i] = _i64(b, s + 16)
-        mtime[i] = _i64(b, s + 24)
-        version[i] = _i32(b, s + 32)
-        cversion[i] = _i32(b, s + 36)
-        aversion[i] = _i32(b, s + 40)
-        owner[i] = _i64(b, s + 44)
-        pzxid[i] = _i64(b, s + 52)
+        s = q + 8  # after the acl id
+        stat_off[i] = s
         p = s + STAT_SIZE
         # node digest, unless under /zookeeper/
         system = ln >= np_
@@ -178,8 +183,7 @@ def walk_nodes(b, pos, count, table, zk_prefix):
         c = _crc_update8(c, b, s + 16, 28, table)
         c = _crc_update8(c, b, s + 44, 8, table)
         digest[i] = c ^ np.uint32(0xFFFFFFFF)
-    return (path_off, path_len, data_off, data_len, acl, czxid, mzxid, ctime, mtime,
-            version, cversion, aversion, owner, pzxid, digest)
+    return path_off, path_len, data_off, data_len, stat_off, digest
 
 
 @njit(cache=True)
@@ -190,10 +194,32 @@ def gather(b, offs, lens, out_offsets, out):
         n = lens[i]
         if n <= 0:
             continue
-        o = out_offsets[i]
-        s = offs[i]
-        for k in range(n):
+        o = np.uint64(out_offsets[i])
+        s = np.uint64(offs[i])
+        for k in range(np.uint64(n)):  # unsigned: no wraparound checks, see _i32
             out[o + k] = b[s + k]
+
+
+@njit(cache=True)
+def decode_stats(b, offsets, order):
+    """The StatPersisted records at ``offsets[order]`` (see the grammar above) as columns:
+    (longs: czxid, mzxid, ctime, mtime, ephemeralOwner, pzxid; ints: version, cversion,
+    aversion), one row per field."""
+    m = order.shape[0]
+    longs = np.empty((6, m), np.int64)
+    ints = np.empty((3, m), np.int32)
+    for j in range(m):
+        s = offsets[order[j]]
+        longs[0, j] = _i64(b, s)
+        longs[1, j] = _i64(b, s + 8)
+        longs[2, j] = _i64(b, s + 16)
+        longs[3, j] = _i64(b, s + 24)
+        ints[0, j] = _i32(b, s + 32)
+        ints[1, j] = _i32(b, s + 36)
+        ints[2, j] = _i32(b, s + 40)
+        longs[4, j] = _i64(b, s + 44)
+        longs[5, j] = _i64(b, s + 52)
+    return longs, ints
 
 
 @njit(cache=True)
@@ -206,12 +232,14 @@ def tree_digest(digests, alive):
 
 
 @njit(cache=True)
-def parent_lengths(offsets, values):
-    """Byte length of each path's parent (up to its last '/'); -1 for the root ("")."""
-    n = offsets.shape[0] - 1
+def parent_lengths(values, starts, lengths):
+    """Byte length of each path's parent (up to its last '/'); -1 for the root ("").
+    Strings here are spans: string i is ``values[starts[i] : starts[i] + lengths[i]]``."""
+    n = starts.shape[0]
     out = np.empty(n, np.int64)
     for i in range(n):
-        s, e = offsets[i], offsets[i + 1]
+        s = starts[i]
+        e = s + lengths[i]
         k = e - 1
         while k >= s and values[k] != 47:
             k -= 1
@@ -220,11 +248,11 @@ def parent_lengths(offsets, values):
 
 
 @njit(cache=True)
-def preorder_parents(offsets, values, plen):
+def preorder_parents(values, starts, lengths, plen):
     """Parent row of each node when rows are in the snapshot's pre-order (parents before
     children, each subtree contiguous): the parent is on the stack of open ancestors.
     Returns (parents, ok); ok is False when the order is not a pre-order."""
-    n = offsets.shape[0] - 1
+    n = starts.shape[0]
     parents = np.full(n, -1, np.int64)
     stack = np.empty(n + 1, np.int64)
     depth = 0
@@ -238,10 +266,9 @@ def preorder_parents(offsets, values, plen):
         found = -1
         while depth > 0:
             top = stack[depth - 1]
-            tl = offsets[top + 1] - offsets[top]
-            if tl == want:
+            if lengths[top] == want:
                 same = True
-                a, b = offsets[top], offsets[i]
+                a, b = starts[top], starts[i]
                 for k in range(want):
                     if values[a + k] != values[b + k]:
                         same = False
@@ -262,40 +289,59 @@ def preorder_parents(offsets, values, plen):
 def _key8(values, start, end, at):
     """Bytes [at, at+8) of the string values[start:end], big-endian, zero-padded (ZooKeeper
     paths hold no NUL, so padding sorts a shorter string first, as a byte compare does)."""
+    n = min(end - start - at, 8)
+    if n <= 0:
+        return np.uint64(0)
+    q = np.uint64(start + at)  # unsigned: see _i32
     k = np.uint64(0)
-    for j in range(8):
-        k = k << np.uint64(8)
-        p = start + at + j
-        if p < end:
-            k = k | np.uint64(values[p])
-    return k
+    for j in range(np.uint64(n)):
+        k = (k << np.uint64(8)) | np.uint64(values[q + j])
+    return k << np.uint64(8 * (8 - n))
 
 
 @njit(cache=True)
-def sort_strings(offsets, values, rows):
-    """The order of strings ``rows`` (indices into Arrow offsets/values) by their bytes:
-    most-significant-digit first, 8 bytes per digit; a group whose 8 bytes are all equal
-    (long shared prefixes like /brokers/topics/) goes one digit deeper without sorting."""
+def sort_strings(values, starts, lengths, rows):
+    """The order of strings ``rows`` (row numbers of the spans, see :func:`parent_lengths`)
+    by their bytes (:func:`sort_strings_until` in one go)."""
     n = rows.shape[0]
     order = rows.copy()
-    keys = np.empty(n, np.uint64)
-    lo_s = np.empty(64, np.int64)
-    hi_s = np.empty(64, np.int64)
-    at_s = np.empty(64, np.int64)
-    top = 0
-    lo_s[0], hi_s[0], at_s[0] = 0, n, 0
-    top = 1
-    while top > 0:
+    sort_strings_until(values, starts, lengths, order, np.empty(n, np.uint64), np.empty(n, np.int64),
+                       np.empty(n, np.uint64), sort_stack(n), 1 if n > 1 else 0, n)
+    return order
+
+
+@njit(cache=True)
+def sort_stack(n):
+    """The group stack of :func:`sort_strings_until` for ``n`` strings, holding the whole
+    range: rows (lo, hi, byte position), height 1 (0 when n < 2: nothing to sort). Pending
+    groups are disjoint and of 2+ strings, so n // 2 + 1 rows always suffice."""
+    stack = np.empty((n // 2 + 1, 3), np.int64)
+    stack[0, 0], stack[0, 1], stack[0, 2] = 0, n, 0
+    return stack
+
+
+@njit(cache=True)
+def sort_strings_until(values, starts, lengths, order, keys, spare_order, spare_keys, stack, top, until):
+    """Sort ``order`` (row numbers of the spans) by the strings' bytes until its
+    first ``until`` positions are final; returns the new stack height (0: all sorted).
+
+    Most-significant-digit first, 8 bytes per digit (:func:`_key8`): a group of strings
+    equal so far gets the next 8 bytes of each as keys, is sorted by them
+    (:func:`_radix_sort`, :func:`_insertion_sort` when small), and each run of equal keys
+    becomes a group one digit deeper; a group whose 8 bytes are all equal (long shared
+    prefixes like /brokers/topics/) goes deeper without sorting. Groups wait on ``stack`` (see :func:`sort_stack`), the
+    leftmost on top, so everything left of the top group is final: the sort can stop
+    there and resume (``keys``, ``spare_*``: scratch as long as ``order``)."""
+    counts = np.empty((8, 256), np.int64)
+    while top > 0 and stack[top - 1, 0] < until:
         top -= 1
-        lo, hi, at = lo_s[top], hi_s[top], at_s[top]
-        if hi - lo < 2:
-            continue
+        lo, hi, at = stack[top, 0], stack[top, 1], stack[top, 2]
         longer = False
         for i in range(lo, hi):
-            r = order[i]
-            s, e = offsets[r], offsets[r + 1]
-            keys[i] = _key8(values, s, e, at)
-            if e - s > at + 8:
+            r = np.uint64(order[i])
+            s, n = starts[r], lengths[r]
+            keys[i] = _key8(values, s, s + n, at)
+            if n > at + 8:
                 longer = True
         same = True
         for i in range(lo + 1, hi):
@@ -304,52 +350,87 @@ def sort_strings(offsets, values, rows):
                 break
         if same:
             if longer:
-                if top == lo_s.shape[0]:
-                    lo_s, hi_s, at_s = _grow3(lo_s, hi_s, at_s)
-                lo_s[top], hi_s[top], at_s[top] = lo, hi, at + 8
+                stack[top, 0], stack[top, 1], stack[top, 2] = lo, hi, at + 8
                 top += 1
             continue
-        idx = np.argsort(keys[lo:hi])
-        order[lo:hi] = order[lo:hi][idx]
-        keys[lo:hi] = keys[lo:hi][idx]
-        i = lo
-        while i < hi:
-            j = i + 1
-            while j < hi and keys[j] == keys[i]:
-                j += 1
+        if hi - lo <= SMALL_SORT:
+            _insertion_sort(keys, order, lo, hi)
+        else:
+            _radix_sort(keys, order, lo, hi, spare_keys, spare_order, counts)
+        # runs of equal keys with a longer string go one digit deeper: pushed last first
+        j = hi
+        while j > lo:
+            i = j - 1
+            while i > lo and keys[i - 1] == keys[j - 1]:
+                i -= 1
             if j - i > 1:
-                deeper = False
                 for t in range(i, j):
-                    r = order[t]
-                    if offsets[r + 1] - offsets[r] > at + 8:
-                        deeper = True
+                    if lengths[order[t]] > at + 8:
+                        stack[top, 0], stack[top, 1], stack[top, 2] = i, j, at + 8
+                        top += 1
                         break
-                if deeper:
-                    if top == lo_s.shape[0]:
-                        lo_s, hi_s, at_s = _grow3(lo_s, hi_s, at_s)
-                    lo_s[top], hi_s[top], at_s[top] = i, j, at + 8
-                    top += 1
-            i = j
-    return order
+            j = i
+    return top
 
 
 @njit(cache=True)
-def _grow3(a, b, c):
-    m = a.shape[0]
-    a2, b2, c2 = np.empty(2 * m, np.int64), np.empty(2 * m, np.int64), np.empty(2 * m, np.int64)
-    a2[:m], b2[:m], c2[:m] = a, b, c
-    return a2, b2, c2
-
+def _insertion_sort(keys, order, lo, hi):
+    """:func:`_radix_sort` for a few keys."""
+    for i in range(lo + 1, hi):
+        k, r = keys[i], order[i]
+        j = i
+        while j > lo and keys[j - 1] > k:
+            keys[j], order[j] = keys[j - 1], order[j - 1]
+            j -= 1
+        keys[j], order[j] = k, r
 
 
 @njit(cache=True)
-def subtree_mask(offsets, values, prefix):
-    """Which strings (Arrow offsets/values) are ``prefix`` or start with ``prefix`` + "/"."""
-    n = offsets.shape[0] - 1
+def _radix_sort(keys, order, lo, hi, spare_keys, spare_order, counts):
+    """Sort keys[lo:hi], carrying order[lo:hi] along: least-significant-digit radix sort,
+    a byte per pass, skipping the bytes all keys share (``counts``: 8 x 256 scratch)."""
+    counts[:, :] = 0
+    for i in range(lo, hi):
+        k = keys[i]
+        for d in range(8):
+            counts[d, (k >> np.uint64(8 * d)) & np.uint64(0xFF)] += 1
+    n = hi - lo
+    moved = False  # the sorted run is in spare_*
+    for d in range(8):
+        shift = np.uint64(8 * d)
+        c = counts[d]
+        if c[(keys[lo] >> shift) & np.uint64(0xFF)] == n:
+            continue
+        total = lo
+        for b in range(256):
+            m = c[b]
+            c[b] = total
+            total += m
+        src_k, src_o, dst_k, dst_o = keys, order, spare_keys, spare_order
+        if moved:
+            src_k, src_o, dst_k, dst_o = spare_keys, spare_order, keys, order
+        for i in range(lo, hi):
+            k = src_k[i]
+            b = (k >> shift) & np.uint64(0xFF)
+            p = c[b]
+            c[b] = p + 1
+            dst_k[p] = k
+            dst_o[p] = src_o[i]
+        moved = not moved
+    if moved:
+        keys[lo:hi] = spare_keys[lo:hi]
+        order[lo:hi] = spare_order[lo:hi]
+
+
+@njit(cache=True)
+def subtree_mask(values, starts, lengths, prefix):
+    """Which strings (spans) are ``prefix`` or start with ``prefix`` + "/"."""
+    n = starts.shape[0]
     m = prefix.shape[0]
     out = np.zeros(n, np.bool_)
     for i in range(n):
-        s, e = offsets[i], offsets[i + 1]
+        s = starts[i]
+        e = s + lengths[i]
         if e - s < m:
             continue
         same = True

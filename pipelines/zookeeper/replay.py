@@ -1,8 +1,9 @@
 """Replaying transaction-log txns onto a snapshot's tree, as ``DataTree.processTxn`` does.
 
-The tree stays columnar: the snapshot's numpy stat columns (copied, then mutated in place),
-its Arrow path/data arrays, a liveness mask, and Python objects only for what the logs touch
-(a path -> row index built on first use, new paths, replaced data). Semantics follow
+The tree stays columnar: numpy stat columns (mutated in place), Arrow path/data arrays, a
+liveness mask, and Python objects only for what the logs touch (a path -> row index built on
+first use, new paths, replaced data). The columns and arrays are decoded from the snapshot
+bytes when the first txn needs them: a read without logs never decodes them here. Semantics follow
 ``DataTree`` of 3.6+ and hold for the fuzzy window (``FileTxnSnapLog.processTransaction``
 ignores NONODE/NODEEXISTS there):
 
@@ -23,16 +24,17 @@ TxnDigest of every txn after it can be checked.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 
 from pipelines.zookeeper.digest import MASK, node_digest, signed
-from pipelines.zookeeper.rows import CONTAINER_OWNER
+from pipelines.zookeeper.rows import CONTAINER_OWNER, PERSISTED_STAT, Spans, StatRecords
 from pipelines.zookeeper.snapshot import Snapshot
 from pipelines.zookeeper.txnlog import Txn
 
-STATS = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeral_owner", "pzxid")
+STATS = PERSISTED_STAT
 INT32 = {"version", "cversion", "aversion"}
 TTL_BITS = -(1 << 56)  # EphemeralType.TTL: 0xFF00000000000000 | ttl
 
@@ -48,22 +50,20 @@ class Tree:
     def __init__(self, snap: Snapshot | None):
         if snap is not None:
             nodes = snap.nodes
-            self.paths = nodes.paths()
-            self.data = nodes.data()
-            cols = {name: getattr(nodes, name) for name in STATS}  # copied by _own() before a change
-            self.digests = nodes.digest.astype(np.int64)
+            self.spans = (nodes.path_spans(), nodes.data_spans())  # copied to Arrow when a txn needs them
+            self.records = nodes.stat_records()  # decoded into self.cols when a txn needs them
+            self.node_digests = nodes.digest
             self.digest_sum = int(snap.computed_digest) & MASK
         else:  # ZooKeeper's initial tree: root, /zookeeper, /zookeeper/quota, /zookeeper/config
-            self.paths = pa.array(["", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"], pa.large_string())
-            self.data = pa.array([b""] * 4, pa.large_binary())
-            cols = {name: np.zeros(4, np.int32 if name in INT32 else np.int64) for name in STATS}
-            cols["aversion"][3] = -1  # DataTree.addConfigNode: setACL(READ_ACL_UNSAFE, -1)
-            self.digests = np.zeros(4, np.int64)
+            self.spans = (Spans.of(pa.array(["", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"])),
+                          Spans.of(pa.array([b""] * 4)))
+            self.records = None
+            self.cols = {name: np.zeros(4, np.int32 if name in INT32 else np.int64) for name in STATS}
+            self.cols["aversion"][3] = -1  # DataTree.addConfigNode: setACL(READ_ACL_UNSAFE, -1)
+            self.node_digests = np.zeros(4, np.uint32)
             self.digest_sum = 0
-        self.n_base = len(self.paths)
+        self.n_base = len(self.spans[0])
         self.n = self.n_base
-        self.cols = cols
-        self._shared = snap is not None
         self.alive = np.ones(self.n, np.bool_)
         self.index: dict[str, int] | None = None
         self.new_paths: list[str] = []
@@ -74,6 +74,24 @@ class Tree:
                 self._rehash(i)
 
     # -- storage -------------------------------------------------------------
+    @cached_property
+    def cols(self) -> dict[str, np.ndarray]:
+        """The persisted stat columns (:data:`STATS`), changed in place by the replay."""
+        return self.records.take()
+
+    @cached_property
+    def digests(self) -> np.ndarray:
+        """Each node's digest, changed in place by the replay."""
+        return self.node_digests.astype(np.int64)
+
+    @cached_property
+    def paths(self) -> pa.Array:
+        return self.spans[0].take(None, pa.large_string())
+
+    @cached_property
+    def data(self) -> pa.Array:
+        return self.spans[1].take(None, pa.large_binary())
+
     def _compute(self, i: int) -> int:
         c = self.cols
         return node_digest(
@@ -107,13 +125,6 @@ class Tree:
         self.digests = np.concatenate([self.digests, np.zeros(extra, np.int64)])
         self.alive = np.concatenate([self.alive, np.zeros(extra, np.bool_)])
 
-    def _own(self) -> None:
-        """Copy the snapshot's stat columns before the first change (a read without logs
-        never changes them, and never pays for the copy)."""
-        if self._shared:
-            self.cols = {name: col.copy() for name, col in self.cols.items()}
-            self._shared = False
-
     def _unhash(self, i: int) -> None:
         self.digest_sum = (self.digest_sum - int(self.digests[i])) & MASK
 
@@ -128,7 +139,6 @@ class Tree:
 
     # -- DataTree operations -------------------------------------------------
     def create(self, path: str, data, owner: int, parent_cversion: int, zxid: int, time: int) -> bool:
-        self._own()
         parent_path = path[: path.rfind("/")]
         p = self.lookup(parent_path)
         if p is None or self.lookup(path) is not None:
@@ -155,7 +165,6 @@ class Tree:
         return True
 
     def delete(self, path: str, zxid: int) -> bool:
-        self._own()
         parent_path = path[: path.rfind("/")]
         p = self.lookup(parent_path)
         if p is None:
@@ -174,7 +183,6 @@ class Tree:
         return True
 
     def set_data(self, path: str, data, version: int, zxid: int, time: int) -> bool:
-        self._own()
         i = self.lookup(path)
         if i is None:
             return False
@@ -187,7 +195,6 @@ class Tree:
         return True
 
     def set_acl(self, path: str, version: int) -> bool:
-        self._own()
         i = self.lookup(path)
         if i is None:
             return False
@@ -241,11 +248,11 @@ class Tree:
             self.stats.ignored += 1
 
     # -- result ----------------------------------------------------------------
-    def persisted(self) -> tuple[pa.Array, pa.Array, dict[str, np.ndarray]]:
+    def persisted(self) -> tuple[Spans | pa.Array, Spans | pa.Array, dict[str, np.ndarray] | StatRecords]:
         """The live nodes: (snapshot-form paths, data, persisted stat columns)."""
         n, nb = self.n, self.n_base
         if n == nb and not self.new_data and self.alive.all():  # nothing replayed: no copies
-            return self.paths, self.data, self.cols
+            return *self.spans, (self.records if self.records is not None else self.cols)
         alive = self.alive[:n]
         touched = np.zeros(n, np.bool_)
         if self.new_data:

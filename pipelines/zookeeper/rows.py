@@ -30,7 +30,6 @@ from pipelines.tables import RAW_ZNODES
 CONTAINER_OWNER = -(1 << 63)
 TTL_MASK = np.int64(-(1 << 56))  # 0xFF00000000000000
 SYSTEM_ROOT = "/zookeeper"
-STAT_COLUMNS = ("czxid", "mzxid", "pzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeral_owner")
 
 
 def normalize_chroot(chroot: str | None) -> str:
@@ -45,101 +44,202 @@ def client_owner(owner: np.ndarray) -> np.ndarray:
     return np.where(special, 0, owner).astype(np.int64, copy=False)
 
 
-def parent_index(paths: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """For snapshot-form paths (root ""): each node's parent row (-1 for the root or a
-    missing parent) and whether the node is the root."""
+@dataclass(frozen=True)
+class Spans:
+    """Strings (or binary values) as byte ranges of one buffer: value i is
+    ``values[starts[i] : starts[i] + lengths[i]]``, null when ``lengths[i]`` is -1.
+
+    An Arrow string/binary array reads as one without a copy (:meth:`of`); a snapshot's
+    paths and data are ranges of the snapshot bytes, so they are copied once, in path order,
+    into the batches written (:meth:`take`)."""
+
+    values: np.ndarray  # uint8
+    starts: np.ndarray  # int64
+    lengths: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, arr) -> Spans:
+        if isinstance(arr, Spans):
+            return arr
+        arr = _array(arr)
+        if pa.types.is_string(arr.type) or pa.types.is_binary(arr.type):
+            arr = arr.cast(pa.large_string() if pa.types.is_string(arr.type) else pa.large_binary())
+        offsets, values, valid = _buffers(arr)
+        lengths = np.diff(offsets)
+        if valid is not None:
+            lengths[~valid] = -1
+        return cls(values, offsets[:-1], lengths)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def take(self, order: np.ndarray | None, typ: pa.DataType) -> pa.Array:
+        """Values ``order`` (default all, in order) as an Arrow ``large_string`` or
+        ``large_binary`` array (``typ``)."""
+        from pipelines.zookeeper.native import kernels as native
+
+        starts, lengths = (self.starts, self.lengths) if order is None else (self.starts[order], self.lengths[order])
+        n = len(starts)
+        out_offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(np.maximum(lengths, 0), out=out_offsets[1:])
+        out = np.empty(int(out_offsets[-1]), np.uint8)
+        native().gather(self.values, starts, lengths, out_offsets, out)
+        valid = lengths >= 0
+        nulls = int(n - np.count_nonzero(valid))
+        bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+        return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(out_offsets), pa.py_buffer(out)], null_count=nulls)
+
+    def rebased(self, rows: np.ndarray, skip: int) -> Spans:
+        """The values of ``rows`` without their first ``skip`` bytes (others unchanged)."""
+        starts, lengths = self.starts.copy(), self.lengths.copy()
+        starts[rows] += skip
+        lengths[rows] -= skip
+        return Spans(self.values, starts, lengths)
+
+
+# The fields of a StatPersisted record (see pipelines.zookeeper.kernels.decode_stats)
+STAT_LONGS = ("czxid", "mzxid", "ctime", "mtime", "ephemeral_owner", "pzxid")
+STAT_INTS = ("version", "cversion", "aversion")
+PERSISTED_STAT = STAT_LONGS + STAT_INTS
+
+
+@dataclass(frozen=True)
+class StatRecords:
+    """Persisted stats as StatPersisted records of a buffer (a snapshot's bytes) at
+    ``offsets``, decoded into native columns only when taken."""
+
+    values: np.ndarray  # uint8
+    offsets: np.ndarray  # int64
+
+    def take(self, order: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The stat columns (:data:`PERSISTED_STAT`) of records ``order`` (default all)."""
+        from pipelines.zookeeper.native import kernels as native
+
+        order = np.arange(len(self.offsets), dtype=np.int64) if order is None else order
+        longs, ints = native().decode_stats(self.values, self.offsets, order)
+        return dict(zip(STAT_LONGS, longs)) | dict(zip(STAT_INTS, ints))
+
+
+def _take_stats(stats, order: np.ndarray) -> dict[str, np.ndarray]:
+    if isinstance(stats, StatRecords):
+        return stats.take(order)
+    return {name: stats[name][order] for name in PERSISTED_STAT}
+
+
+def parent_index(paths) -> tuple[np.ndarray, np.ndarray]:
+    """For snapshot-form paths (root "", an Arrow array or :class:`Spans`): each node's
+    parent row (-1 for the root or a missing parent) and whether the node is the root."""
     from pipelines.zookeeper.native import kernels as native
 
     kernels = native()
-
-    paths = paths.cast(pa.large_string()) if paths.type != pa.large_string() else paths
-    if isinstance(paths, pa.ChunkedArray):
-        paths = paths.combine_chunks()
-    n = len(paths)
-    _, off_buf, val_buf = paths.buffers()
-    offsets = np.frombuffer(off_buf, np.int64, n + 1, paths.offset * 8)
-    values = np.frombuffer(val_buf, np.uint8) if val_buf is not None and val_buf.size else np.zeros(1, np.uint8)
-    plen = kernels.parent_lengths(offsets, values)
-    is_root = plen < 0
-    idx, ok = kernels.preorder_parents(offsets, values, plen)
+    paths = Spans.of(paths)
+    values, starts, lengths = paths.values, paths.starts, paths.lengths
+    is_root = lengths == 0
+    plen = kernels.parent_lengths(values, starts, lengths)  # -1: no '/', the root or no path at all
+    idx, ok = kernels.preorder_parents(values, starts, lengths, plen)
     if ok:  # a snapshot as written: no hashing needed
         return idx, is_root
-    sizes = np.maximum(plen, 0)
-    out_offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(sizes, out=out_offsets[1:])
-    out = np.empty(int(out_offsets[-1]), np.uint8)
-    kernels.gather(values, offsets[:-1].copy(), plen, out_offsets, out)
-    parents = pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(out_offsets), pa.py_buffer(out)])
-    idx = pc.index_in(parents, value_set=paths).to_numpy(zero_copy_only=False)
+    parents = Spans(values, starts, plen).take(None, pa.large_string())
+    idx = pc.index_in(parents, value_set=paths.take(None, pa.large_string())).to_numpy(zero_copy_only=False)
     idx = np.where(np.isnan(idx), -1, idx).astype(np.int64) if idx.dtype.kind == "f" else idx.astype(np.int64)
-    idx[is_root] = -1
-    return idx, is_root
+    return idx, is_root  # no parent path (null): -1
+
+
+class PathSort:
+    """Row numbers (``rows``, default all) ordered by path bytes, sorted only as far as asked
+    (:func:`~pipelines.zookeeper.kernels.sort_strings_until`): the first rows can be
+    written while the rest is still being sorted."""
+
+    def __init__(self, paths, rows: np.ndarray | None = None):
+        from pipelines.zookeeper.native import kernels as native
+
+        self._kernels = native()
+        self._paths = Spans.of(paths)
+        n = len(self._paths) if rows is None else len(rows)
+        self.order = np.arange(n, dtype=np.int64) if rows is None else rows.astype(np.int64)
+        self._scratch = (np.empty(n, np.uint64), np.empty(n, np.int64), np.empty(n, np.uint64))
+        self._stack = self._kernels.sort_stack(n)
+        self._top = 1 if n > 1 else 0
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def head(self, stop: int) -> np.ndarray:
+        """``order[:stop]``, sorted (and final) from here on."""
+        if self._top and self._stack[self._top - 1, 0] < stop:
+            p = self._paths
+            self._top = self._kernels.sort_strings_until(p.values, p.starts, p.lengths, self.order, *self._scratch,
+                                                         self._stack, self._top, stop)
+        return self.order[:stop]
 
 
 @dataclass
 class PathOrder:
-    """Rows in path order, not yet gathered: ``table`` (no ``source`` column) taken in
-    ``order``. A writer gathers one batch while the previous one is being written."""
+    """``raw/znodes`` rows in path order, not gathered yet: ``paths``, ``data`` and the
+    persisted ``stats`` (numpy columns or :class:`StatRecords`) of the nodes, taken in the
+    order of ``sort``. A writer gathers (and sorts) one batch while the previous one is
+    being written."""
 
-    table: pa.Table
-    order: np.ndarray
+    paths: Spans
+    data: Spans
+    stats: dict[str, np.ndarray] | StatRecords
+    num_children: np.ndarray
+    sort: PathSort
     source: str
 
     @property
     def num_rows(self) -> int:
-        return len(self.order)
+        return len(self.sort)
 
     def take(self, start: int = 0, stop: int | None = None) -> pa.Table:
-        """Rows ``start:stop`` of the sorted ``raw/znodes`` rows."""
-        t = take_rows(self.table, self.order[start:stop])
-        return t.add_column(0, pa.field("source", pa.string()), _constant(self.source, t.num_rows))
+        """Rows ``start:stop`` of the sorted ``raw/znodes`` rows: the client's view of them."""
+        stop = self.num_rows if stop is None else min(stop, self.num_rows)
+        order = self.sort.head(stop)[start:]
+        stat = _take_stats(self.stats, order)
+        children = self.num_children[order]
+        ts = pa.timestamp("ms", tz="UTC")
+        return pa.Table.from_arrays(
+            [
+                _constant(self.source, len(order)),
+                self.paths.take(order, pa.large_string()),
+                self.data.take(order, pa.large_binary()),
+                _arrow(stat["czxid"], pa.int64()),
+                _arrow(stat["mzxid"], pa.int64()),
+                _arrow(stat["pzxid"], pa.int64()),
+                _arrow(stat["ctime"], ts),
+                _arrow(stat["mtime"], ts),
+                _arrow(stat["version"], pa.int32()),
+                _arrow(2 * stat["cversion"].astype(np.int64) - children, pa.int32()),
+                _arrow(stat["aversion"], pa.int32()),
+                _arrow(client_owner(stat["ephemeral_owner"]), pa.int64()),
+                _arrow(np.maximum(self.data.lengths[order], 0), pa.int32()),
+                _arrow(children, pa.int32()),
+            ],
+            names=RAW_ZNODES.names,
+        )
 
 
-def client_rows(paths: pa.Array, data: pa.Array, stats: dict[str, np.ndarray], *, source: str, chroot: str | None = None):
+def client_rows(paths, data, stats, *, source: str, chroot: str | None = None):
     """Persisted nodes (snapshot-form paths, persisted stat) -> ``raw/znodes`` rows sorted by
     path. Returns (table, orphans) where orphans are row numbers whose parent is missing."""
     rows, orphans = client_order(paths, data, stats, source=source, chroot=chroot)
     return rows.take(), orphans
 
 
-def client_order(paths: pa.Array, data: pa.Array, stats: dict[str, np.ndarray], *, source: str,
-                 chroot: str | None = None) -> tuple[PathOrder, np.ndarray]:
-    """:func:`client_rows` as a :class:`PathOrder` (sorted, not gathered yet).
+def client_order(paths, data, stats, *, source: str, chroot: str | None = None) -> tuple[PathOrder, np.ndarray]:
+    """:func:`client_rows` as a :class:`PathOrder` (sorted, not gathered yet); ``paths`` and
+    ``data`` are Arrow arrays or :class:`Spans`, ``stats`` numpy columns or
+    :class:`StatRecords`.
 
     Columns are built from numpy buffers directly: ``pa.array(ndarray)`` and Python scalars
     make pyarrow import pandas (~0.4 s of a short ``kaudit extract zk-snapshot``)."""
+    paths, data = Spans.of(paths), Spans.of(data)
     n = len(paths)
     parent, is_root = parent_index(paths)
     orphans = np.nonzero((parent < 0) & ~is_root)[0]
     num_children = np.bincount(parent[parent >= 0], minlength=n).astype(np.int32) if n else np.zeros(0, np.int32)
-    cversion = (2 * stats["cversion"].astype(np.int64) - num_children).astype(np.int32)
-    data = data.cast(pa.large_binary())
-    offsets, _, valid = _buffers(data)
-    lengths = np.diff(offsets).astype(np.int32)
-    if valid is not None:
-        lengths[~valid] = 0
-    ts = pa.timestamp("ms", tz="UTC")
-    table = pa.Table.from_arrays(
-        [
-            _root_as_slash(paths.cast(pa.large_string()), is_root),
-            data,
-            _arrow(stats["czxid"], pa.int64()),
-            _arrow(stats["mzxid"], pa.int64()),
-            _arrow(stats["pzxid"], pa.int64()),
-            _arrow(stats["ctime"], ts),
-            _arrow(stats["mtime"], ts),
-            _arrow(stats["version"], pa.int32()),
-            _arrow(cversion, pa.int32()),
-            _arrow(stats["aversion"], pa.int32()),
-            _arrow(client_owner(stats["ephemeral_owner"]), pa.int64()),
-            _arrow(lengths, pa.int32()),
-            _arrow(num_children, pa.int32()),
-        ],
-        names=["path", "data", "czxid", "mzxid", "pzxid", "ctime", "mtime", "version", "cversion", "aversion",
-               "ephemeral_owner", "data_length", "num_children"],
-    )
-    table, order = finish(table, chroot)  # the constant source column is added per batch
-    return PathOrder(table, order, source), orphans
+    paths, rows = finish(_root_as_slash(paths, is_root), chroot)
+    return PathOrder(paths, data, stats, num_children, PathSort(paths, rows), source), orphans
 
 
 def _arrow(values: np.ndarray, typ: pa.DataType) -> pa.Array:
@@ -154,37 +254,39 @@ def _constant(text: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
-def _root_as_slash(paths: pa.Array, is_root: np.ndarray) -> pa.Array:
-    """The root's snapshot-form path "" as the client sees it: "/"."""
+def _root_as_slash(paths: Spans, is_root: np.ndarray) -> Spans:
+    """The root's snapshot-form path "" as the client sees it: "/" (the first byte of
+    another path)."""
     roots = np.flatnonzero(is_root)
     if not len(roots):
         return paths
-    offsets, values, _ = _buffers(paths)
-    shift = np.zeros(len(offsets), np.int64)
-    shift[roots + 1] = 1
-    out_offsets = offsets + np.cumsum(shift)
-    out = np.insert(values[: offsets[-1]], offsets[roots], ord("/")).astype(np.uint8, copy=False)
-    return pa.Array.from_buffers(pa.large_string(), len(paths), [None, pa.py_buffer(out_offsets), pa.py_buffer(out)])
+    values, starts, lengths = paths.values, paths.starts.copy(), paths.lengths.copy()
+    other = int(np.argmax(lengths > 0))
+    if lengths[other] > 0 and values[starts[other]] == ord("/"):
+        starts[roots] = starts[other]
+    else:  # no path to borrow a "/" from
+        values = np.append(values, np.uint8(ord("/")))
+        starts[roots] = len(values) - 1
+    lengths[roots] = 1
+    return Spans(values, starts, lengths)
 
 
-def finish(table: pa.Table, chroot: str | None) -> tuple[pa.Table, np.ndarray]:
-    """Drop the ``/zookeeper`` subtree (no chroot) or re-root below ``chroot``: (table, the
-    order of its rows by path)."""
-    root = normalize_chroot(chroot)
-    path = table["path"]
-    if root:
-        keep = pc.or_(pc.equal(path, root), pc.starts_with(path, root + "/"))
-        table = table.filter(keep)
-        rel = pc.utf8_slice_codeunits(table["path"], start=len(root))  # code points, like len()
-        rel = pc.if_else(pc.equal(rel, ""), pa.scalar("/", rel.type), rel)
-        table = table.set_column(table.schema.get_field_index("path"), "path", rel)
-        return table, path_order(table["path"])
+def finish(paths: Spans, chroot: str | None) -> tuple[Spans, np.ndarray]:
+    """Client paths (``/`` for the root) -> (the paths under ``chroot``, relative to it,
+    and their rows), or without one, (the paths, the rows outside ``/zookeeper``)."""
     from pipelines.zookeeper.native import kernels as native
 
-    offsets, values, _ = _buffers(_array(path).cast(pa.large_string()))
-    system = native().subtree_mask(offsets, values, np.frombuffer(SYSTEM_ROOT.encode(), np.uint8))
-    rows = np.flatnonzero(~system)  # filtered and sorted in one take
-    return table, path_order(path, rows)
+    root = normalize_chroot(chroot)
+    prefix = np.frombuffer((root or SYSTEM_ROOT).encode(), np.uint8)
+    inside = native().subtree_mask(paths.values, paths.starts, paths.lengths, prefix)
+    if not root:
+        return paths, np.flatnonzero(~inside)
+    rows = np.flatnonzero(inside)
+    rel = paths.rebased(rows, len(prefix))
+    top = rows[rel.lengths[rows] == 0]  # the chroot node itself: "/", its own first byte
+    rel.starts[top] -= len(prefix)
+    rel.lengths[top] = 1
+    return rel, rows
 
 
 def sort_by_path(table: pa.Table) -> pa.Table:
@@ -196,12 +298,9 @@ def path_order(paths, rows: np.ndarray | None = None) -> np.ndarray:
     strings orders them (a numba MSD sort: no Python per row)."""
     from pipelines.zookeeper.native import kernels as native
 
-    kernels = native()
-
-    offsets, values, _ = _buffers(_array(paths).cast(pa.large_string()))
-    if rows is None:
-        rows = np.arange(len(offsets) - 1, dtype=np.int64)
-    return kernels.sort_strings(offsets, values, rows.astype(np.int64))
+    paths = Spans.of(paths)
+    rows = np.arange(len(paths), dtype=np.int64) if rows is None else rows.astype(np.int64)
+    return native().sort_strings(paths.values, paths.starts, paths.lengths, rows)
 
 
 def take_rows(table: pa.Table, order: np.ndarray) -> pa.Table:
@@ -211,10 +310,10 @@ def take_rows(table: pa.Table, order: np.ndarray) -> pa.Table:
     for field in table.schema:
         col = _array(table[field.name])
         if pa.types.is_large_string(field.type) or pa.types.is_large_binary(field.type):
-            cols.append(_take_binary(col, order))
+            cols.append(Spans.of(col).take(order, field.type))
         elif pa.types.is_string(field.type) or pa.types.is_binary(field.type):
             wide = pa.large_string() if pa.types.is_string(field.type) else pa.large_binary()
-            cols.append(_take_binary(col.cast(wide), order).cast(field.type))
+            cols.append(Spans.of(col).take(order, wide).cast(field.type))
         elif col.null_count == 0 and _width(field.type) in (1, 2, 4, 8):
             width = _width(field.type)
             values = np.frombuffer(col.buffers()[1], f"u{width}", len(col), col.offset * width) if len(col) else \
@@ -232,30 +331,6 @@ def _width(typ: pa.DataType) -> int:
     except ValueError:
         return 0
     return bits // 8 if bits % 8 == 0 and not pa.types.is_decimal(typ) else 0
-
-
-def _take_binary(arr: pa.Array, order: np.ndarray) -> pa.Array:
-    from pipelines.zookeeper.native import kernels as native
-
-    kernels = native()
-
-    offsets, values, valid = _buffers(arr)
-    lens = np.diff(offsets)
-    if valid is not None:
-        lens = np.where(valid, lens, -1)
-    lens = lens[order]
-    sizes = np.maximum(lens, 0)
-    out_offsets = np.zeros(len(order) + 1, np.int64)
-    np.cumsum(sizes, out=out_offsets[1:])
-    out = np.empty(int(out_offsets[-1]), np.uint8)
-    kernels.gather(values, offsets[:-1][order], lens, out_offsets, out)
-    bitmap, nulls = None, 0
-    if valid is not None:
-        ok = valid[order]
-        nulls = int(len(ok) - np.count_nonzero(ok))
-        bitmap = pa.py_buffer(np.packbits(ok, bitorder="little")) if nulls else None
-    return pa.Array.from_buffers(arr.type, len(order), [bitmap, pa.py_buffer(out_offsets), pa.py_buffer(out)],
-                                 null_count=nulls)
 
 
 def _array(col) -> pa.Array:

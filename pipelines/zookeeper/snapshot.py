@@ -21,9 +21,11 @@ snappy block)*); the compression is recognised from the first bytes.
 from __future__ import annotations
 
 import gzip
+import mmap
 import re
 import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +42,7 @@ from pipelines.zookeeper.errors import (
 )
 from pipelines.zookeeper.jute import FILE_HEADER, Reader
 from pipelines.zookeeper.native import kernels
+from pipelines.zookeeper.rows import PERSISTED_STAT, Spans, StatRecords
 
 SNAP_MAGIC = b"ZKSN"
 SNAP_VERSION = 2
@@ -64,46 +67,45 @@ class ZxidDigest:
 @dataclass
 class NodeColumns:
     """Node records as columns over the snapshot bytes (``buf``): offsets/lengths of paths
-    and data, the persisted stat, and each node's digest."""
+    and data, offsets of the persisted stats, and each node's digest. The stat fields
+    (``czxid``, ``mzxid``, ... :data:`~pipelines.zookeeper.rows.PERSISTED_STAT`) are decoded
+    on first use."""
 
     buf: np.ndarray
     path_off: np.ndarray
     path_len: np.ndarray
     data_off: np.ndarray
     data_len: np.ndarray
-    acl: np.ndarray
-    czxid: np.ndarray
-    mzxid: np.ndarray
-    ctime: np.ndarray
-    mtime: np.ndarray
-    version: np.ndarray
-    cversion: np.ndarray
-    aversion: np.ndarray
-    ephemeral_owner: np.ndarray
-    pzxid: np.ndarray
+    stat_off: np.ndarray
     digest: np.ndarray
 
     def __len__(self) -> int:
         return int(self.path_off.shape[0])
 
-    def _binary(self, offs: np.ndarray, lens: np.ndarray, typ: pa.DataType) -> pa.Array:
-        sizes = np.maximum(lens, 0).astype(np.int64)
-        out_offsets = np.zeros(len(sizes) + 1, np.int64)
-        np.cumsum(sizes, out=out_offsets[1:])
-        values = np.empty(int(out_offsets[-1]), np.uint8)
-        kernels().gather(self.buf, offs, lens.astype(np.int64), out_offsets, values)
-        valid = lens >= 0
-        nulls = int(len(lens) - np.count_nonzero(valid))
-        bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-        return pa.Array.from_buffers(
-            typ, len(lens), [bitmap, pa.py_buffer(out_offsets), pa.py_buffer(values)], null_count=nulls
-        )
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name in PERSISTED_STAT:
+            return self.stat_columns[name]
+        raise AttributeError(name)
+
+    @cached_property
+    def stat_columns(self) -> dict[str, np.ndarray]:
+        return self.stat_records().take()
+
+    def stat_records(self) -> StatRecords:
+        return StatRecords(self.buf, self.stat_off)
+
+    def path_spans(self) -> Spans:
+        """The paths as ranges of the snapshot bytes (no copy)."""
+        return Spans(self.buf, self.path_off, self.path_len)
+
+    def data_spans(self) -> Spans:
+        return Spans(self.buf, self.data_off, self.data_len)
 
     def paths(self) -> pa.Array:
-        return self._binary(self.path_off, self.path_len, pa.large_string())
+        return self.path_spans().take(None, pa.large_string())
 
     def data(self) -> pa.Array:
-        return self._binary(self.data_off, self.data_len, pa.large_binary())
+        return self.data_spans().take(None, pa.large_binary())
 
 
 @dataclass
@@ -139,21 +141,31 @@ class Snapshot:
         return max(known)
 
 
-def read_bytes(path: Path) -> tuple[bytes, str]:
-    """The snapshot's uncompressed bytes and the compression it had."""
+def read_bytes(path: Path) -> tuple[bytes | mmap.mmap, str]:
+    """The snapshot's uncompressed bytes and the compression it had. An uncompressed file is
+    mapped read-only, not copied (ZooKeeper never rewrites a snapshot in place)."""
     file = str(path)
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            raw = _mapped(f)
     except OSError as err:
         raise ZkFormatError(file, 0, f"cannot read: {err.strerror or err}") from None
-    if raw.startswith(GZIP_MAGIC):
+    if raw[: len(GZIP_MAGIC)] == GZIP_MAGIC:
         try:
             return gzip.decompress(raw), "gzip"
         except (OSError, EOFError, zlib.error) as err:
             raise Truncated(file, 0, f"corrupt or truncated gzip stream: {err}") from None
-    if raw.startswith(SNAPPY_MAGIC):
+    if raw[: len(SNAPPY_MAGIC)] == SNAPPY_MAGIC:
         return _unsnappy(raw, file), "snappy"
     return raw, "none"
+
+
+def _mapped(f) -> bytes | mmap.mmap:
+    """The file mapped read-only, or read when it cannot be mapped (empty, a pipe, ...)."""
+    try:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return f.read()
 
 
 def _unsnappy(raw: bytes, file: str) -> bytes:

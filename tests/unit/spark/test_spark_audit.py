@@ -70,7 +70,8 @@ def test_each_status_and_precedence(spark):
 
 def test_range_lookup_audit_equals_the_full_join(spark):
     """range_audit + unowned (the build's path for ZooKeeper range groups) give exactly the
-    rows of the general audit on random groups with every kind of fault, both layouts."""
+    rows of the general audit on random groups with every kind of fault, both layouts, dense
+    topics (partitions 0..P-1) and a sparse one (partitions 0, 2, 5: ranked by lookup)."""
     import random
 
     from pyspark.sql import functions as F
@@ -82,15 +83,16 @@ def test_range_lookup_audit_equals_the_full_join(spark):
     topics = {f"t{i}": rnd.randint(1, 9) for i in range(4)}
     parts = [(t, p, None) for t, n in topics.items() for p in range(n)]
     parts += [("old", p, b) for b in (1, 2) for p in range(rnd.randint(1, 4))]
+    parts += [("gaps", p, None) for p in (0, 2, 5)]
     regs, owners = [], []
     for g in range(12):
         group = f"g{g}"
         consumers = [f"{group}_c{c}" for c in range(rnd.randint(1, 4))]
         for c in consumers:
-            for t in rnd.sample([*topics, "old", "ghost_topic"], rnd.randint(1, 3)):
+            for t in rnd.sample([*topics, "old", "gaps", "ghost_topic"], rnd.randint(1, 3)):
                 regs.append((group, c, t, rnd.randint(1, 3)))
         threads = [f"{c}-{n}" for c in consumers for n in range(3)] + ["stranger-0"]
-        for t, p, b in parts + [("t0", 50, None), ("nobody_reads", 0, None)]:
+        for t, p, b in parts + [("t0", 50, None), ("t1", -1, None), ("t1", 0, 3), ("gaps", 1, None), ("nobody_reads", 0, None)]:
             if rnd.random() < 0.8:
                 owners.append((Z, group, t, p, b, rnd.choice(threads)))
     registrations = spark.createDataFrame(regs, "group_id string, consumer_id string, topic string, streams int")

@@ -128,3 +128,80 @@ def test_live_rows_win_over_snapshot_rows_and_snapshot_alone_is_used(warehouse):
     assert sources("both") == "live"
     assert sources("snap") == "snapshot"
     assert row_group_bounds(warehouse, "raw/znodes", "none", "source") == set()
+
+
+# (znode name, partition, broker_id, canonical): anything but the decimal Kafka writes is not
+# a partition name (a second znode for the same key, or garbage)
+PARTITION_NAMES = [
+    ("0", 0, None, True),
+    ("17", 17, None, True),
+    ("2147483647", 2147483647, None, True),
+    ("2-0", 0, 2, True),
+    ("10-11", 11, 10, True),
+    ("01", 1, None, False),
+    ("1-01", 1, 1, False),
+    ("01-1", 1, 1, False),
+    ("-1", 1, None, False),
+    ("+1", 1, None, False),
+    (" 1", 1, None, False),
+    ("1 ", 1, None, False),
+    ("1--2", 2, 1, False),
+    ("1-2-3", 3, 1, False),
+    ("1-", None, 1, False),
+    ("2147483648", None, None, False),
+    ("1.0", None, None, False),
+    ("1e3", None, None, False),
+    ("zz", None, None, False),
+    ("\u0663", None, None, False),
+]
+
+
+def test_partition_child_names_are_canonical_decimals(spark):
+    from pyspark.sql import functions as F
+
+    names = spark.createDataFrame([(n,) for n, *_ in PARTITION_NAMES], "name string")
+    part, broker, ok = registry._partition_name(F.col("name"))
+    got = {r.name: r.ok for r in names.select("name", ok.alias("ok")).collect()}
+    assert got == {n: canonical for n, _, _, canonical in PARTITION_NAMES}
+    good = names.select("name", part.alias("p"), broker.alias("b")).where(ok).collect()
+    assert {(r.name, r.p, r.b) for r in good} == {(n, p, b) for n, p, b, c in PARTITION_NAMES if c}
+
+
+def test_partition_child_paths(spark):
+    paths = {
+        "/consumers/g/owners/t/0": "owners",
+        "/consumers/g.x-1/offsets/my.topic/2-0": "offsets",
+        "/consumers/g/owners/t": None,
+        "/consumers/g/owners/t/0/extra": None,
+        "/consumers/g/owners//0": None,
+        "/consumers//owners/t/0": None,
+        "/consumers/g/owners/t/": None,
+        "/consumers/g/ids/t/0": None,
+        "/consumers/g/ownersx/t/0": None,
+        "/other/g/owners/t/0": None,
+        "/consumers": None,
+    }
+    df = spark.createDataFrame([(p,) for p in paths], "path string")
+    got = {r.path: r.kind for r in df.select("path", registry.partition_child_kind().alias("kind")).collect()}
+    assert got == paths
+
+
+def test_small_remainder_keeps_what_the_small_parsers_read(spark, znodes):
+    """Groups named like the bulk kinds: their registrations stay in the small remainder,
+    their owners do not, and the hints over-count rather than miss."""
+    from pyspark.sql import functions as F
+
+    tree = {
+        "/consumers/owners/ids/c1": json.dumps({"version": 1, "subscription": {"t": 1}, "pattern": "static"}),
+        "/consumers/offsets/ids/c2": json.dumps({"version": 1, "subscription": {"t": 1}, "pattern": "static"}),
+        "/consumers/owners/owners/t/0": "c1-0",
+        "/consumers/g/offsets/t/0": "5",
+        "/brokers/ids/1": json.dumps({"host": "h", "port": 1}),
+    }
+    z = registry.select_source(znodes(tree, "live"), "live")
+    small = {r.path for r in z.where(registry.is_small()).collect()}
+    assert small == {"/consumers/owners/ids/c1", "/consumers/offsets/ids/c2", "/brokers/ids/1"}
+    regs = registry.good(registry.parse_registrations(z.where(registry.is_small()).transform(registry.with_path_parts)))
+    assert {(r.group_id, r.consumer_id) for r in regs.collect()} == {("owners", "c1"), ("offsets", "c2")}
+    hints = z.select(*[F.sum(registry.may_be_partition_child(k).cast("int")).alias(k) for k in ("owners", "offsets")])
+    assert hints.first().asDict() == {"owners": 2, "offsets": 2}

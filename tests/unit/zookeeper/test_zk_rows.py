@@ -63,6 +63,52 @@ def test_orphans_are_reported():
     assert orphans.tolist() == [len(NODES)]
 
 
+def test_a_tree_of_only_the_root():
+    rows, orphans = _rows(nodes=NODES[:1])
+    assert rows["path"].to_pylist() == ["/"] and len(orphans) == 0
+
+
+def test_snapshot_spans_give_the_rows_of_decoded_columns(real_fixtures):
+    """Rows taken straight from the snapshot bytes (path/data spans, stat records decoded per
+    batch) equal the rows of the same nodes as Arrow arrays and numpy columns, with and
+    without a chroot, batch by batch."""
+    from pipelines.zookeeper.rows import PERSISTED_STAT, client_order
+    from pipelines.zookeeper.snapshot import parse
+
+    nodes = parse(real_fixtures / "zookeeper/invalidsnap/version-2/snapshot.272").nodes
+    columns = {name: getattr(nodes, name).copy() for name in PERSISTED_STAT}
+    for chroot in (None, "/1"):
+        spans, orphans = client_order(nodes.path_spans(), nodes.data_spans(), nodes.stat_records(),
+                                      source="snapshot", chroot=chroot)
+        plain, _ = client_rows(nodes.paths(), nodes.data(), columns, source="snapshot", chroot=chroot)
+        assert len(orphans) == 0 and plain.num_rows > 10
+        batches = [spans.take(start, start + 7) for start in range(0, spans.num_rows, 7)]
+        assert pa.concat_tables(batches).equals(plain)
+        assert plain["path"].to_pylist() == sorted(plain["path"].to_pylist())
+
+
+def test_path_sort_resumes_batch_by_batch():
+    """The path sort stops as soon as the rows asked for are final and resumes from there:
+    groups of every size (insertion and radix sorted), long shared prefixes, prefixes of
+    other paths, bytes below '/'."""
+    from pipelines.zookeeper.rows import PathSort
+
+    rng = np.random.default_rng(11)
+    names = [f"/brokers/topics/t{rng.integers(0, 40)}/partitions/{rng.integers(0, 3000)}" for _ in range(3000)]
+    names += [f"/c/{'x' * int(rng.integers(0, 20))}{rng.choice(['', '-', '.', '/'])}" for _ in range(500)]
+    names += ["".join(rng.choice(list("/ab-.é"), int(rng.integers(1, 12)))) for _ in range(500)]
+    paths = pa.array(names, pa.large_string())
+    expected = sorted(name.encode() for name in names)
+    sort = PathSort(paths)
+    done = 0
+    for step in rng.integers(1, 400, 100):
+        head = sort.head(done + int(step))
+        assert [paths[int(i)].as_py().encode() for i in head] == expected[: len(head)]
+        done = len(head)
+    assert [names[i].encode() for i in sort.head(len(names))] == expected
+    assert sorted(sort.order.tolist()) == list(range(len(names)))
+
+
 def test_live_options():
     assert parse_auth("digest:user:pa:ss") == [("digest", "user:pa:ss")]
     assert parse_auth(None) == []

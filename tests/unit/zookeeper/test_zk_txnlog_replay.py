@@ -214,6 +214,14 @@ def test_single_file_errors_and_digest_36(real_fixtures, tmp_path):
     meta = extract_snapshot(ctx, path=real_fixtures / "zookeeper/digest-3.6", at_zxid=None)
     assert meta["digest_verified"] is True and meta["txn_digests_checked"] == 1
     assert meta["txn_digest_mismatches"] == 0
+    # Parquet dictionaries only where values repeat (paths, data and zxids are unique)
+    import pyarrow.parquet as pq
+
+    (part,) = ctx.warehouse.partition_dir("raw/znodes", "r1").glob("*.parquet")
+    chunks = pq.ParquetFile(part).metadata.row_group(0)
+    dictionary = {chunks.column(i).path_in_schema for i in range(chunks.num_columns)
+                  if chunks.column(i).dictionary_page_offset is not None}
+    assert dictionary == {"source"}
 
 
 def test_empty_data_dir_gives_empty_tables(tmp_path):
