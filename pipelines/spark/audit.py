@@ -111,11 +111,7 @@ def range_audit(observed: DataFrame, plan: DataFrame, sparse: DataFrame, registe
         .join(F.broadcast(ranks), ["_rt", "partition", "_b"], "left")
         .withColumn("_j", F.coalesce(F.when(in_dense, part), F.col("_rj")))
         .select(
-            "source",
-            "group_id",
-            "topic",
-            "partition",
-            "broker_id",
+            *OUT[:5],  # source .. broker_id
             "owner",
             F.array("owner").alias("observed_owners"),
             F.col("_j").isNotNull().alias("_known"),
