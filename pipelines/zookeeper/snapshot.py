@@ -25,7 +25,6 @@ import mmap
 import re
 import zlib
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +41,7 @@ from pipelines.zookeeper.errors import (
 )
 from pipelines.zookeeper.jute import FILE_HEADER, Reader
 from pipelines.zookeeper.native import kernels
-from pipelines.zookeeper.rows import PERSISTED_STAT, Spans, StatRecords
+from pipelines.zookeeper.rows import Spans, StatRecords
 
 SNAP_MAGIC = b"ZKSN"
 SNAP_VERSION = 2
@@ -68,8 +67,7 @@ class ZxidDigest:
 class NodeColumns:
     """Node records as columns over the snapshot bytes (``buf``): offsets/lengths of paths
     and data, offsets of the persisted stats, and each node's digest. The stat fields
-    (``czxid``, ``mzxid``, ... :data:`~pipelines.zookeeper.rows.PERSISTED_STAT`) are decoded
-    on first use."""
+    (:data:`~pipelines.zookeeper.rows.PERSISTED_STAT`) are decoded by :meth:`stats`."""
 
     buf: np.ndarray
     path_off: np.ndarray
@@ -82,13 +80,8 @@ class NodeColumns:
     def __len__(self) -> int:
         return int(self.path_off.shape[0])
 
-    def __getattr__(self, name: str) -> np.ndarray:
-        if name in PERSISTED_STAT:
-            return self.stat_columns[name]
-        raise AttributeError(name)
-
-    @cached_property
-    def stat_columns(self) -> dict[str, np.ndarray]:
+    def stats(self) -> dict[str, np.ndarray]:
+        """The persisted stat columns, decoded."""
         return self.stat_records().take()
 
     def stat_records(self) -> StatRecords:
@@ -125,10 +118,10 @@ class Snapshot:
 
     @property
     def max_node_zxid(self) -> int:
-        n = self.nodes
-        if len(n) == 0:
+        if len(self.nodes) == 0:
             return 0
-        return int(max(n.czxid.max(), n.mzxid.max(), n.pzxid.max()))
+        st = self.nodes.stats()
+        return int(max(st["czxid"].max(), st["mzxid"].max(), st["pzxid"].max()))
 
     @property
     def consistent_at_or_after(self) -> int:

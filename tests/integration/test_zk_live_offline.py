@@ -285,18 +285,18 @@ def test_snapshot_agrees_with_snapshotformatter(cluster):
     ours = parse(snap_file)
     count, theirs = _formatter(snap_file)
     paths = ours.nodes.paths().to_pylist()
-    n = ours.nodes
+    n = ours.nodes.stats()
     assert len(paths) > 100
     assert count == len(paths) + 1  # its count includes the root's "/" alias
     assert set(theirs) == {p or "/" for p in paths}
     for i, p in enumerate(paths):
         f = theirs[p or "/"]
-        ctime = n.ctime[i]
+        ctime = n["ctime"][i]
         expect = {
-            "cZxid": f"0x{int(n.czxid[i]):014x}", "mZxid": f"0x{int(n.mzxid[i]):014x}",
-            "pZxid": f"0x{int(n.pzxid[i]):014x}", "cversion": str(n.cversion[i]),
-            "dataVersion": str(n.version[i]), "aclVersion": str(n.aversion[i]),
-            "ephemeralOwner": f"0x{int(n.ephemeral_owner[i]) & (2**64 - 1):014x}",
+            "cZxid": f"0x{int(n['czxid'][i]):014x}", "mZxid": f"0x{int(n['mzxid'][i]):014x}",
+            "pZxid": f"0x{int(n['pzxid'][i]):014x}", "cversion": str(n["cversion"][i]),
+            "dataVersion": str(n["version"][i]), "aclVersion": str(n["aversion"][i]),
+            "ephemeralOwner": f"0x{int(n['ephemeral_owner'][i]) & (2**64 - 1):014x}",
             "ctime": pa.scalar(int(ctime), pa.timestamp("ms", tz="UTC")).as_py()
             .astimezone(timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y"),
         }

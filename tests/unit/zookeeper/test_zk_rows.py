@@ -72,11 +72,11 @@ def test_snapshot_spans_give_the_rows_of_decoded_columns(real_fixtures):
     """Rows taken straight from the snapshot bytes (path/data spans, stat records decoded per
     batch) equal the rows of the same nodes as Arrow arrays and numpy columns, with and
     without a chroot, batch by batch."""
-    from pipelines.zookeeper.rows import PERSISTED_STAT, client_order
+    from pipelines.zookeeper.rows import client_order
     from pipelines.zookeeper.snapshot import parse
 
     nodes = parse(real_fixtures / "zookeeper/invalidsnap/version-2/snapshot.272").nodes
-    columns = {name: getattr(nodes, name).copy() for name in PERSISTED_STAT}
+    columns = nodes.stats()
     for chroot in (None, "/1"):
         spans, orphans = client_order(nodes.path_spans(), nodes.data_spans(), nodes.stat_records(),
                                       source="snapshot", chroot=chroot)
