@@ -1,35 +1,39 @@
 """``kaudit build``'s Spark part: every ``core/*`` table of one run, in one transaction.
 
 Order and cost (the owners, offsets and expected rows are as many as the cluster has
-partitions times groups; everything else is small):
+partitions times groups; everything else is small). Three chains of jobs run side by side
+(:mod:`pipelines.spark.concurrent`), so the long scans fill the cores the short jobs leave:
 
-1. registry: the owners and offsets znodes are parsed straight from ``raw/znodes`` (one
-   scan each); the remaining znodes are cached and every other parser reads them. A parser
-   counts its malformed rows while its table is written; only when there are some is the
-   parse repeated to collect them for ``raw/quarantine``.
-2. expected assignment: range groups from the small range tables (a dense topic's partitions
-   generated from its count, a sparse topic's joined from its broadcast ranks); round-robin
-   ZooKeeper groups and Kafka groups by their general functions.
-3. audit: ZooKeeper range groups by lookup (``audit.range_audit``), the rest with the general
-   full outer join (``audit.audit``); the unowned partitions of range groups are looked for
-   only when fewer observed rows matched an expected key than there are expected rows.
+1. scans: ``core/partition_owners`` and ``core/zk_offsets``, each parsed straight from
+   ``raw/znodes`` (one scan each).
+2. main: the small registry tables from the small remainder of the znodes (cached by the
+   first of them); then the range plan and ranks of the ZooKeeper groups.
+3. expected: ``core/expected_assignment`` from the plan (a dense topic's partitions generated
+   from its count, a sparse topic's joined from its broadcast ranks); round-robin ZooKeeper
+   groups and Kafka groups by their general functions.
+4. main, once the owners are written: the audit, ZooKeeper range groups by lookup
+   (``audit.range_audit``), the rest with the general full outer join (``audit.audit``); the
+   unowned partitions of range groups are looked for only when fewer observed rows matched
+   an expected key than there are expected rows.
 
-Registry quarantine rows go to ``raw/quarantine`` as ``part-build_core.parquet``. Nothing is
-visible until the transaction publishes all tables together.
+A parser counts its malformed rows while its table is written; only when there are some is
+the parse repeated to collect them for ``raw/quarantine`` (``part-build_core.parquet``).
+Nothing is visible until the transaction publishes all tables together; a failure in any
+chain cancels the others' jobs and rolls the transaction back.
 """
 
 from __future__ import annotations
 
 import functools
 
-import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
 from pipelines.spark import assignment_kafka, assignment_zk, registry
 from pipelines.spark.audit import audit, range_audit, unowned
+from pipelines.spark.concurrent import Concurrent
 from pipelines.spark.io import (
     observe,
     raw_rows,
@@ -64,30 +68,23 @@ def _write_parsed(tx, parsers: dict, znodes: DataFrame, advance) -> list[DataFra
     return bad
 
 
-def _small_remainder(znodes: DataFrame) -> tuple[DataFrame, Observation]:
-    """The znodes of the small tables (cached by the first action on them) and, counted in
-    the same pass, the znodes that may be owners or offsets (a kind with none is not scanned)."""
-    scanned, bulk = observe(
-        znodes, **{k: F.sum(registry.may_be_partition_child(k).cast("long")) for k in registry.BULK_KINDS.values()}
-    )
-    small = scanned.where(registry.is_small()).transform(registry.with_path_parts)
-    return small.persist(StorageLevel.MEMORY_AND_DISK), bulk
+def _small_registry(tx, znodes: DataFrame, advance) -> list[DataFrame]:
+    """Writes the small registry tables from the small remainder of ``znodes`` (cached by the
+    first of them); returns their quarantine frames."""
+    small = znodes.where(registry.is_small()).transform(registry.with_path_parts)
+    small.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _write_parsed(tx, registry.SMALL_PARSERS, small, advance)
+    finally:
+        small.unpersist()
 
 
-def _registry(tx, znodes: DataFrame, advance) -> pa.Table:
-    """Writes the registry tables; returns their quarantine rows. The first small table fills
-    the cache of the small remainder and counts the bulk; a bulk kind the run has none of is
-    an empty table, not a scan."""
-    small, bulk = _small_remainder(znodes)
-    bad = _write_parsed(tx, registry.SMALL_PARSERS, small, advance)
-    present = {t: p for t, p in registry.BULK_PARSERS.items() if bulk.get[registry.BULK_KINDS[t]]}
-    for table in registry.BULK_PARSERS.keys() - present.keys():
-        tx.writer(table)
-        advance()
-    bad += _write_parsed(tx, present, znodes, advance)
-    rows = _union(bad).toArrow() if bad else RAW_QUARANTINE.empty_table()
-    small.unpersist()
-    return rows
+def _write_expected(tx, frames: list[DataFrame], advance) -> int:
+    """Writes ``core/expected_assignment``; returns the rows of the first frame (range groups)."""
+    counting, counted = observe(frames[0], rows=F.count(F.lit(1)))
+    write_staged(tx, "core/expected_assignment", _union([counting] + frames[1:]))
+    advance()
+    return counted.get["rows"]
 
 
 def _kafka_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> dict[str, DataFrame]:
@@ -128,35 +125,37 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
     assignment_zk.check_assignors(assignors)
     spark = ctx.spark()
     wh, run_id = ctx.warehouse, ctx.run_id
-    with wh.transaction(run_id, step=STEP) as tx, ctx.progress() as progress:
+    with wh.transaction(run_id, step=STEP) as tx, ctx.progress() as progress, Concurrent(spark) as side:
         task = progress.add_task("build core tables", total=len(CORE))
         advance = functools.partial(progress.advance, task)
 
-        quarantined = _registry(tx, _znodes(spark, ctx), advance)
-        tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)
-        tx.writer("raw/quarantine")  # an empty file replaces an earlier build's rows
+        # the scans of every znode for owners and offsets run next to everything else
+        znodes = _znodes(spark, ctx)
+        bulk = {t: side.submit("scan", _write_parsed, tx, {t: p}, znodes, advance) for t, p in registry.BULK_PARSERS.items()}
+        bad = _small_registry(tx, znodes, advance)
 
-        # ZooKeeper range groups through the small range tables; the other groups (ZooKeeper
-        # round-robin, Kafka) in full, when the run has any
+        # expected rows: ZooKeeper range groups through the small range tables; the other
+        # groups (ZooKeeper round-robin, Kafka) in full, when the run has any
         registrations = read_staged(spark, tx, "core/consumer_registrations")
         topic_parts = read_staged(spark, tx, "core/topic_partitions")
-        owners = read_staged(spark, tx, "core/partition_owners").select(
-            F.lit(assignment_zk.SOURCE).alias("source"), "group_id", "topic", "partition", "broker_id", "owner"
-        )
         threads = assignment_zk.consumer_threads(registrations).cache()
         ranged = assignment_zk.is_range_group(assignors)
         plan, ranks = (t.cache() for t in assignment_zk.range_inputs(threads.where(ranged), topic_parts))
         expected_range = assignment_zk.expected_range(plan, ranks)
-        others = []
-        if assignment_zk.non_range_groups(assignors):
-            others.append(_zookeeper_roundrobin_groups(threads.where(~ranged), owners.where(~ranged), topic_parts))
-        if raw_rows(wh, "raw/group_metadata", run_id):
-            others.append(_kafka_groups(spark, ctx, topic_parts))
+        roundrobin = bool(assignment_zk.non_range_groups(assignors))
+        kafka = _kafka_groups(spark, ctx, topic_parts) if raw_rows(wh, "raw/group_metadata", run_id) else None
+        others_expected = [assignment_zk.expected_roundrobin(threads.where(~ranged), topic_parts)] if roundrobin else []
+        others_expected += [kafka["expected"]] if kafka else []
+        expected = side.submit("expected", _write_expected, tx, [expected_range, *others_expected], advance)
 
-        counting, counted_expected = observe(expected_range, rows=F.count(F.lit(1)))
-        write_staged(tx, "core/expected_assignment", _union([counting] + [o["expected"] for o in others]))
-        advance()
-
+        # the audit, once the owners are written
+        for chain in bulk.values():
+            bad += chain.result()
+        owners = read_staged(spark, tx, "core/partition_owners").select(
+            F.lit(assignment_zk.SOURCE).alias("source"), "group_id", "topic", "partition", "broker_id", "owner"
+        )
+        others = [_zookeeper_roundrobin_groups(threads.where(~ranged), owners.where(~ranged), topic_parts)] if roundrobin else []
+        others += [kafka] if kafka else []
         looked_up, counted_matched = observe(
             range_audit(owners.where(ranged), plan, ranks, threads), matched=F.sum(F.col("_matched").cast("long"))
         )
@@ -164,11 +163,15 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         if others:
             audited.append(audit(**{k: _union([o[k] for o in others]) for k in others[0]}))
         write_staged(tx, "core/assignment_audit", _union(audited))
-        if (counted_matched.get["matched"] or 0) < counted_expected.get["rows"]:
+        if (counted_matched.get["matched"] or 0) < expected.result():
             write_staged(tx, "core/assignment_audit", unowned(expected_range, owners.where(ranged)), append=True)
         advance()
         for frame in (threads, plan, ranks):
             frame.unpersist()
+
+        quarantined = _union(bad).toArrow() if bad else RAW_QUARANTINE.empty_table()
+        tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)
+        tx.writer("raw/quarantine")  # an empty file replaces an earlier build's rows
         counts = {table: staged_rows(tx, table) for table in CORE}
         counts["raw/quarantine"] = quarantined.num_rows
     ctx.say(

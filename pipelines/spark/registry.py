@@ -25,8 +25,8 @@ of dead consumers from the snapshot); otherwise the snapshot rows are used
 (:func:`pick_source`, decided by the build from the files' statistics, no Spark job).
 
 Bulk and the rest: the owners and offsets znodes (one per group and partition) are most of
-a tree. Their parsers read ``path``/``data``/``mtime`` directly, with one regular expression
-to pick them and ``substring_index`` for the parts; every other parser works on the small
+a tree. Their parsers read ``path``/``data``/``mtime`` directly, with a byte search and one
+regular expression to pick them and ``substring_index`` for the parts; every other parser works on the small
 remainder (:func:`is_small`, byte searches only) with the path split into ``seg``/``depth``.
 Owner and offset keys are unique per run: a znode path per (group, topic, partition[, broker]),
 and names that are not the canonical decimal (``01``) are quarantined, so two znodes never
@@ -120,22 +120,14 @@ def select_source(znodes: DataFrame, source: str) -> DataFrame:
 BULK_KINDS = {"core/partition_owners": "owners", "core/zk_offsets": "offsets"}
 
 
-_CHILD = r"^/consumers/[^/]+/({kinds})/[^/]+/[^/]+$"
+_CHILD = r"^/consumers/[^/]+/{kind}/[^/]+/[^/]+$"
 
 
-def is_partition_child(*kinds: str) -> Column:
-    """The path is ``/consumers/<g>/<kind>/<topic>/<name>`` for one of ``kinds`` (default
-    owners and offsets)."""
-    return partition_child_kind(*kinds).isNotNull()
-
-
-def partition_child_kind(*kinds: str) -> Column:
-    """``<kind>`` of a ``/consumers/<g>/<kind>/<topic>/<name>`` path for one of ``kinds``
-    (default owners and offsets), else null: one regular expression per path (measured cheaper
-    than chains of ``substring_index``, which copy a string each)."""
-    pattern = _CHILD.format(kinds="|".join(kinds or BULK_KINDS.values()))
-    path = F.col("path")
-    return F.when(path.startswith("/consumers/"), F.nullif(F.regexp_extract(path, pattern, 1), F.lit("")))
+def is_partition_child(kind: str) -> Column:
+    """The path is ``/consumers/<g>/<kind>/<topic>/<name>``: the byte search of
+    :func:`may_be_partition_child` first, then one ``rlike`` on the candidates (measured on
+    10.4M znodes: 4 CPU-s, against 12 for a ``regexp_extract`` and 17 for ``locate`` chains)."""
+    return may_be_partition_child(kind) & F.col("path").rlike(_CHILD.format(kind=kind))
 
 
 def may_be_partition_child(kind: str) -> Column:

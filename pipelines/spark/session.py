@@ -14,6 +14,8 @@ CONF = {
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     "spark.sql.legacy.parquet.nanosAsLong": "false",
     "spark.sql.shuffle.partitions": "8",
+    # the build runs independent chains of jobs side by side (pipelines.spark.concurrent)
+    "spark.scheduler.mode": "FAIR",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }
