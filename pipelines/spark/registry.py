@@ -56,6 +56,7 @@ TOPIC_JSON = "partitions map<string, array<int>>"
 STATE_JSON = "leader int, leader_epoch int, isr array<int>"
 CLUSTER_ID_JSON = "id string"
 CONTROLLER_JSON = "brokerid int"
+REGISTRATION_JSON = "subscription map<string, int>, pattern string"  # 0.8+ consumer registration
 
 MAX_STREAMS = 100_000  # a registration asking for more threads than this is not a real one
 
@@ -322,24 +323,32 @@ def parse_topics(z: DataFrame) -> DataFrame:
 
 def parse_registrations(z: DataFrame) -> DataFrame:
     """``/consumers/<g>/ids/<consumer_id>``: one row per (consumer, topic) with its stream count.
-    The value is parsed once as a map of strings: 0.8+ has a ``subscription`` key (an object,
-    parsed again), 0.7 is the ``{topic: streams}`` map itself."""
+    A value naming a ``"subscription"`` is read as 0.8+ (one parse, straight into the
+    subscription map and pattern); any other value as the 0.7 ``{topic: streams}`` map. Only a
+    value that yields no subscription is parsed again, as a map of strings, to tell invalid
+    JSON from a document without a usable subscription."""
     nodes = z.where(_under("consumers") & (_seg(3) == "ids") & (F.col("depth") == 4))
-    doc = F.from_json(F.trim(F.col("text")), "map<string, string>")
-    head = nodes.select("path", "data", "utf8_ok", _seg(2).alias("group_id"), _seg(4).alias("consumer_id"), doc.alias("_doc"))
-    is08 = F.map_contains_key("_doc", "subscription")
-    head = head.select(
-        "*",
-        F.when(is08, F.from_json(F.col("_doc")["subscription"], "map<string, int>"))
-        .otherwise(F.transform_values("_doc", lambda _, v: v.try_cast("int")))
+    text = F.trim(F.col("text"))
+    v08 = F.from_json(text, REGISTRATION_JSON)
+    doc = F.from_json(text, "map<string, string>")
+    is08 = text.contains('"subscription"')
+    head = nodes.select(
+        "path",
+        "data",
+        "utf8_ok",
+        _seg(2).alias("group_id"),
+        _seg(4).alias("consumer_id"),
+        F.when(is08, v08["subscription"])
+        .otherwise(F.transform_values(doc, lambda _, v: v.try_cast("int")))
         .alias("_subs"),
-        F.when(is08, F.coalesce(F.col("_doc")["pattern"], F.lit("static"))).otherwise(F.lit("static")).alias("_pattern"),
+        F.when(is08, F.coalesce(v08["pattern"], F.lit("static"))).otherwise(F.lit("static")).alias("_pattern"),
+        text.alias("_text"),
     )
     head = head.withColumn(
         "reason",
         _reasons(
             (~F.col("utf8_ok"), "consumer registration is not UTF-8"),
-            (F.col("_doc").isNull(), "consumer registration is not valid JSON"),
+            (F.col("_subs").isNull() & F.from_json("_text", "map<string, string>").isNull(), "consumer registration is not valid JSON"),
             (F.col("_subs").isNull(), "consumer registration without a {topic: streams} subscription"),
             (
                 F.col("_pattern") != "static",

@@ -1,5 +1,6 @@
 """A real ZooKeeper tree with planted ownership faults -> extract_live -> build_core gives the
-planted statuses exactly; and a run with only Kafka group tables builds too."""
+planted statuses exactly; a run with only Kafka group tables builds too; a build whose owners
+scan fails leaves the run's earlier tables as they were."""
 
 import json
 import uuid
@@ -132,3 +133,27 @@ def test_a_run_with_only_kafka_group_tables(spark, warehouse):
     }
     assert warehouse.read_table("core/cluster", run).num_rows == 0
     assert warehouse.read_table("core/brokers", run).num_rows == 0
+
+
+def test_a_failing_chain_rolls_the_whole_build_back(spark, warehouse, monkeypatch):
+    """The owners scan fails while the other chains run: the build raises it, every chain
+    has stopped, and the run keeps the tables of its previous build, with no staging left."""
+    from builders.znodes import znode_rows
+    from pyspark.sql import functions as F
+
+    from pipelines.spark import registry
+    from pipelines.tables import CORE, RAW_ZNODES
+
+    run = "rollback"
+    warehouse.write_table("raw/znodes", run, znode_rows(TREE, "live"), RAW_ZNODES, step="zk")
+    ctx = RunContext(warehouse, run, quiet=True)
+    before = build_core(ctx, {})
+
+    def failing_owners(z):
+        return registry.parse_owners(z).withColumn("owner", F.assert_true(F.lit(False), "planted owners failure"))
+
+    monkeypatch.setitem(registry.BULK_PARSERS, "core/partition_owners", failing_owners)
+    with pytest.raises(Exception, match="planted owners failure"):
+        build_core(ctx, {})
+    assert {t: warehouse.read_table(t, run).num_rows for t in CORE} == {t: before[t] for t in CORE}
+    assert not [p for t in CORE for p in warehouse.table_dir(t).iterdir() if p.name.startswith(".staging")]

@@ -36,6 +36,9 @@ TREE = {
     "/consumers/g/ids/g_c2": json.dumps({"version": 1, "subscription": {"t": -1}, "pattern": "static"}),
     "/consumers/g/ids/g_w": json.dumps({"version": 1, "subscription": {"t.*": 1}, "pattern": "white_list"}),
     "/consumers/g/ids/g_bad": "garbage",
+    "/consumers/g/ids/g_str": json.dumps({"version": 1, "subscription": {"t": "2"}, "pattern": "static"}),
+    "/consumers/g/ids/g_cut": '{"version": 1, "subscription": {"t": 2',
+    "/consumers/s/ids/s_c": '{"subscription-events": 3}',  # 0.7, a topic named like the 0.8+ key
     "/consumers/o/ids/o_c": '{ "old" : 1 }',
     "/consumers/g/owners/t/0": "g_c1-0",
     "/consumers/g/owners/t/zz": "g_c1-1",
@@ -79,7 +82,10 @@ def test_registry_tables_of_both_layouts(spark, znodes):
             ("old", 0, 2, None, None, None, None),
         ],
     )
-    assertDataFrameEqual(good("core/consumer_registrations"), [("g", "g_c1", "t", 2), ("o", "o_c", "old", 1)])
+    assertDataFrameEqual(
+        good("core/consumer_registrations"),
+        [("g", "g_c1", "t", 2), ("o", "o_c", "old", 1), ("s", "s_c", "subscription-events", 3)],
+    )
     assertDataFrameEqual(
         good("core/partition_owners"), [("g", "t", 0, None, "g_c1-0"), ("o", "old", 0, 2, "o_c-0")]
     )
@@ -103,6 +109,8 @@ def test_malformed_values_become_quarantine_rows(spark, znodes):
         ("/consumers/g/ids/g_c2", "invalid stream count for topic 't'"),
         ("/consumers/g/ids/g_w", "wildcard subscription (pattern white_list) is not expanded"),
         ("/consumers/g/ids/g_bad", "consumer registration is not valid JSON"),
+        ("/consumers/g/ids/g_str", "consumer registration without a {topic: streams} subscription"),
+        ("/consumers/g/ids/g_cut", "consumer registration is not valid JSON"),
         ("/consumers/g/owners/t/zz", "owner znode name is not a canonical partition id or broker-partition"),
         ("/consumers/g/owners/t/01", "owner znode name is not a canonical partition id or broker-partition"),
         ("/consumers/g/offsets/t/1", "non-numeric offset"),
