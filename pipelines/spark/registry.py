@@ -26,8 +26,9 @@ of dead consumers from the snapshot); otherwise the snapshot rows are used
 
 Bulk and the rest: the owners and offsets znodes (one per group and partition) are most of
 a tree. Their parsers read ``path``/``data``/``mtime`` directly, with a byte search and one
-regular expression to pick them and ``substring_index`` for the parts; every other parser works on the small
-remainder (:func:`is_small`, byte searches only) with the path split into ``seg``/``depth``.
+regular expression to pick them and ``substring_index`` for the parts; every other parser
+works on the small remainder (:func:`is_small`, byte searches only) with the path split into
+``seg``/``depth``.
 Owner and offset keys are unique per run: a znode path per (group, topic, partition[, broker]),
 and names that are not the canonical decimal (``01``) are quarantined, so two znodes never
 claim one key.

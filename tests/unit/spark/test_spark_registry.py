@@ -196,7 +196,7 @@ def test_partition_child_paths(spark):
 
 def test_small_remainder_keeps_what_the_small_parsers_read(spark, znodes):
     """Groups named like the bulk kinds: their registrations stay in the small remainder,
-    their owners do not, and the hints over-count rather than miss."""
+    their owners do not, and the byte search over-counts the bulk rather than misses any."""
     tree = {
         "/consumers/owners/ids/c1": json.dumps({"version": 1, "subscription": {"t": 1}, "pattern": "static"}),
         "/consumers/offsets/ids/c2": json.dumps({"version": 1, "subscription": {"t": 1}, "pattern": "static"}),
@@ -209,5 +209,5 @@ def test_small_remainder_keeps_what_the_small_parsers_read(spark, znodes):
     assert small == {"/consumers/owners/ids/c1", "/consumers/offsets/ids/c2", "/brokers/ids/1"}
     regs = registry.good(registry.parse_registrations(z.where(registry.is_small()).transform(registry.with_path_parts)))
     assert {(r.group_id, r.consumer_id) for r in regs.collect()} == {("owners", "c1"), ("offsets", "c2")}
-    hints = z.select(*[F.sum(registry.may_be_partition_child(k).cast("int")).alias(k) for k in ("owners", "offsets")])
-    assert hints.first().asDict() == {"owners": 2, "offsets": 2}
+    candidates = z.select(*[F.sum(registry.may_be_partition_child(k).cast("int")).alias(k) for k in ("owners", "offsets")])
+    assert candidates.first().asDict() == {"owners": 2, "offsets": 2}
