@@ -7,10 +7,10 @@ through every short job. Submitted from threads of their own, in scheduler pools
 cores: the scans fill whatever the short jobs leave.
 
 Each chain runs in a :class:`pyspark.InheritableThread` (the Python thread pinned to a JVM
-thread, which inherits the caller's local properties) with a job tag of its own. Leaving
-the ``with`` block waits for every chain and raises the first error of one whose result
-was not asked for; when the block raised, the chains' running jobs
-are cancelled first, so nothing keeps writing into a transaction that is being rolled back.
+thread, which inherits the caller's local properties) with the block's job tag. Leaving the
+``with`` block waits for every chain and raises the first error nobody asked
+:meth:`Chain.result` for. When the block raised, or a chain failed, the running jobs of the
+others are cancelled first: nothing keeps writing into a transaction being rolled back.
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ class Chain:
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
 
+    @property
+    def error(self) -> BaseException | None:
+        return self._error
+
     def result(self) -> Any:
         self.asked = True
         self._thread.join()
@@ -73,11 +77,22 @@ class Concurrent:
     def __enter__(self) -> Self:
         return self
 
+    def _cancel(self) -> None:
+        while any(c.alive() for c in self._chains):
+            self._spark.sparkContext.cancelJobsWithTag(self._tag)
+            for chain in self._chains:
+                chain.join(0.2)
+
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
-            while any(c.alive() for c in self._chains):
-                self._spark.sparkContext.cancelJobsWithTag(self._tag)
-                for chain in self._chains:
-                    chain.join(0.2)
-        for chain in self._chains:
-            chain.join() if exc_type is not None or chain.asked else chain.result()
+            self._cancel()
+            return
+        while True:
+            failed = [c for c in self._chains if not c.alive() and c.error is not None and not c.asked]
+            if failed:
+                self._cancel()
+                raise failed[0].error
+            running = [c for c in self._chains if c.alive()]
+            if not running:
+                return
+            running[0].join(0.2)
