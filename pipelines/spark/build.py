@@ -104,12 +104,12 @@ def _kafka_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) 
     }
 
 
-def _zookeeper_roundrobin_groups(threads: DataFrame, owners: DataFrame, topic_parts: DataFrame) -> dict[str, DataFrame]:
-    """Expected rows and audit inputs of the ZooKeeper groups configured for round-robin."""
+def _zookeeper_roundrobin_groups(threads: DataFrame, topic_parts: DataFrame) -> dict[str, DataFrame]:
+    """Expected rows and audit inputs of the ZooKeeper groups configured for round-robin; the
+    build adds ``observed`` (their owners) once ``core/partition_owners`` is written."""
     src = F.lit(assignment_zk.SOURCE).alias("source")
     return {
         "expected": assignment_zk.expected_roundrobin(threads, topic_parts),
-        "observed": owners,
         "registered": threads.select(src, "group_id", "owner"),
         "subscribed": threads.select(src, "group_id", "topic"),
         "known": topic_parts.select(src, "topic", "partition", "broker_id"),
@@ -142,11 +142,12 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         ranged = assignment_zk.is_range_group(assignors)
         plan, ranks = (t.cache() for t in assignment_zk.range_inputs(threads.where(ranged), topic_parts))
         expected_range = assignment_zk.expected_range(plan, ranks)
-        roundrobin = bool(assignment_zk.non_range_groups(assignors))
+        roundrobin = (
+            _zookeeper_roundrobin_groups(threads.where(~ranged), topic_parts) if assignment_zk.non_range_groups(assignors) else None
+        )
         kafka = _kafka_groups(spark, ctx, topic_parts) if raw_rows(wh, "raw/group_metadata", run_id) else None
-        others_expected = [assignment_zk.expected_roundrobin(threads.where(~ranged), topic_parts)] if roundrobin else []
-        others_expected += [kafka["expected"]] if kafka else []
-        expected = side.submit("expected", _write_expected, tx, [expected_range, *others_expected], advance)
+        others = [o for o in (roundrobin, kafka) if o is not None]
+        expected = side.submit("expected", _write_expected, tx, [expected_range, *[o["expected"] for o in others]], advance)
 
         # the audit, once the owners are written
         for chain in bulk.values():
@@ -154,8 +155,8 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         owners = read_staged(spark, tx, "core/partition_owners").select(
             F.lit(assignment_zk.SOURCE).alias("source"), "group_id", "topic", "partition", "broker_id", "owner"
         )
-        others = [_zookeeper_roundrobin_groups(threads.where(~ranged), owners.where(~ranged), topic_parts)] if roundrobin else []
-        others += [kafka] if kafka else []
+        if roundrobin is not None:
+            roundrobin["observed"] = owners.where(~ranged)
         looked_up, counted_matched = observe(
             range_audit(owners.where(ranged), plan, ranks, threads), matched=F.sum(F.col("_matched").cast("long"))
         )

@@ -329,7 +329,8 @@ def parse_registrations(z: DataFrame) -> DataFrame:
     value that yields no subscription is parsed again, as a map of strings, to tell invalid
     JSON from a document without a usable subscription."""
     nodes = z.where(_under("consumers") & (_seg(3) == "ids") & (F.col("depth") == 4))
-    text = F.trim(F.col("text"))
+    nodes = nodes.withColumn("_text", F.trim(F.col("text")))
+    text = F.col("_text")
     v08 = F.from_json(text, REGISTRATION_JSON)
     doc = F.from_json(text, "map<string, string>")
     is08 = text.contains('"subscription"')
@@ -343,13 +344,13 @@ def parse_registrations(z: DataFrame) -> DataFrame:
         .otherwise(F.transform_values(doc, lambda _, v: v.try_cast("int")))
         .alias("_subs"),
         F.when(is08, F.coalesce(v08["pattern"], F.lit("static"))).otherwise(F.lit("static")).alias("_pattern"),
-        text.alias("_text"),
+        "_text",
     )
     head = head.withColumn(
         "reason",
         _reasons(
             (~F.col("utf8_ok"), "consumer registration is not UTF-8"),
-            (F.col("_subs").isNull() & F.from_json("_text", "map<string, string>").isNull(), "consumer registration is not valid JSON"),
+            (F.col("_subs").isNull() & doc.isNull(), "consumer registration is not valid JSON"),
             (F.col("_subs").isNull(), "consumer registration without a {topic: streams} subscription"),
             (
                 F.col("_pattern") != "static",

@@ -1,5 +1,6 @@
 """A real ZooKeeper tree with planted ownership faults -> extract_live -> build_core gives the
-planted statuses exactly; a run with only Kafka group tables builds too; a build whose owners
+planted statuses exactly, with range and with a round-robin group; a run with only Kafka group
+tables builds too; a build whose owners
 scan fails leaves the run's earlier tables as they were."""
 
 import json
@@ -92,6 +93,28 @@ def test_planted_zookeeper_faults_are_found_exactly(spark, zk_server, warehouse)
     ]
     assert warehouse.read_table("core/expected_assignment", "zk-only").num_rows == 7
     assert warehouse.read_table("core/cluster", "zk-only").num_rows == 1
+
+
+def test_a_roundrobin_group_next_to_range_groups(spark, warehouse):
+    """g08 configured for round-robin: partitions dealt in order of the Java hashCode of
+    "[orders,p]" (0, 1, 2, 3 here) over g08_c1-0, g08_c2-0; g07 stays range."""
+    from builders.znodes import znode_rows
+
+    from pipelines.tables import RAW_ZNODES
+
+    run = "roundrobin"
+    warehouse.write_table("raw/znodes", run, znode_rows(TREE, "live"), RAW_ZNODES, step="zk")
+    build_core(RunContext(warehouse, run, quiet=True), {"g08": "roundrobin"})
+    g08 = {
+        ("g08", "orders", 0, None): ("g08_c1-0", ["g08_c1-0"], "ok"),
+        ("g08", "orders", 1, None): ("g08_c2-0", ["g08_c2-0"], "ok"),
+        ("g08", "orders", 2, None): ("g08_c1-0", ["ghost-0"], "unknown_owner"),
+        ("g08", "orders", 3, None): ("g08_c2-0", [], "unowned"),
+        ("g08", "orders", 7, None): (None, ["g08_c1-0"], "unexpected_partition"),
+    }
+    assert _audit(warehouse, run) == {**{k: v for k, v in WANT.items() if k[0] == "g07"}, **g08}
+    expected = warehouse.read_table("core/expected_assignment", run).to_pylist()
+    assert {(e["group_id"], e["assignor"]) for e in expected} == {("g08", "roundrobin"), ("g07", "range")}
 
 
 def test_a_run_with_only_kafka_group_tables(spark, warehouse):
