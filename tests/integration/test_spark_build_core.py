@@ -1,7 +1,6 @@
 """A real ZooKeeper tree with planted ownership faults -> extract_live -> build_core gives the
 planted statuses exactly, with range and with a round-robin group; a run with only Kafka group
-tables builds too; a build whose owners
-scan fails leaves the run's earlier tables as they were."""
+tables builds too; a build whose owners scan fails leaves the run's earlier tables as they were."""
 
 import json
 import uuid
