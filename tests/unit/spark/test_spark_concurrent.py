@@ -27,8 +27,8 @@ def _fail(spark) -> None:
 
 
 def _endless(spark):
-    """A job that would run for hours."""
-    return spark.range(10**13).selectExpr("sum(id % 7)").collect
+    """A job that would run for hours, as one task: the other core stays free for the rest."""
+    return spark.range(0, 10**13, 1, 1).selectExpr("sum(id % 7)").collect
 
 
 def test_an_error_in_a_chain_is_raised_by_result_and_by_the_block(spark):
