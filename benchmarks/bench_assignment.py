@@ -22,7 +22,9 @@ owner znode per partition (1% planted wrong owners). Rows are generated with Arr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -108,34 +110,66 @@ def generate(warehouse: Warehouse, groups: int, partitions: int, consumers: int,
     return rows
 
 
-def io_floor(spark, warehouse: Warehouse, out: Path) -> float:
-    """Seconds for one run of the I/O floor (see the module docstring)."""
-    t = time.perf_counter()
-    spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))).select("path", "data", "mtime").write.format(
-        "noop"
-    ).mode("overwrite").save()
-    elapsed = time.perf_counter() - t
+class Clock:
+    """Wall and CPU seconds of the blocks timed with it; CPU counts this process and its
+    children (the Spark JVM), from /proc (0 where there is no /proc)."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+
+    @staticmethod
+    def _cpu() -> float:
+        ticks = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if stat.parent.name == str(os.getpid()) or fields[1] == str(os.getpid()):
+                ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    @contextlib.contextmanager
+    def timing(self):
+        wall, cpu = time.perf_counter(), self._cpu()
+        yield
+        self.wall += time.perf_counter() - wall
+        self.cpu += self._cpu() - cpu
+
+
+def io_floor(spark, warehouse: Warehouse, out: Path) -> Clock:
+    """One run of the I/O floor (see the module docstring)."""
+    clock = Clock()
+    with clock.timing():
+        spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))).select("path", "data", "mtime").write.format(
+            "noop"
+        ).mode("overwrite").save()
     for table in CORE:
         rows = spark.read.parquet(str(warehouse.partition_dir(table, RUN))).persist(StorageLevel.MEMORY_AND_DISK)
         rows.count()
-        t = time.perf_counter()
-        rows.write.mode("overwrite").option("compression", "zstd").parquet(str(out / table))
-        elapsed += time.perf_counter() - t
+        with clock.timing():
+            rows.write.mode("overwrite").option("compression", "zstd").parquet(str(out / table))
         rows.unpersist()
-    return elapsed
+    return clock
 
 
-def input_copy(spark, warehouse: Warehouse, out: Path) -> float:
-    """Seconds to copy ``raw/znodes`` (the floor before 0.1.4)."""
-    t = time.perf_counter()
-    spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))).write.mode("overwrite").option(
-        "compression", "zstd"
-    ).parquet(str(out))
-    return time.perf_counter() - t
+def input_copy(spark, warehouse: Warehouse, out: Path) -> Clock:
+    """One copy of ``raw/znodes`` (the floor before 0.1.4)."""
+    clock = Clock()
+    with clock.timing():
+        spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))).write.mode("overwrite").option(
+            "compression", "zstd"
+        ).parquet(str(out))
+    return clock
 
 
-def _runs(times: list[float]) -> str:
-    return f"median {statistics.median(times):.1f}s of {', '.join(f'{t:.1f}' for t in times)}"
+def _runs(clocks: list[Clock]) -> str:
+    walls = ", ".join(f"{c.wall:.1f}" for c in clocks)
+    return f"median {_median(clocks, 'wall'):.1f}s of {walls}; CPU median {_median(clocks, 'cpu'):.0f}s"
+
+
+def _median(clocks: list[Clock], what: str) -> float:
+    return statistics.median(getattr(c, what) for c in clocks)
 
 
 def main() -> None:
@@ -145,6 +179,7 @@ def main() -> None:
     ap.add_argument("--consumers", type=int, default=4)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="3g")
+    ap.add_argument("--java-options", default=None, help="the driver JVM's options (default: kaudit's, see pipelines.spark.session)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of the build and of the floor (medians are compared)")
     ap.add_argument("--dir", default=None, help="work dir (default: a temp dir, removed afterwards)")
     args = ap.parse_args()
@@ -160,25 +195,29 @@ def main() -> None:
         from pipelines.spark.build import build_core
         from pipelines.spark.session import get_spark
 
-        spark = get_spark(args.master, app_name="kaudit-bench", conf={"spark.driver.memory": args.driver_memory})
+        spark = get_spark(args.master, app_name="kaudit-bench", conf={
+            "spark.driver.memory": args.driver_memory,
+            **({"spark.driver.extraJavaOptions": args.java_options} if args.java_options else {}),
+        })
         ctx = RunContext(wh, RUN, spark_master=args.master, quiet=True)
         builds, floors, copies = [], [], []
         for _ in range(args.repeat):  # interleaved, so drift in the machine's speed hits both
-            t = time.perf_counter()
-            counts = build_core(ctx, {})
-            builds.append(time.perf_counter() - t)
+            builds.append(Clock())
+            with builds[-1].timing():
+                counts = build_core(ctx, {})
             floors.append(io_floor(spark, wh, work / "floor"))
             copies.append(input_copy(spark, wh, work / "copy"))
         written = sum(counts[t] for t in CORE)
-        build, floor = statistics.median(builds), statistics.median(floors)
+        build, floor = _median(builds, "wall"), _median(floors, "wall")
         print(f"build_core (registry + assignment + audit): {_runs(builds)}  ({rows / build:,.0f} znodes/s, "
               f"{counts['core/assignment_audit']:,} audit rows)")
         print(f"I/O floor (read {rows:,} znodes, write the {written:,} core rows, no logic): {_runs(floors)}")
         print(f"input copy (read + write {rows:,} znodes, the floor before 0.1.4): {_runs(copies)}; "
-              f"build / copy {build / statistics.median(copies):.2f}x")
+              f"build / copy {build / _median(copies, 'wall'):.2f}x")
         statuses = spark.read.parquet(str(wh.partition_dir("core/assignment_audit", RUN))).groupBy("status").count()
         print("statuses:", {r["status"]: r["count"] for r in statuses.collect()})
-        print(f"ratio build / I/O floor: {build / floor:.2f}x (target <= 2x)")
+        print(f"ratio build / I/O floor: {build / floor:.2f}x (target <= 2x); "
+              f"in CPU time {_median(builds, 'cpu') / _median(floors, 'cpu'):.2f}x")
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -23,6 +23,11 @@ CONF = {
 # address is the cluster's business (its conf, or SPARK_LOCAL_IP): forcing 127.0.0.1 would make
 # it unreachable from remote executors.
 LOOPBACK_DRIVER = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+# The JVM of a driver kaudit starts itself (in local mode also the executor): the throughput
+# collector. Against G1 it cut bench_assignment's build (10.4M znodes) by 8% in CPU and in
+# wall time (interleaved, 2 JVMs x 3 builds each: 792 -> 730 CPU-s); a batch job has no use
+# for G1's short pauses.
+OWN_DRIVER_JVM = {"spark.driver.extraJavaOptions": "-XX:+UseParallelGC"}
 
 
 def get_spark(master: str | None = None, app_name: str = "kaudit", conf: dict[str, str] | None = None) -> SparkSession:
@@ -34,7 +39,7 @@ def get_spark(master: str | None = None, app_name: str = "kaudit", conf: dict[st
         builder = builder.master(master)
     elif not submitted and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         builder = builder.master(os.environ.get("KAUDIT_SPARK_MASTER", "local[*]"))
-    for key, value in {**CONF, **({} if submitted else LOOPBACK_DRIVER), **(conf or {})}.items():
+    for key, value in {**CONF, **({} if submitted else {**LOOPBACK_DRIVER, **OWN_DRIVER_JVM}), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
