@@ -4,11 +4,11 @@ rows on local[2], against the I/O floor, in one run. Prints both times and their
 
 The I/O floor is Spark doing the build's I/O with no logic: reading the columns the build
 reads from ``raw/znodes`` (path, data, mtime) and writing every row the build wrote (each
-``core/*`` table, held in memory first, written as ``write_staged`` writes). Both sides are
-the median of ``--repeat`` runs in one JVM (the first run of either is the JVM's first sight
-of its code: the JIT compiles it while it runs). The sessions before 0.1.4 used a narrower
-floor, a copy of ``raw/znodes`` (10.4M rows read and written once, while the build writes
-30M); it is still printed, for comparison.
+``core/*`` table, held in memory first, written by the build's ``write_parquet``). Both
+sides are the median of ``--repeat`` runs in one JVM (the first run of either is the JVM's
+first sight of its code: the JIT compiles it while it runs). The sessions before 0.1.4 used
+a narrower floor, a copy of ``raw/znodes`` (10.4M rows read and written once, while the
+build writes 30M); it is still printed, for comparison.
 
     .venv/bin/python benchmarks/bench_assignment.py                 # small (dev): 2k x 100
     .venv/bin/python benchmarks/bench_assignment.py --groups 100000 # full: 10M owner znodes
@@ -41,6 +41,7 @@ from pyspark import StorageLevel
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipelines.context import RunContext
+from pipelines.spark.io import write_parquet
 from pipelines.tables import CORE, RAW_ZNODES
 from pipelines.warehouse import Warehouse
 
@@ -148,7 +149,7 @@ def io_floor(spark, warehouse: Warehouse, out: Path) -> Clock:
         rows = spark.read.parquet(str(warehouse.partition_dir(table, RUN))).persist(StorageLevel.MEMORY_AND_DISK)
         rows.count()
         with clock.timing():
-            rows.write.mode("overwrite").option("compression", "zstd").parquet(str(out / table))
+            write_parquet(rows, out / table)
         rows.unpersist()
     return clock
 
@@ -157,9 +158,7 @@ def input_copy(spark, warehouse: Warehouse, out: Path) -> Clock:
     """One copy of ``raw/znodes`` (the floor before 0.1.4)."""
     clock = Clock()
     with clock.timing():
-        spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))).write.mode("overwrite").option(
-            "compression", "zstd"
-        ).parquet(str(out))
+        write_parquet(spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))), out)
     return clock
 
 

@@ -62,12 +62,16 @@ def conform(df: DataFrame, table: str) -> DataFrame:
     return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in table_schema(table).fields])
 
 
+def write_parquet(df: DataFrame, path: Path, mode: str = "overwrite") -> None:
+    """Writes ``df`` as the warehouse's Parquet files (zstd) into ``path``."""
+    df.write.mode(mode).option("compression", "zstd").parquet(str(path))
+
+
 def write_staged(tx: Transaction, table: str, df: DataFrame, append: bool = False) -> Path:
     """Write ``df`` (conformed to ``table``) into the transaction's staging dir for ``table``
     (``append``: next to what an earlier call wrote)."""
     path = tx.staging_dir(table)
-    mode = "append" if append else "overwrite"
-    conform(df, table).write.mode(mode).option("compression", "zstd").parquet(str(path))
+    write_parquet(conform(df, table), path, "append" if append else "overwrite")
     return path
 
 
