@@ -26,7 +26,9 @@ ZooKeeper owners: one znode per partition, the registry quarantines non-canonica
 :func:`range_audit` looks the expected owner of every observed row up in the small range
 tables (no shuffle of the big side), and :func:`unowned` adds the expected rows nobody owns;
 the build runs :func:`unowned` only when the number of observed rows that matched an expected
-key is below the number of expected rows (``range_audit``'s ``_matched`` column).
+key is below the number of expected rows. A ``range_audit`` row matched an expected key
+exactly when its ``expected_owner`` is not null, so the build counts the matches in the
+Parquet footers of what it wrote (null counts), with no pass over the rows.
 """
 
 from __future__ import annotations
@@ -91,8 +93,8 @@ def audit(expected: DataFrame, observed: DataFrame, registered: DataFrame, subsc
 
 
 def range_audit(observed: DataFrame, plan: DataFrame, sparse: DataFrame, registered: DataFrame) -> DataFrame:
-    """Audit rows of ``observed`` owners (unique keys) of range groups, plus ``_matched``
-    (the row's key is an expected one). ``plan``, ``sparse``:
+    """Audit rows of ``observed`` owners (unique keys) of range groups; ``expected_owner`` is
+    not null exactly when the row's key is an expected one. ``plan``, ``sparse``:
     :func:`~pipelines.spark.assignment_zk.range_inputs` of the same groups; ``registered``:
     ``group_id, owner``. All three are small and broadcast.
 
@@ -126,7 +128,7 @@ def range_audit(observed: DataFrame, plan: DataFrame, sparse: DataFrame, registe
             .otherwise(1),
         )
     )
-    return rows.select(*OUT[:-1], status().alias("status"), (F.col("_known") & F.col("_subscribed")).alias("_matched"))
+    return rows.select(*OUT[:-1], status().alias("status"))
 
 
 def unowned(expected: DataFrame, observed: DataFrame) -> DataFrame:

@@ -14,7 +14,8 @@ partitions times groups; everything else is small). Three chains of jobs run sid
 4. main, once the owners are written: the audit, ZooKeeper range groups by lookup
    (``audit.range_audit``), the rest with the general full outer join (``audit.audit``); the
    unowned partitions of range groups are looked for only when fewer observed rows matched
-   an expected key than there are expected rows.
+   an expected key (counted in the footers of the lookup's files) than there are expected
+   rows.
 
 A parser counts its malformed rows while its table is written; only when there are some is
 the parse repeated to collect them for ``raw/quarantine`` (``part-build_core.parquet``).
@@ -40,6 +41,7 @@ from pipelines.spark.io import (
     read_raw,
     read_staged,
     row_group_bounds,
+    staged_non_null,
     staged_rows,
     write_staged,
 )
@@ -157,14 +159,12 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         )
         if roundrobin is not None:
             roundrobin["observed"] = owners.where(~ranged)
-        looked_up, counted_matched = observe(
-            range_audit(owners.where(ranged), plan, ranks, threads), matched=F.sum(F.col("_matched").cast("long"))
-        )
-        audited = [looked_up.drop("_matched")]
+        write_staged(tx, "core/assignment_audit", range_audit(owners.where(ranged), plan, ranks, threads))
+        matched = staged_non_null(tx, "core/assignment_audit", "expected_owner")
         if others:
-            audited.append(audit(**{k: _union([o[k] for o in others]) for k in others[0]}))
-        write_staged(tx, "core/assignment_audit", _union(audited))
-        if (counted_matched.get["matched"] or 0) < expected.result():
+            audited = audit(**{k: _union([o[k] for o in others]) for k in others[0]})
+            write_staged(tx, "core/assignment_audit", audited, append=True)
+        if matched < expected.result():
             write_staged(tx, "core/assignment_audit", unowned(expected_range, owners.where(ranged)), append=True)
         advance()
         for frame in (threads, plan, ranks):

@@ -96,6 +96,21 @@ def staged_rows(tx: Transaction, table: str) -> int:
     return _rows(tx.staging_dir(table))
 
 
+def staged_non_null(tx: Transaction, table: str, column: str) -> int:
+    """Non-null values of ``column`` in a staged table, from the row groups' null counts in
+    the Parquet footers (the column itself is read only where a row group has none)."""
+    values = 0
+    for path in _parquet_files(tx.staging_dir(table)):
+        meta = pq.ParquetFile(path).metadata
+        index = meta.schema.to_arrow_schema().get_field_index(column)
+        stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
+        if all(s is not None and s.has_null_count for s in stats):
+            values += meta.num_rows - sum(s.null_count for s in stats)
+        else:
+            values += pq.read_table(path, columns=[column]).column(0).drop_null().length()
+    return values
+
+
 def raw_rows(warehouse: Warehouse, table: str, run_id: str) -> int:
     """Row count of the run's partition of ``table``, from the Parquet footers (no Spark job)."""
     return _rows(warehouse.partition_dir(table, run_id))

@@ -18,6 +18,11 @@ CONF = {
     "spark.scheduler.mode": "FAIR",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    # generated classes kept for reuse: the build alone has 105 distinct whole-stage and
+    # projection sources, over the default 100, so every later build recompiled all of them
+    # (least recently used out first: 131 Janino compiles and their JIT in a warm 20k-group
+    # build; none with room for them)
+    "spark.sql.codegen.cache.maxEntries": "1000",
 }
 # A driver kaudit starts itself listens on loopback only. Inside spark-submit the driver's
 # address is the cluster's business (its conf, or SPARK_LOCAL_IP): forcing 127.0.0.1 would make

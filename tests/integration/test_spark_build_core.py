@@ -179,3 +179,22 @@ def test_a_failing_chain_rolls_the_whole_build_back(spark, warehouse, monkeypatc
         build_core(ctx, {})
     assert {t: warehouse.read_table(t, run).num_rows for t in CORE} == {t: before[t] for t in CORE}
     assert not [p for t in CORE for p in warehouse.table_dir(t).iterdir() if p.name.startswith(".staging")]
+
+
+def test_a_second_build_in_one_session_compiles_no_code(spark, warehouse):
+    """Every class Spark generates for a build stays in its code cache
+    (``spark.sql.codegen.cache.maxEntries``), so a driver that builds again (the benchmark,
+    a notebook) compiles nothing: with the default of 100 entries it recompiled every one."""
+    from builders.znodes import znode_rows
+
+    from pipelines.tables import RAW_ZNODES
+
+    run = "twice"
+    warehouse.write_table("raw/znodes", run, znode_rows(TREE, "live"), RAW_ZNODES, step="zk")
+    ctx = RunContext(warehouse, run, quiet=True)
+    metrics = getattr(getattr(spark._jvm.org.apache.spark.metrics.source, "CodegenMetrics$"), "MODULE$")
+    compiles = metrics.METRIC_COMPILATION_TIME()
+    build_core(ctx, {})
+    first = compiles.getCount()
+    build_core(ctx, {})
+    assert compiles.getCount() == first
