@@ -39,8 +39,13 @@ column (null when good); :func:`quarantine` turns the bad ones into ``raw/quaran
 numbers are read with ``try_cast`` and JSON with ``from_json`` on explicit schemas plus null
 checks, never with a throwing cast.
 
-Wildcard consumer subscriptions (0.8+ ``pattern`` ``white_list``/``black_list``) are not
-expanded against the topic list: such a registration is quarantined with that reason.
+Wildcard consumer subscriptions (0.8+ ``pattern`` ``white_list``/``black_list``, Kafka's
+``WildcardTopicCount``: one ``{regex: streams}`` entry) are expanded as the consumer did it:
+every topic under ``/brokers/topics`` whose name the regex matches in full (``white_list``) or
+does not match (``black_list``) gets the registration's streams; internal topics are left out
+(``exclude.internal.topics``, true unless configured otherwise). The regex is first cleaned as
+``TopicFilter`` does (trimmed, ``,`` -> ``|``, spaces dropped, surrounding quotes stripped);
+one that does not compile is quarantined.
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ CONTROLLER_JSON = "brokerid int"
 REGISTRATION_JSON = "subscription map<string, int>, pattern string"  # 0.8+ consumer registration
 
 MAX_STREAMS = 100_000  # a registration asking for more threads than this is not a real one
+# wildcard subscription patterns -> whether a topic is read when the regex matches it
+TOPIC_FILTERS = {"white_list": True, "black_list": False}
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")  # never read by a wildcard
 
 
 def _try_cast(c: Column, to: str) -> Column:
@@ -322,13 +330,24 @@ def parse_topics(z: DataFrame) -> DataFrame:
     return good.select(*cols, *typed).unionByName(bad.select(*cols, *nulls))
 
 
-def parse_registrations(z: DataFrame) -> DataFrame:
-    """``/consumers/<g>/ids/<consumer_id>``: one row per (consumer, topic) with its stream count.
-    A value naming a ``"subscription"`` is read as 0.8+ (one parse, straight into the
-    subscription map and pattern); any other value as the 0.7 ``{topic: streams}`` map. Only a
-    value that yields no subscription is parsed again, as a map of strings, to tell invalid
-    JSON from a document without a usable subscription."""
-    nodes = z.where(_under("consumers") & (_seg(3) == "ids") & (F.col("depth") == 4))
+def _topic_filter(regex: Column) -> Column:
+    """``TopicFilter``'s regex as a full-match pattern for ``regexp_like``."""
+    cleaned = F.regexp_replace(F.regexp_replace(F.trim(regex), ",", "|"), " ", "")
+    cleaned = F.regexp_replace(F.regexp_replace(cleaned, "^[\"']+", ""), "[\"']+$", "")
+    return F.concat(F.lit("^(?:"), cleaned, F.lit(")$"))
+
+
+def _compiles(pattern: Column) -> Column:
+    return F.try_reflect(F.lit("java.util.regex.Pattern"), F.lit("compile"), pattern).isNotNull()
+
+
+def _bad_streams(streams: Column) -> Column:
+    return streams.isNull() | (streams < 0) | (streams > MAX_STREAMS)
+
+
+def _registration_entries(nodes: DataFrame) -> DataFrame:
+    """Each good registration's subscription entries (``_e``: topic, or a wildcard's filter ->
+    streams; ``_wild``, ``_pattern``) and each bad registration as one row with its ``reason``."""
     nodes = nodes.withColumn("_text", F.trim(F.col("text")))
     text = F.col("_text")
     v08 = F.from_json(text, REGISTRATION_JSON)
@@ -346,6 +365,7 @@ def parse_registrations(z: DataFrame) -> DataFrame:
         F.when(is08, F.coalesce(v08["pattern"], F.lit("static"))).otherwise(F.lit("static")).alias("_pattern"),
         "_text",
     )
+    wild = F.col("_pattern").isin(*TOPIC_FILTERS)
     head = head.withColumn(
         "reason",
         _reasons(
@@ -353,30 +373,49 @@ def parse_registrations(z: DataFrame) -> DataFrame:
             (F.col("_subs").isNull() & doc.isNull(), "consumer registration is not valid JSON"),
             (F.col("_subs").isNull(), "consumer registration without a {topic: streams} subscription"),
             (
-                F.col("_pattern") != "static",
-                F.concat(F.lit("wildcard subscription (pattern "), F.col("_pattern"), F.lit(") is not expanded")),
+                ~F.col("_pattern").isin("static", *TOPIC_FILTERS),
+                F.concat(F.lit("unknown subscription pattern '"), F.col("_pattern"), F.lit("'")),
             ),
+            (wild & (F.size("_subs") != 1), "wildcard subscription without exactly one topic filter"),
+            (wild & ~_compiles(_topic_filter(F.get(F.map_keys("_subs"), 0))), "wildcard topic filter is not a valid regex"),
+            (wild & _bad_streams(F.get(F.map_values("_subs"), 0)), "invalid stream count for the wildcard topic filter"),
         ),
     )
-    # one pass: good registrations explode into their topics, a bad one stays one row
-    rows = head.select(
-        "path", "data", "group_id", "consumer_id", "reason",
+    # one pass: good registrations explode into their entries, a bad one stays one row
+    return head.select(
+        "path", "data", "group_id", "consumer_id", "reason", wild.alias("_wild"), "_pattern",
         F.explode_outer(F.when(F.col("reason").isNull(), F.map_entries("_subs"))).alias("_e"),
     ).where(F.col("reason").isNotNull() | F.col("_e").isNotNull())
+
+
+def parse_registrations(z: DataFrame) -> DataFrame:
+    """``/consumers/<g>/ids/<consumer_id>``: one row per (consumer, topic) with its stream count.
+    A value naming a ``"subscription"`` is read as 0.8+ (one parse, straight into the
+    subscription map and pattern); any other value as the 0.7 ``{topic: streams}`` map. Only a
+    value that yields no subscription is parsed again, as a map of strings, to tell invalid
+    JSON from a document without a usable subscription. A wildcard registration becomes one
+    row per topic of the tree its filter lets through (see the module docstring)."""
+    nodes = z.where(_under("consumers") & (_seg(3) == "ids") & (F.col("depth") == 4))
+    rows = _registration_entries(nodes)
+    entries = rows.where(~F.col("_wild") | F.col("reason").isNotNull()).withColumn("_topic", F.col("_e.key"))
+    # the wildcard filters, parsed again from the few registrations that name a "..._list"
+    # pattern (a byte search), so that broadcasting them does not parse every registration twice
+    filters = _registration_entries(nodes.where(F.col("text").contains('_list"')))
+    filters = filters.where(F.col("_wild") & F.col("reason").isNull())
+    topics = z.where(_under("brokers", "topics") & (F.col("depth") == 3)).select(_seg(3).alias("_topic"))
+    allowed = F.regexp_like(F.col("_topic"), _topic_filter(F.col("_e.key"))) == (F.col("_pattern") == "white_list")
+    expanded = F.broadcast(filters).join(topics, allowed & ~F.col("_topic").isin(*INTERNAL_TOPICS))
     streams = F.col("_e.value")
-    return rows.select(
+    return entries.unionByName(expanded).select(
         "path",
         "data",
         "group_id",
         "consumer_id",
-        F.col("_e.key").alias("topic"),
+        F.col("_topic").alias("topic"),
         streams.alias("streams"),
         F.coalesce(
             F.col("reason"),
-            F.when(
-                streams.isNull() | (streams < 0) | (streams > MAX_STREAMS),
-                F.concat(F.lit("invalid stream count for topic '"), F.col("_e.key"), F.lit("'")),
-            ),
+            F.when(_bad_streams(streams), F.concat(F.lit("invalid stream count for topic '"), F.col("_topic"), F.lit("'"))),
         ).alias("reason"),
     )
 

@@ -1,6 +1,7 @@
 """A real ZooKeeper tree with planted ownership faults -> extract_live -> build_core gives the
-planted statuses exactly, with range and with a round-robin group; a run with only Kafka group
-tables builds too; a build whose owners scan fails leaves the run's earlier tables as they were."""
+planted statuses exactly, with range (a wildcard group too) and with a round-robin group; a run
+with only Kafka group tables builds too; a build whose owners scan fails leaves the run's
+earlier tables as they were."""
 
 import json
 import uuid
@@ -41,6 +42,11 @@ TREE = {
     "/consumers/g07/owners/old/1-1": "g07_c-0",
     "/consumers/g07/owners/old/2-0": "g07_c-0",  # wrong owner (g07_c-1 expected)
     "/consumers/g07/offsets/old/1-0": "5",
+    # a wildcard consumer (white_list "ord.*": reads orders, not old), one stream: gw_c-0 <- 0..3
+    "/consumers/gw/ids/gw_c": json.dumps({"version": 1, "subscription": {"ord.*": 1}, "pattern": "white_list"}),
+    "/consumers/gw/owners/orders/0": "gw_c-0",  # ok
+    "/consumers/gw/owners/orders/1": "gw_c-1",  # unknown owner (one stream: no gw_c-1)
+    # orders/2 and orders/3 have no owner        # unowned
 }
 
 WANT = {
@@ -52,6 +58,10 @@ WANT = {
     ("g07", "old", 0, 1): ("g07_c-0", ["g07_c-0"], "ok"),
     ("g07", "old", 1, 1): ("g07_c-0", ["g07_c-0"], "ok"),
     ("g07", "old", 0, 2): ("g07_c-1", ["g07_c-0"], "wrong_owner"),
+    ("gw", "orders", 0, None): ("gw_c-0", ["gw_c-0"], "ok"),
+    ("gw", "orders", 1, None): ("gw_c-0", ["gw_c-1"], "unknown_owner"),
+    ("gw", "orders", 2, None): ("gw_c-0", [], "unowned"),
+    ("gw", "orders", 3, None): ("gw_c-0", [], "unowned"),
 }
 
 
@@ -90,13 +100,13 @@ def test_planted_zookeeper_faults_are_found_exactly(spark, zk_server, warehouse)
         ("g07", 0, 1, 5),
         ("g08", 0, None, 42),
     ]
-    assert warehouse.read_table("core/expected_assignment", "zk-only").num_rows == 7
+    assert warehouse.read_table("core/expected_assignment", "zk-only").num_rows == 11
     assert warehouse.read_table("core/cluster", "zk-only").num_rows == 1
 
 
 def test_a_roundrobin_group_next_to_range_groups(spark, warehouse):
     """g08 configured for round-robin: partitions dealt in order of the Java hashCode of
-    "[orders,p]" (0, 1, 2, 3 here) over g08_c1-0, g08_c2-0; g07 stays range."""
+    "[orders,p]" (0, 1, 2, 3 here) over g08_c1-0, g08_c2-0; g07 and gw stay range."""
     from builders.znodes import znode_rows
 
     from pipelines.tables import RAW_ZNODES
@@ -111,9 +121,9 @@ def test_a_roundrobin_group_next_to_range_groups(spark, warehouse):
         ("g08", "orders", 3, None): ("g08_c2-0", [], "unowned"),
         ("g08", "orders", 7, None): (None, ["g08_c1-0"], "unexpected_partition"),
     }
-    assert _audit(warehouse, run) == {**{k: v for k, v in WANT.items() if k[0] == "g07"}, **g08}
+    assert _audit(warehouse, run) == {**{k: v for k, v in WANT.items() if k[0] != "g08"}, **g08}
     expected = warehouse.read_table("core/expected_assignment", run).to_pylist()
-    assert {(e["group_id"], e["assignor"]) for e in expected} == {("g08", "roundrobin"), ("g07", "range")}
+    assert {(e["group_id"], e["assignor"]) for e in expected} == {("g08", "roundrobin"), ("g07", "range"), ("gw", "range")}
 
 
 def test_a_run_with_only_kafka_group_tables(spark, warehouse):

@@ -84,7 +84,7 @@ def test_registry_tables_of_both_layouts(spark, znodes):
     )
     assertDataFrameEqual(
         good("core/consumer_registrations"),
-        [("g", "g_c1", "t", 2), ("o", "o_c", "old", 1), ("s", "s_c", "subscription-events", 3)],
+        [("g", "g_c1", "t", 2), ("g", "g_w", "t", 1), ("o", "o_c", "old", 1), ("s", "s_c", "subscription-events", 3)],
     )
     assertDataFrameEqual(
         good("core/partition_owners"), [("g", "t", 0, None, "g_c1-0"), ("o", "old", 0, 2, "o_c-0")]
@@ -107,7 +107,6 @@ def test_malformed_values_become_quarantine_rows(spark, znodes):
         ("/brokers/topics/shape", "topic metadata without a partitions map of replica lists"),
         ("/brokers/topics/old/9", "0.7 partition count is not a number"),
         ("/consumers/g/ids/g_c2", "invalid stream count for topic 't'"),
-        ("/consumers/g/ids/g_w", "wildcard subscription (pattern white_list) is not expanded"),
         ("/consumers/g/ids/g_bad", "consumer registration is not valid JSON"),
         ("/consumers/g/ids/g_str", "consumer registration without a {topic: streams} subscription"),
         ("/consumers/g/ids/g_cut", "consumer registration is not valid JSON"),
@@ -116,6 +115,45 @@ def test_malformed_values_become_quarantine_rows(spark, znodes):
         ("/consumers/g/offsets/t/1", "non-numeric offset"),
     }
     assert all(r.source == "registry" and r.raw is not None for r in bad.collect())
+
+
+def _wildcard(regex, pattern="white_list", streams=1):
+    return json.dumps({"version": 1, "subscription": {regex: streams}, "pattern": pattern, "timestamp": "1"})
+
+
+# wildcard registrations (Kafka's WildcardTopicCount) against the topics under /brokers/topics
+WILDCARD_TREE = {
+    **{f"/brokers/topics/{t}": json.dumps({"version": 1, "partitions": {"0": [1]}})
+       for t in ("clicks", "clicks-eu", "orders", "__consumer_offsets")},
+    "/consumers/m/ids/m_w": _wildcard("clicks.*", streams=2),  # clicks, clicks-eu
+    "/consumers/m/ids/m_b": _wildcard("clicks.*", "black_list"),  # orders; never an internal topic
+    "/consumers/m/ids/m_list": _wildcard(" 'orders, clicks' "),  # TopicFilter: orders|clicks
+    "/consumers/m/ids/m_all": _wildcard(".*"),
+    "/consumers/m/ids/m_part": _wildcard("click"),  # the whole name must match: nothing
+    "/consumers/m/ids/m_bad": _wildcard("clicks["),
+    "/consumers/m/ids/m_neg": _wildcard("clicks.*", streams=-1),
+    "/consumers/m/ids/m_two": json.dumps({"version": 1, "subscription": {"a": 1, "b": 1}, "pattern": "white_list"}),
+    "/consumers/m/ids/m_odd": json.dumps({"version": 1, "subscription": {"a": 1}, "pattern": "regex"}),
+}
+
+
+def test_wildcard_registrations_read_the_topics_their_filter_lets_through(spark, znodes):
+    parsed = _parsed(znodes, "core/consumer_registrations", WILDCARD_TREE)
+    assertDataFrameEqual(
+        conform(registry.good(parsed), "core/consumer_registrations"),
+        [
+            ("m", "m_w", "clicks", 2), ("m", "m_w", "clicks-eu", 2),
+            ("m", "m_b", "orders", 1),
+            ("m", "m_list", "orders", 1), ("m", "m_list", "clicks", 1),
+            ("m", "m_all", "clicks", 1), ("m", "m_all", "clicks-eu", 1), ("m", "m_all", "orders", 1),
+        ],
+    )
+    assert {(r.location, r.reason) for r in registry.quarantine(parsed).collect()} == {
+        ("/consumers/m/ids/m_bad", "wildcard topic filter is not a valid regex"),
+        ("/consumers/m/ids/m_neg", "invalid stream count for the wildcard topic filter"),
+        ("/consumers/m/ids/m_two", "wildcard subscription without exactly one topic filter"),
+        ("/consumers/m/ids/m_odd", "unknown subscription pattern 'regex'"),
+    }
 
 
 def test_live_rows_win_over_snapshot_rows_and_snapshot_alone_is_used(warehouse):
