@@ -5,6 +5,12 @@ valid snapshot at or below the target zxid, then the logs after it.
   quarantined and the next older one is tried. With a target zxid, a snapshot whose state is
   known to be past the target (its digest zxid, last processed zxid or any node zxid) is
   skipped: the fuzzy part cannot be undone.
+- A snapshot whose tree digest does not match at its own zxid is not necessarily corrupt:
+  ZooKeeper writes snapshots while it applies transactions, and one applied to the tree but
+  not yet to the last processed zxid and digest when the snapshot ends leaves exactly that
+  (ZooKeeper only logs it). With logs after it, the replay decides: the tree is verified by
+  the first transaction digest that matches; none matching raises the mismatch. Without
+  logs it is raised at once.
 - Logs: the last one starting at or before the snapshot zxid and every later one
   (``FileTxnLog.getLogFiles``); txns up to the snapshot zxid (and repeats) are skipped.
 - A partial entry ends its log (ZooKeeper moves on to the next log); a corrupt entry (CRC
@@ -18,7 +24,13 @@ from pathlib import Path
 
 from pipelines.zookeeper.errors import DigestMismatch, ZkFormatError
 from pipelines.zookeeper.replay import Tree
-from pipelines.zookeeper.snapshot import DIGEST_VERSION, Snapshot, parse, zxid_of
+from pipelines.zookeeper.snapshot import (
+    DIGEST_VERSION,
+    Snapshot,
+    check_digest,
+    parse,
+    zxid_of,
+)
 from pipelines.zookeeper.txnlog import LogReader
 
 QUARANTINE_SOURCE = "zk-snapshot"
@@ -91,9 +103,7 @@ def read_dir(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
         if at_zxid is not None and z > at_zxid:
             continue
         try:
-            snap = parse(p)
-        except DigestMismatch:
-            raise
+            snap = parse(p, verify_digest=False)
         except ZkFormatError as err:
             quarantine.append((err.location, err.reason))
             continue
@@ -111,14 +121,35 @@ def read_dir(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
     if chosen is not None:
         res.snapshot, res.snapshot_zxid = chosen.file, chosen.zxid
         snap_zxid = chosen.zxid if chosen.zxid is not None else 0
-        res.digest_verified = chosen.digest_verified
     elif snaps:
         res.warnings.append("no usable snapshot: replaying the logs onto an empty tree")
     if chosen is None and logs and logs[0][0] > 1:
         res.warnings.append(f"the oldest log starts at zxid {logs[0][0]:#x}: changes before it are missing")
     res.zxid = snap_zxid
-    _replay(res, chosen, log_chain(logs, snap_zxid), snap_zxid, at_zxid, progress)
+    chain = log_chain(logs, snap_zxid)
+    suspect = _check_snapshot_digest(res, chosen, chain)
+    _replay(res, chosen, chain, snap_zxid, at_zxid, progress)
+    if suspect is not None:
+        if res.txn_digests_checked == 0:
+            raise suspect
+        res.digest_verified = True
     return res
+
+
+def _check_snapshot_digest(res: OfflineRead, snap: Snapshot | None, chain: list[Path]) -> DigestMismatch | None:
+    """The chosen snapshot's digest check; a mismatch with logs to replay after it is returned
+    (for the replay to decide, see the module docstring) instead of raised."""
+    if snap is None:
+        return None
+    try:
+        check_digest(snap)
+    except DigestMismatch as err:
+        if not chain:
+            raise
+        res.warnings.append(f"{err}; a transaction in flight while ZooKeeper wrote it leaves that: the logs decide")
+        return err
+    res.digest_verified = snap.digest_verified
+    return None
 
 
 def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxid: int, at_zxid, progress) -> None:

@@ -147,6 +147,53 @@ def test_digest_mismatch_names_the_file(zkdir, tmp_path):
     assert str(f) in str(err.value) and "1446474057" in str(err.value)
 
 
+def _with_digest(snapshot: bytes, zxid: int, digest: int) -> bytes:
+    """``snapshot`` (ending in a 3.6+ digest section) with that section replaced, re-sealed."""
+    sealed = snapshot[: len(snapshot) - 33]
+    section = struct.pack(">qiq", zxid, 2, digest)
+    return sealed + section + struct.pack(">q", zlib.adler32(section, zlib.adler32(sealed))) + _str("/")
+
+
+def _data_dir(tmp_path, zkdir, snapshots: dict[str, bytes]) -> Path:
+    d = tmp_path / "version-2"
+    d.mkdir()
+    for log in ("log.1", "log.4"):
+        (d / log).write_bytes((zkdir / "digest-3.6/version-2" / log).read_bytes())
+    for name, raw in snapshots.items():
+        (d / name).write_bytes(raw)
+    return d
+
+
+def test_a_snapshot_written_while_a_txn_was_applied_is_verified_by_the_logs(zkdir, tmp_path):
+    """ZooKeeper applied txn 3 to the tree while writing the snapshot, but its last processed
+    zxid and digest were still those of txn 2: the digest does not match at the snapshot's own
+    zxid. The log's digest after txn 3 (replayed again) verifies the tree."""
+    from pipelines.zookeeper.datadir import read_dir
+
+    raw = (zkdir / "digest-3.6/version-2/snapshot.3").read_bytes()
+    racy = _with_digest(raw, 2, 2853959157)  # txn 2's digest, from log.1
+    with pytest.raises(DigestMismatch):
+        parse(_data_dir(tmp_path, zkdir, {"snapshot.2": racy}) / "snapshot.2")
+    res = read_dir(tmp_path / "version-2")
+    assert res.snapshot_zxid == 2 and res.zxid == 4
+    assert res.digest_verified is True and res.txn_digests_checked == 2 and res.txn_digest_mismatches == 0
+    assert any("the logs decide" in w for w in res.warnings)
+    assert sorted(res.tree.paths.to_pylist()) == ["", "/top-level-node", "/top-level-node/child-1", "/zookeeper",
+                                        "/zookeeper/config", "/zookeeper/quota"]
+
+
+def test_a_corrupt_snapshot_is_not_excused_by_the_logs_after_it(zkdir, tmp_path):
+    from pipelines.zookeeper.datadir import read_dir
+
+    raw = bytearray((zkdir / "digest-3.6/version-2/snapshot.3").read_bytes())
+    raw[raw.index(b"Hello World")] = ord("J")
+    body = bytes(raw[: len(raw) - 46])
+    corrupt = _with_digest(_sealed(body) + bytes(33), 3, 1446474057)
+    d = _data_dir(tmp_path, zkdir, {"snapshot.3": corrupt})
+    with pytest.raises(DigestMismatch, match="1446474057"):
+        read_dir(d)
+
+
 def test_39_last_processed_zxid_section(tmp_path):
     body = _snapshot([_node("", b""), _node("/x", b"1", czxid=5, mzxid=5, pzxid=5)])
     extra = struct.pack(">q", 9)
