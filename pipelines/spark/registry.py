@@ -65,8 +65,8 @@ CONTROLLER_JSON = "brokerid int"
 REGISTRATION_JSON = "subscription map<string, int>, pattern string"  # 0.8+ consumer registration
 
 MAX_STREAMS = 100_000  # a registration asking for more threads than this is not a real one
-# wildcard subscription patterns -> whether a topic is read when the regex matches it
-TOPIC_FILTERS = {"white_list": True, "black_list": False}
+# wildcard subscription patterns: read the topics the regex matches / does not match
+TOPIC_FILTERS = ("white_list", "black_list")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")  # never read by a wildcard
 
 
