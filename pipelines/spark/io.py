@@ -37,6 +37,13 @@ def read_raw(spark: SparkSession, warehouse: Warehouse, table: str, run_id: str)
     return df.withColumn("run_id", F.lit(run_id))
 
 
+def _row_group_stats(path: Path, column: str) -> list[tuple[pq.Statistics | None, int]]:
+    """(statistics of ``column``, rows) of every row group of one Parquet file, from its footer."""
+    meta = pq.ParquetFile(path).metadata
+    index = meta.schema.to_arrow_schema().get_field_index(column)
+    return [(meta.row_group(g).column(index).statistics, meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
+
+
 def row_group_bounds(warehouse: Warehouse, table: str, run_id: str, column: str) -> set:
     """Every row group's min and max of ``column`` in the run's partition, from the Parquet
     statistics (the column's values where a file has none): for a column of at most two
@@ -44,13 +51,10 @@ def row_group_bounds(warehouse: Warehouse, table: str, run_id: str, column: str)
     part = warehouse.partition_dir(table, run_id)
     values: set = set()
     for path in _parquet_files(part) if part.is_dir() else []:
-        meta = pq.ParquetFile(path).metadata
-        index = meta.schema.to_arrow_schema().get_field_index(column)
-        for g in range(meta.num_row_groups):
-            stats = meta.row_group(g).column(index).statistics
+        for stats, rows in _row_group_stats(path, column):
             if stats is not None and stats.has_min_max:
                 values |= {stats.min, stats.max}
-            elif meta.row_group(g).num_rows:
+            elif rows:
                 values |= set(pq.read_table(path, columns=[column]).column(0).unique().to_pylist())
                 break
     values.discard(None)
@@ -101,11 +105,9 @@ def staged_non_null(tx: Transaction, table: str, column: str) -> int:
     the Parquet footers (the column itself is read only where a row group has none)."""
     values = 0
     for path in _parquet_files(tx.staging_dir(table)):
-        meta = pq.ParquetFile(path).metadata
-        index = meta.schema.to_arrow_schema().get_field_index(column)
-        stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
-        if all(s is not None and s.has_null_count for s in stats):
-            values += meta.num_rows - sum(s.null_count for s in stats)
+        groups = _row_group_stats(path, column)
+        if all(stats is not None and stats.has_null_count for stats, _ in groups):
+            values += sum(rows - stats.null_count for stats, rows in groups)
         else:
             values += pq.read_table(path, columns=[column]).column(0).drop_null().length()
     return values
