@@ -9,7 +9,7 @@ APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-ins
 PYTEST_ARGS ?=
 ZK_KERNELS := $(VENV)/.zk-kernels
 
-.PHONY: demo test unit integration bench venv zookeeper chromium airflow-venv clean
+.PHONY: demo test unit integration bench venv zookeeper chromium airflow-venv clean distclean
 
 demo: $(VENV)/.installed $(ZK_KERNELS)
 	$(BIN)/kaudit demo
@@ -69,5 +69,11 @@ zookeeper:
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(APT) chromium; }
 
+# Run outputs (what `make demo`, `kaudit` and the tests leave in the checkout); the venvs stay.
 clean:
-	rm -rf warehouse demo-out target logs dbt_packages .pytest_cache spark-warehouse metastore_db derby.log
+	rm -rf warehouse demo-out .demo-out.staging target logs dbt_packages .pytest_cache spark-warehouse \
+		metastore_db derby.log test-artifacts
+
+# ... and the venvs: the checkout as cloned.
+distclean: clean
+	rm -rf $(VENV) $(AIRFLOW_VENV)

@@ -4,14 +4,17 @@ function; the work lives in the packages (``kafka/``, ``zookeeper/``, ``spark/``
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from pipelines import steps
 from pipelines.context import RunContext
-from pipelines.errors import KauditError
-from pipelines.warehouse import DEFAULT_ROOT, Warehouse, new_run_id
+from pipelines.errors import KauditError, UsageError
+from pipelines.runs import LATEST, check_run_id, choose
+from pipelines.warehouse import DEFAULT_ROOT, Warehouse
 
 app = typer.Typer(
     name="kaudit",
@@ -24,24 +27,55 @@ extract_app = typer.Typer(help="Read a source into the raw tables of a run.", no
 app.add_typer(extract_app, name="extract")
 
 
+GLOBAL_FLAGS = ("--quiet", "--verbose")
+GLOBAL_OPTIONS = ("--warehouse", "--run-id", "--spark-master")
+
+
 @app.callback()
 def _global(
     ctx: typer.Context,
     warehouse: Annotated[Path, typer.Option("--warehouse", help="Warehouse directory.")] = Path(DEFAULT_ROOT),
-    run_id: Annotated[Optional[str], typer.Option("--run-id", help="Run id (default: UTC YYYYMMDDTHHMMSSZ).")] = None,
+    run_id: Annotated[
+        Optional[str],
+        typer.Option(
+            "--run-id",
+            help="Run id, or 'latest'. Default: extracts continue the open run of this sitting (else a new one); "
+            "build, validate and report the newest run.",
+        ),
+    ] = None,
     spark_master: Annotated[
         Optional[str], typer.Option("--spark-master", help="Spark master URL (default local[*] or spark-submit's).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="Only errors.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", help="Tracebacks on errors.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Tracebacks on errors; Spark's own log on stderr.")] = False,
 ) -> None:
-    ctx.obj = RunContext(
-        warehouse=Warehouse(warehouse),
-        run_id=run_id or new_run_id(),
-        spark_master=spark_master,
-        quiet=quiet,
-        verbose=verbose,
-    )
+    if run_id is not None and run_id != LATEST:
+        check_run_id(run_id)  # a usage error before any work, whatever the command
+    ctx.obj = _Options(Warehouse(warehouse), run_id, spark_master, quiet, verbose)
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The global options, until a command knows which run it works on (:func:`_run`)."""
+
+    warehouse: Warehouse
+    run_id: str | None
+    spark_master: str | None
+    quiet: bool
+    verbose: bool
+
+    def context(self, run_id: str) -> RunContext:
+        return RunContext(self.warehouse, run_id, spark_master=self.spark_master, quiet=self.quiet, verbose=self.verbose)
+
+
+def _run(ctx: typer.Context, kind: str) -> RunContext:
+    """The command's RunContext, its run chosen by the rule of :mod:`pipelines.runs`; says which
+    run on the command's first line."""
+    opts: _Options = ctx.find_object(_Options)
+    choice = choose(opts.warehouse.root, opts.run_id, kind)
+    run = opts.context(choice.run_id)
+    run.say(choice.line(opts.warehouse.runs.info(choice.run_id) if choice.how == "continued" else None))
+    return run
 
 
 # --- extract ---------------------------------------------------------------------------------
@@ -59,9 +93,13 @@ def extract_zk(
     key: Annotated[Optional[Path], typer.Option("--key", help="Client key for --tls.")] = None,
 ) -> None:
     """Walk a live ZooKeeper, read-only, into raw/znodes."""
-    from pipelines.zookeeper.extract import extract_live
+    from pipelines.zookeeper.hosts import check_hosts
 
-    extract_live(ctx.obj, hosts=hosts, chroot=chroot, auth=auth, tls=tls, ca=ca, cert=cert, key=key)
+    try:
+        hosts = check_hosts(hosts)
+    except ValueError as err:
+        raise UsageError(f"--hosts: {err}") from None
+    steps.extract_zk(_run(ctx, "extract"), hosts=hosts, chroot=chroot, auth=auth, tls=tls, ca=ca, cert=cert, key=key)
 
 
 @extract_app.command("zk-snapshot")
@@ -72,9 +110,8 @@ def extract_zk_snapshot(
     chroot: Annotated[Optional[str], typer.Option("--chroot", help="Only below this path, re-rooted at /.")] = None,
 ) -> None:
     """Read a ZooKeeper data dir (or one snapshot) offline into raw/znodes."""
-    from pipelines.zookeeper.extract import extract_snapshot
-
-    extract_snapshot(ctx.obj, path=path, at_zxid=_parse_int(at_zxid, "--at-zxid"), chroot=chroot)
+    zxid = _parse_int(at_zxid, "--at-zxid")
+    steps.extract_zk_snapshot(_run(ctx, "extract"), path=path, at_zxid=zxid, chroot=chroot)
 
 
 @extract_app.command("offsets")
@@ -84,9 +121,9 @@ def extract_offsets(
     workers: Annotated[Optional[int], typer.Option("--workers", help="Processes (default: cores).")] = None,
 ) -> None:
     """Decode __consumer_offsets segments into the raw offsets and group tables."""
-    from pipelines.kafka.extract import extract_offsets as run
-
-    run(ctx.obj, paths=paths, workers=workers)
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers {workers}: expected 1 or more")
+    steps.extract_offsets(_run(ctx, "extract"), paths=paths, workers=workers)
 
 
 @extract_app.command("log-end")
@@ -98,9 +135,9 @@ def extract_log_end(
     ] = None,
 ) -> None:
     """Log start/end offsets of data-topic partitions into raw/log_end_offsets."""
-    from pipelines.kafka.extract import extract_log_end as run
-
-    run(ctx.obj, paths=paths or [], offsets_file=offsets_file)
+    if not paths and offsets_file is None:
+        raise UsageError("extract log-end: give Kafka log dirs (PATH...) or --offsets-file FILE")
+    steps.extract_log_end(_run(ctx, "extract"), paths=paths or [], offsets_file=offsets_file)
 
 
 # --- build / validate / report ---------------------------------------------------------------
@@ -115,9 +152,8 @@ def build(
     skip_dbt: Annotated[bool, typer.Option("--skip-dbt", help="Only the Spark core tables.")] = False,
 ) -> None:
     """Spark registry, expected assignment and audit; then dbt build of the marts."""
-    from pipelines import steps
-
-    steps.build(ctx.obj, assignors=steps.parse_assignors(assignor or []), run_dbt=not skip_dbt)
+    assignors = steps.parse_assignors(assignor or [])
+    steps.build(_run(ctx, "step"), assignors=assignors, run_dbt=not skip_dbt)
 
 
 @app.command()
@@ -126,17 +162,13 @@ def validate(
     strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when an error-level expectation fails.")] = False,
 ) -> None:
     """Run the Great Expectations suites on the run's tables."""
-    from pipelines import steps
-
-    steps.validate(ctx.obj, strict=strict)
+    steps.validate(_run(ctx, "step"), strict=strict)
 
 
 @app.command()
 def report(ctx: typer.Context) -> None:
     """Write the audit report (HTML + summary.json) of the run."""
-    from pipelines import steps
-
-    steps.report(ctx.obj)
+    steps.report(_run(ctx, "step"))
 
 
 @app.command()
@@ -150,11 +182,10 @@ def run(
     show_plan: Annotated[bool, typer.Option("--plan", help="Print the plan as JSON and run nothing.")] = False,
 ) -> None:
     """Every step the config names, in order (global options given here win over the config)."""
-    from pipelines import steps
-
     sources = {n: ctx.parent.get_parameter_source(n) for n in ("warehouse", "run_id", "spark_master")}
     given = {n for n, src in sources.items() if src is not None and src.name not in ("DEFAULT", "DEFAULT_MAP")}
-    steps.run_config(ctx.obj, config, only=only, show_plan=show_plan, explicit=frozenset(given))
+    opts: _Options = ctx.find_object(_Options)
+    steps.run_config(opts, config, only=only, show_plan=show_plan, explicit=frozenset(given))
 
 
 @app.command()
@@ -165,7 +196,7 @@ def demo(
     """Write a demo cluster with known faults and run every step on it."""
     from pipelines.demo import run_demo
 
-    run_demo(ctx.obj, out=out)
+    run_demo(_run(ctx, "new"), out=out)
 
 
 # --- entry point -----------------------------------------------------------------------------
@@ -180,26 +211,71 @@ def _parse_int(value: str | None, option: str) -> int | None:
         raise typer.BadParameter(f"{value!r} is not a number", param_hint=option) from None
 
 
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """``argv`` with the global options moved in front of the command, so that they work
+    after it too (``kaudit report --run-id X``)."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        name = arg.split("=", 1)[0]
+        if arg in GLOBAL_FLAGS:
+            front.append(arg)
+        elif name in GLOBAL_OPTIONS:
+            take = 1 if "=" in arg else 2
+            front += argv[i : i + take]
+            i += take
+            continue
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
+def _click_error(err: Exception) -> tuple[str, int] | None:
+    """(one line, exit code) of a command-line parsing error (typer vendors click: matched by
+    behaviour, not by class); None for any other exception."""
+    code, message = getattr(err, "exit_code", None), getattr(err, "format_message", None)
+    if not isinstance(code, int) or not callable(message):
+        return None
+    cmd = getattr(err, "ctx", None)
+    if code != 2 or cmd is None:
+        return message(), code
+    path = cmd.command_path
+    return f"{path}: {message()} (see '{path} --help')", code
+
+
 def main(argv: list[str] | None = None) -> None:
+    argv = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
+    verbose = "--verbose" in argv
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, standalone_mode=False, prog_name="kaudit")
     except KauditError as err:
-        if "--verbose" in (argv if argv is not None else sys.argv):
+        if verbose:
             raise
         print(f"kaudit: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         print("kaudit: aborted", file=sys.stderr)
         sys.exit(130)
     except typer.Exit as done:
         sys.exit(done.exit_code)
-    except Exception as err:
-        # click's usage errors (typer vendors click, so match by behaviour, not by class)
-        show, code = getattr(err, "show", None), getattr(err, "exit_code", None)
-        if callable(show) and isinstance(code, int):
-            show()
-            sys.exit(code)
-        raise
+    except Exception as err:  # noqa: BLE001 - a bug still gets one line, the traceback with --verbose
+        if type(err).__name__ == "NoArgsIsHelpError":  # `kaudit` or `kaudit extract` alone: the help
+            print(err.ctx.get_help())
+            sys.exit(2)
+        usage = _click_error(err)
+        if usage is not None:  # one line, starting with the command it is about
+            print(usage[0] if usage[0].startswith("kaudit") else f"kaudit: {usage[0]}", file=sys.stderr)
+            sys.exit(usage[1])
+        if verbose:
+            raise
+        print(f"kaudit: internal error: {type(err).__name__}: {err} (run with --verbose for the traceback)", file=sys.stderr)
+        sys.exit(1)
     sys.exit(0)
 
 

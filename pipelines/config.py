@@ -18,7 +18,6 @@ the Airflow DAG maps onto tasks (extract units in parallel).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -30,13 +29,13 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
+from pipelines.runs import RUN_ID, RUN_ID_RULE, Choice, choose
+from pipelines.zookeeper.hosts import check_hosts
 
 STEPS = ("extract", "build", "dbt", "validate", "report")
 
-_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 _ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _BAD_REF = re.compile(r"(?<!\$)\$\{(?![A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})")
-_RUN_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 _SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|spark://.+|k8s://.+|mesos://.+)$")
 
 
@@ -67,12 +66,9 @@ class ZkLive(_Model):
     @field_validator("hosts")
     @classmethod
     def _hosts(cls, v: str) -> str:
-        parts = [p.strip() for p in v.split(",")]
-        for p in parts:
-            m = _HOST_PORT.match(p)
-            if not m or not 0 < int(m.group(2)) < 65536:
-                raise ValueError(f"expected H:P[,H:P], got {v!r}")
-        return ",".join(parts)
+        if "/" in v:
+            raise ValueError(f"expected H:P[,H:P] (a chroot goes in its own key), got {v!r}")
+        return check_hosts(v)
 
     @field_validator("chroot")
     @classmethod
@@ -207,8 +203,8 @@ class AuditConfig(_Model):
     @field_validator("run_id")
     @classmethod
     def _run_id(cls, v: str | None) -> str | None:
-        if v is not None and (not _RUN_ID.match(v) or v.startswith(".")):
-            raise ValueError(f"expected letters, digits, '-', '_', '.', got {v!r}")
+        if v is not None and (not isinstance(v, str) or not RUN_ID.match(v)):
+            raise ValueError(f"a run id is {RUN_ID_RULE}, got {v!r}")
         return v
 
     @field_validator("steps")
@@ -405,22 +401,28 @@ def select(units: list[str], only: list[str]) -> list[str]:
 # --- running it ------------------------------------------------------------------------------
 
 
-def run_context(cfg: AuditConfig, ctx: RunContext, explicit: frozenset[str] = frozenset()) -> RunContext:
-    """``ctx`` with the config's warehouse, run id and Spark master, except where the command
-    line gave them (``explicit``). The dbt target goes to ``KAUDIT_DBT_TARGET`` (read by
+def run_context(cfg: AuditConfig, base, explicit: frozenset[str] = frozenset()) -> tuple[RunContext, Choice]:
+    """The run's context: ``base``'s options (the command line's; ``run_id`` may be None or
+    ``latest``) with the config's warehouse, run id and Spark master, except where the command
+    line gave them (``explicit``); the run chosen as :mod:`pipelines.runs` says for ``run``: the
+    one named, else a new one. The dbt target goes to ``KAUDIT_DBT_TARGET`` (read by
     ``pipelines.transform.dbt_runner``, also inside a spark-submitted ``dbt_build.py``)."""
     from pipelines.warehouse import Warehouse
 
-    changes: dict[str, Any] = {}
+    warehouse = base.warehouse
     if cfg.warehouse is not None and "warehouse" not in explicit:
-        changes["warehouse"] = Warehouse(cfg.warehouse)
+        warehouse = Warehouse(cfg.warehouse)
+    run_id = base.run_id
     if cfg.run_id is not None and "run_id" not in explicit:
-        changes["run_id"] = cfg.run_id
+        run_id = cfg.run_id
+    master = base.spark_master
     if cfg.spark.master is not None and "spark_master" not in explicit:
-        changes["spark_master"] = cfg.spark.master
+        master = cfg.spark.master
     if cfg.dbt.target:
         os.environ["KAUDIT_DBT_TARGET"] = cfg.dbt.target
-    return dataclasses.replace(ctx, **changes) if changes else ctx
+    choice = choose(warehouse.root, run_id, "new")
+    ctx = RunContext(warehouse, choice.run_id, spark_master=master, quiet=base.quiet, verbose=base.verbose)
+    return ctx, choice
 
 
 def _submits(cfg: AuditConfig, ctx: RunContext) -> bool:
@@ -465,24 +467,16 @@ def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
     if unit.startswith("extract:zookeeper["):
         z = cfg.sources.zookeeper[int(unit[len("extract:zookeeper[") : -1])]
         if isinstance(z, ZkLive):
-            from pipelines.zookeeper.extract import extract_live
-
             tls = z.tls or ZkTls()
-            extract_live(
+            steps.extract_zk(
                 ctx, hosts=z.hosts, chroot=z.chroot, auth=z.auth, tls=z.tls is not None, ca=tls.ca, cert=tls.cert, key=tls.key
             )
         else:
-            from pipelines.zookeeper.extract import extract_snapshot
-
-            extract_snapshot(ctx, path=z.data_dir, at_zxid=z.at_zxid)
+            steps.extract_zk_snapshot(ctx, path=z.data_dir, at_zxid=z.at_zxid)
     elif unit == "extract:offsets":
-        from pipelines.kafka.extract import extract_offsets
-
-        extract_offsets(ctx, paths=[*k.log_dirs, *k.consumer_offsets], workers=k.workers)
+        steps.extract_offsets(ctx, paths=[*k.log_dirs, *k.consumer_offsets], workers=k.workers)
     elif unit == "extract:log-end":
-        from pipelines.kafka.extract import extract_log_end
-
-        extract_log_end(ctx, paths=list(k.log_dirs), offsets_file=k.offsets_file)
+        steps.extract_log_end(ctx, paths=list(k.log_dirs), offsets_file=k.offsets_file)
     elif unit == "build":
         steps.build(
             ctx, assignors=dict(cfg.assignors), run_dbt=False, spark_conf=dict(cfg.spark.conf) or None, submit=cfg.spark.submit
@@ -493,10 +487,9 @@ def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
 
             cluster.submit_job(ctx, "dbt_build", [], dict(cfg.spark.conf))
         else:
-            from pipelines.spark.session import get_spark
             from pipelines.transform.dbt_runner import run_dbt
 
-            get_spark(ctx.spark_master, conf=dict(cfg.spark.conf) or None)
+            ctx.spark(dict(cfg.spark.conf))
             run_dbt(ctx)
     elif unit == "validate":
         if _submits(cfg, ctx):
@@ -505,9 +498,7 @@ def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
             cluster.submit_job(ctx, "validate", ["--strict"] if cfg.strict else [], dict(cfg.spark.conf))
         else:
             if cfg.spark.conf:
-                from pipelines.spark.session import get_spark
-
-                get_spark(ctx.spark_master, conf=dict(cfg.spark.conf))
+                ctx.spark(dict(cfg.spark.conf))
             steps.validate(ctx, strict=cfg.strict)
     elif unit == "report":
         steps.report(ctx)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
+from pipelines.output import make_console
+from pipelines.output import progress as make_progress
 from pipelines.warehouse import Warehouse
 
 
@@ -16,7 +18,7 @@ class RunContext:
     spark_master: str | None = None  # None: local[*], or what spark-submit set
     quiet: bool = False
     verbose: bool = False
-    console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    console: Console = field(default_factory=make_console)
 
     def say(self, message: str) -> None:
         """A short, useful line (suppressed by --quiet)."""
@@ -25,22 +27,14 @@ class RunContext:
 
     def spark(self, conf: dict[str, str] | None = None):
         """The step's SparkSession (kaudit's conf, this run's master); Spark's own catalog dir
-        lives under the warehouse, never in the cwd. A session that already exists is reused."""
+        lives under the warehouse, never in the cwd, and the JVM's log in ``logs/spark.log``
+        (on stderr with ``--verbose``). A session that already exists is reused."""
         from pipelines.spark.session import get_spark
 
         catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
-        return get_spark(self.spark_master, conf={**catalog, **(conf or {})})
+        log = None if self.verbose else self.warehouse.root / "logs" / "spark.log"
+        return get_spark(self.spark_master, conf={**catalog, **(conf or {})}, log=log)
 
     def progress(self):
-        """A rich progress bar for long steps (disabled by --quiet)."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        return Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=self.console,
-            disable=self.quiet,
-            transient=True,
-        )
+        """Progress of a long step: bars on a terminal, plain lines in a log, none with --quiet."""
+        return make_progress(self.console, self.quiet)

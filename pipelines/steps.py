@@ -1,13 +1,84 @@
-"""The pipeline steps after extraction, as the CLI, the demo, ``kaudit run`` and Airflow call
-them. Each step reads the run's tables from the warehouse and writes its own partition."""
+"""The pipeline steps as the CLI, the demo, ``kaudit run`` and Airflow call them. Each step
+reads the run's tables from the warehouse and writes its own partition; a step with nothing to
+work on says so (:class:`InputError`, exit 1) instead of producing an empty result."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pipelines.context import RunContext
-from pipelines.errors import UsageError
+from pipelines.errors import InputError, UsageError
 from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
+
+# what a run must hold for build to have something to audit
+EXTRACTED = ("raw/znodes", "raw/offset_commits", "raw/group_metadata")
+BUILT = "core/assignment_audit"
+
+
+# --- extract ---------------------------------------------------------------------------------
+
+
+def _show_quarantine(ctx: RunContext, step: str, label: str) -> None:
+    from pipelines.quarantine import step_lines
+
+    for line in step_lines(ctx.warehouse, ctx.run_id, step, label):
+        ctx.say(line)
+
+
+def extract_zk(ctx: RunContext, **options) -> dict:
+    """``kaudit extract zk``: a live ZooKeeper, read-only."""
+    from pipelines.zookeeper.extract import LIVE_STEP, extract_live
+
+    meta = extract_live(ctx, **options)
+    _show_quarantine(ctx, LIVE_STEP, "zk")
+    return meta
+
+
+def extract_zk_snapshot(ctx: RunContext, path: Path, at_zxid: int | None = None, chroot: str | None = None) -> dict:
+    """``kaudit extract zk-snapshot``: a ZooKeeper data dir or snapshot file, offline."""
+    from pipelines.zookeeper.extract import SNAPSHOT_STEP, extract_snapshot
+
+    meta = extract_snapshot(ctx, path=path, at_zxid=at_zxid, chroot=chroot)
+    _show_quarantine(ctx, SNAPSHOT_STEP, "zk-snapshot")
+    return meta
+
+
+def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None = None) -> dict:
+    """``kaudit extract offsets``: ``__consumer_offsets`` segments."""
+    from pipelines.kafka.extract import STEP_OFFSETS
+    from pipelines.kafka.extract import extract_offsets as run
+
+    counts = run(ctx, paths=paths, workers=workers)
+    _show_quarantine(ctx, STEP_OFFSETS, "offsets")
+    return counts
+
+
+def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None = None) -> dict:
+    """``kaudit extract log-end``: data-topic log ends from log dirs or a GetOffsetShell file."""
+    from pipelines.kafka.extract import STEP_LOG_END
+    from pipelines.kafka.extract import extract_log_end as run
+
+    counts = run(ctx, paths=paths, offsets_file=offsets_file)
+    _show_quarantine(ctx, STEP_LOG_END, "log-end")
+    return counts
+
+
+# --- build / validate / report ---------------------------------------------------------------
+
+
+def require_extracted(ctx: RunContext) -> None:
+    """:class:`InputError` unless the run holds ZooKeeper znodes or ``__consumer_offsets`` records."""
+    if not any(ctx.warehouse.has_rows(t, ctx.run_id) for t in EXTRACTED):
+        raise InputError(
+            f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records "
+            f"in {ctx.warehouse.root}); run `kaudit extract zk-snapshot|zk|offsets ...` first"
+        )
+
+
+def require_built(ctx: RunContext, step: str) -> None:
+    """:class:`InputError` unless the run's core tables were built."""
+    if not ctx.warehouse.exists(BUILT, ctx.run_id):
+        raise InputError(f"run {ctx.run_id}: not built yet (no {BUILT}), nothing to {step}; run `kaudit build` first")
 
 
 def parse_assignors(values: list[str]) -> dict[str, str]:
@@ -34,6 +105,7 @@ def build(
     ``spark-submit pipelines/jobs/<step>.py`` with the package shipped (``pipelines.cluster``)."""
     from pipelines import cluster
 
+    require_extracted(ctx)
     if cluster.submits(ctx, submit):
         args = [f"--assignor={g}={a}" for g, a in sorted((assignors or {}).items())]
         cluster.submit_job(ctx, "build_core", args, spark_conf)
@@ -41,9 +113,7 @@ def build(
             cluster.submit_job(ctx, "dbt_build", [], spark_conf)
         return
     if spark_conf:
-        from pipelines.spark.session import get_spark
-
-        get_spark(ctx.spark_master, conf=spark_conf)  # build_core's get_spark reuses this session
+        ctx.spark(spark_conf)  # build_core's ctx.spark() reuses this session
     from pipelines.spark.build import build_core
 
     build_core(ctx, assignors or {})
@@ -57,6 +127,7 @@ def validate(ctx: RunContext, strict: bool = False) -> None:
     """Great Expectations suites; raises ExpectationsFailed (exit 3) with ``strict``."""
     from pipelines import cluster
 
+    require_built(ctx, "validate")
     if cluster.submits(ctx):
         cluster.submit_job(ctx, "validate", ["--strict"] if strict else [])
         return
@@ -68,18 +139,20 @@ def validate(ctx: RunContext, strict: bool = False) -> None:
 def report(ctx: RunContext) -> None:
     from pipelines.report.write import write_report
 
+    require_built(ctx, "report on")
     write_report(ctx)
 
 
 def run_config(
-    ctx: RunContext,
+    opts,
     config: Path,
     only: list[str] | None = None,
     show_plan: bool = False,
     explicit: frozenset[str] = frozenset(),
 ) -> None:
-    """Every unit of ``config``'s plan (or the ``only`` ones), in order. ``explicit`` names the
-    global options given on the command line: they win over the config's values."""
+    """Every unit of ``config``'s plan (or the ``only`` ones), in order. ``opts`` are the global
+    options (``pipelines.cli``); those named in ``explicit`` were given on the command line and
+    win over the config's values. The run: the one named (or ``latest``), else a new one."""
     from pipelines.config import (
         load_config,
         plan,
@@ -90,11 +163,11 @@ def run_config(
     )
 
     cfg = load_config(config)
-    ctx = run_context(cfg, ctx, explicit)
+    ctx, choice = run_context(cfg, opts, explicit)
     units = select(plan(cfg), only or [])
     if show_plan:
         print(plan_json(cfg, ctx, units))
         return
-    ctx.say(f"run {ctx.run_id}: {', '.join(units)}")
+    ctx.say(f"{choice.line()}: {', '.join(units)}")
     for unit in units:
         run_unit(cfg, ctx, unit)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,21 +29,82 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.errors import KauditError
+from pipelines.runs import RunLog, check_run_id
 from pipelines.tables import SCHEMAS
+
+class StepBusy(KauditError):
+    """Another live process writes the same step of the same run. Exit 1."""
+
 
 DEFAULT_ROOT = "warehouse"
 SHARED_TABLES = frozenset({"raw/quarantine", "raw/znodes"})
+STAGING = ".staging."  # + <run>.<step>.<random>: '.' is in no run id or step name
+LOCKS = ".locks"  # <root>/.locks/<run>.<step>.lock and .publishing.json
 
 
-def new_run_id(now: datetime | None = None) -> str:
-    """Default run id: UTC time ``YYYYMMDDTHHMMSSZ``."""
-    return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+def _process_start(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot), None if there is none: with the
+    pid it names one process, even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return "?"  # alive, start time unknown (no /proc)
+    return stat.rsplit(")", 1)[1].split()[19]
 
 
-def _check_run_id(run_id: str) -> str:
-    if not run_id or any(c in run_id for c in "/\\=\0") or run_id.startswith("."):
-        raise ValueError(f"invalid run id {run_id!r}: use letters, digits, '-', '_', 'T', 'Z'")
-    return run_id
+class StepLock:
+    """One writer per (run, step): ``<root>/.locks/<run>.<step>.lock`` holds the writer's host, pid
+    and process start. A second writer fails with :class:`StepBusy`; the lock of a writer that
+    died (same host, no such process) is taken over."""
+
+    def __init__(self, root: Path, run_id: str, step: str):
+        self.path = root / LOCKS / f"{run_id}.{step}.lock"
+        self.run_id, self.step = run_id, step
+
+    def __enter__(self) -> "StepLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        me = {"host": socket.gethostname(), "pid": os.getpid(), "start": _process_start(os.getpid()),
+              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                holder = self._holder()
+                if holder is not None and self._alive(holder):
+                    raise StepBusy(
+                        f"run {self.run_id}: step {self.step} is being written by pid {holder.get('pid')} on "
+                        f"{holder.get('host')} since {holder.get('since')}; wait for it or use another --run-id"
+                    ) from None
+                self.path.unlink(missing_ok=True)  # its writer died: take the lock over
+                continue
+            with os.fdopen(fd, "w") as f:
+                json.dump(me, f)
+            return self
+        raise StepBusy(f"run {self.run_id}: cannot take the lock {self.path}")
+
+    def _holder(self) -> dict | None:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None  # being written, or torn by a crash: not a live holder's
+
+    @staticmethod
+    def _alive(holder: dict) -> bool:
+        if holder.get("host") != socket.gethostname():
+            return True  # another machine's writer: cannot tell, assume it runs
+        pid = holder.get("pid")
+        start = _process_start(pid) if isinstance(pid, int) else None
+        return start is not None and (start == holder.get("start") or "?" in (start, holder.get("start")))
+
+    def __exit__(self, *exc) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 class TableWriter:
@@ -90,7 +152,7 @@ class Transaction:
         if table not in self.staged:
             table_dir = self.warehouse.table_dir(table)
             table_dir.mkdir(parents=True, exist_ok=True)
-            self.staged[table] = table_dir / f".staging-{self.run_id}-{uuid.uuid4().hex[:8]}"
+            self.staged[table] = table_dir / f"{STAGING}{self.run_id}.{self.step}.{uuid.uuid4().hex[:8]}"
         return self.staged[table]
 
     def writer(self, table: str, schema: pa.Schema | None = None, *,
@@ -108,16 +170,24 @@ class Transaction:
 class Warehouse:
     def __init__(self, root: str | os.PathLike = DEFAULT_ROOT):
         self.root = Path(root).absolute()
+        self.runs = RunLog(self.root)
 
     # -- paths -----------------------------------------------------------------
     def table_dir(self, table: str) -> Path:
         return self.root / table
 
     def partition_dir(self, table: str, run_id: str) -> Path:
-        return self.table_dir(table) / f"run_id={_check_run_id(run_id)}"
+        return self.table_dir(table) / f"run_id={check_run_id(run_id)}"
 
     def exists(self, table: str, run_id: str) -> bool:
         return self.partition_dir(table, run_id).is_dir()
+
+    def has_rows(self, table: str, run_id: str) -> bool:
+        """Whether the run's partition of ``table`` holds at least one row (from the footers)."""
+        part = self.partition_dir(table, run_id)
+        if not part.is_dir():
+            return False
+        return any(pq.ParquetFile(f).metadata.num_rows for f in part.glob("*.parquet"))
 
     def run_ids(self, table: str) -> list[str]:
         d = self.table_dir(table)
@@ -130,25 +200,59 @@ class Warehouse:
     def transaction(self, run_id: str, step: str = "main") -> Iterator[Transaction]:
         """Stage the tables of one step; publish them all when the block ends without error.
 
-        ``step`` names the step's files in shared tables (see the module docstring)."""
-        tx = Transaction(self, _check_run_id(run_id), _check_run_id(step))
-        try:
-            yield tx
-            for w in tx.writers.values():
-                w.close()
-        except BaseException:
-            for w in tx.writers.values():
-                if w._writer is not None:
-                    w._writer.close()
-            for path in tx.staged.values():
-                shutil.rmtree(path, ignore_errors=True)
-            raise
-        for table, path in tx.staged.items():
-            final = self.partition_dir(table, run_id)
+        ``step`` names the step's files in shared tables (see the module docstring). One process
+        at a time writes a (run, step) (:class:`StepLock`); it first finishes a publish that a
+        killed writer of the same step left half done, and removes that writer's staging dirs."""
+        tx = Transaction(self, check_run_id(run_id), check_run_id(step, "step"))
+        with StepLock(self.root, run_id, step):
+            self._recover(run_id, step)
+            try:
+                yield tx
+                for w in tx.writers.values():
+                    w.close()
+            except BaseException:
+                for w in tx.writers.values():
+                    if w._writer is not None:
+                        w._writer.close()
+                for path in tx.staged.values():
+                    shutil.rmtree(path, ignore_errors=True)
+                raise
+            journal = self._journal(run_id, step)
+            moves = [[table, str(path)] for table, path in tx.staged.items()]
+            tmp = journal.with_name(f".{journal.name}.tmp")
+            tmp.write_text(json.dumps(moves))
+            os.replace(tmp, journal)  # from here on the publish completes, even after a kill
+            self._roll_forward(run_id, moves)
+            journal.unlink()
+        self.runs.record_step(run_id, step)
+
+    def _journal(self, run_id: str, step: str) -> Path:
+        return self.root / LOCKS / f"{run_id}.{step}.publishing.json"
+
+    def _roll_forward(self, run_id: str, moves: list[list[str]]) -> None:
+        """Publish each staged partition of ``moves`` that is still staged (idempotent)."""
+        for table, staged in moves:
+            path, final = Path(staged), self.partition_dir(table, run_id)
+            if not path.exists():
+                continue  # published before the kill
             if table in SHARED_TABLES:
                 self._publish_files(path, final)
             else:
                 self._publish(path, final)
+
+    def _recover(self, run_id: str, step: str) -> None:
+        """Finish a publish a killed writer of (run, step) left half done; remove its staging
+        dirs (and a pre-0.1.6 writer's, named by run only) and replaced partitions."""
+        journal = self._journal(run_id, step)
+        if journal.exists():
+            self._roll_forward(run_id, json.loads(journal.read_text()))
+            journal.unlink()
+        if not self.root.is_dir():
+            return
+        debris = (f"{STAGING}{run_id}.{step}.*", f".staging-{run_id}-" + "[0-9a-f]" * 8, f".replaced-run_id={run_id}-*")
+        for pattern in debris:
+            for path in self.root.glob(f"*/*/{pattern}"):
+                shutil.rmtree(path, ignore_errors=True)
 
     def write_table(
         self, table: str, run_id: str, data: pa.Table, schema: pa.Schema | None = None, step: str = "main"

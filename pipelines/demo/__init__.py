@@ -59,16 +59,14 @@ def write_cluster(out: Path) -> Path:
 def run_demo(ctx: RunContext, out: Path | None = None) -> dict:
     """Write the demo cluster to ``out`` and run every step on it; returns what it found."""
     out = write_cluster(out if out is not None else ctx.warehouse.root.parent / DEFAULT_DIR)
-    ctx.say(f"demo cluster written to {out} (run {ctx.run_id}, warehouse {ctx.warehouse.root})")
+    ctx.say(f"demo cluster written to {out} (warehouse {ctx.warehouse.root})")
     from pipelines import steps as pipeline
-    from pipelines.kafka.extract import extract_log_end, extract_offsets
-    from pipelines.zookeeper.extract import extract_snapshot
 
     zk_dir, kafka_dir = out / "zookeeper", out / "kafka-logs"
     steps = [
-        ("extract zk-snapshot", lambda: extract_snapshot(ctx, path=zk_dir, at_zxid=None)),
-        ("extract offsets", lambda: extract_offsets(ctx, paths=[kafka_dir], workers=None)),
-        ("extract log-end", lambda: extract_log_end(ctx, paths=[kafka_dir], offsets_file=None)),
+        ("extract zk-snapshot", lambda: pipeline.extract_zk_snapshot(ctx, path=zk_dir)),
+        ("extract offsets", lambda: pipeline.extract_offsets(ctx, paths=[kafka_dir])),
+        ("extract log-end", lambda: pipeline.extract_log_end(ctx, paths=[kafka_dir])),
         ("build", lambda: pipeline.build(ctx)),
         ("validate", lambda: pipeline.validate(ctx, strict=False)),
         ("report", lambda: pipeline.report(ctx)),

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from pipelines.context import RunContext
-from pipelines.errors import ExpectationsFailed
+from pipelines.errors import ExpectationsFailed, InputError
 
 VALIDATION = "validation"
 RESULTS_FILE = "results.json"
@@ -45,16 +45,37 @@ def result_entry(res) -> dict:
     return entry
 
 
+def no_data_entry(suite: str, check, why: str) -> dict:
+    """A check that was not evaluated because its view has no data: ``success`` is null (neither
+    a pass nor a failure) and ``no_data`` says why."""
+    return {
+        "suite": suite,
+        "expectation": check.name,
+        "success": None,
+        "unexpected_count": None,
+        "level": check.level,
+        "description": check.description,
+        "view": check.view,
+        "gx_expectation": check.expectation.expectation_type,
+        "element_count": None,
+        "no_data": why,
+    }
+
+
 def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     from pyspark.sql import functions as F
 
     from pipelines.quality.gx_runner import ROW_ID, GxProject
     from pipelines.quality.sources import RunTables
     from pipelines.quality.spec import ERROR, load_suites
-    from pipelines.quality.views import build_view
+    from pipelines.quality.views import build_view, missing_data
+
     suites = load_suites()
-    spark = ctx.spark()
-    tables = RunTables(spark, ctx.warehouse, ctx.run_id)
+    tables = RunTables(ctx.warehouse, ctx.run_id)
+    no_data = {v: why for s in suites for v in s.views() if (why := missing_data(v, tables.rows)) is not None}
+    if len(no_data) == len({v for s in suites for v in s.views()}):
+        raise InputError(f"run {ctx.run_id}: no data for any expectation ({next(iter(no_data.values()))})")
+    tables.spark = ctx.spark()
     project = GxProject(ctx.warehouse.table_dir(VALIDATION))
     views: dict = {}
     entries: list[dict] = []
@@ -67,10 +88,14 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
             task = progress.add_task("validate", total=total)
             for suite in suites:
                 for view in suite.views():
+                    checks = [c for c in suite.checks if c.view == view]
+                    if view in no_data:
+                        entries += [no_data_entry(suite.name, c, no_data[view]) for c in checks]
+                        progress.advance(task, len(checks))
+                        continue
                     if view not in views:
                         frame = build_view(view, tables).withColumn(ROW_ID, F.monotonically_increasing_id())
                         views[view] = frame.localCheckpoint(eager=True)
-                    checks = [c for c in suite.checks if c.view == view]
                     progress.update(task, description=f"{suite.name}: {view}")
                     for res in project.run_checks(suite.name, view, views[view], checks, ctx.run_id):
                         entries.append(result_entry(res))
@@ -80,14 +105,18 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
         (out / RESULTS_FILE).write_text(json.dumps(entries, indent=2, default=str) + "\n")
         docs = project.build_docs()
 
-    failed = [e for e in entries if not e["success"]]
+    evaluated = [e for e in entries if e["success"] is not None]
+    failed = [e for e in evaluated if not e["success"]]
     errors = [e for e in failed if e["level"] == ERROR]
-    if tables.missing:
-        ctx.say(f"validate: no data for {len(tables.missing)} table(s): {', '.join(sorted(tables.missing))}")
+    unjudged = [e for e in entries if e["success"] is None]
     ctx.say(
-        f"validate: {len(suites)} suites, {len(entries)} expectations evaluated, "
+        f"validate: {len(suites)} suites, {len(evaluated)} expectations evaluated, "
         f"{len(errors)} error(s), {len(failed) - len(errors)} warning(s) failed"
+        + (f", {len(unjudged)} without data" if unjudged else "")
     )
+    for reason in dict.fromkeys(e["no_data"] for e in unjudged):
+        names = [f"{e['suite']}.{e['expectation']}" for e in unjudged if e["no_data"] == reason]
+        ctx.say(f"  no data  {', '.join(names)}: {reason}")
     for e in failed:
         count = "?" if e["unexpected_count"] is None else e["unexpected_count"]
         ctx.say(f"  {e['level']:<7} {e['suite']}.{e['expectation']}: {count} row(s)" + (f" ({e['error']})" if e.get("error") else ""))

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from pipelines.quality.marts import MARTS, mart_files
+from pipelines.quality.marts import MARTS, mart_dir, mart_files
 from pipelines.tables import SCHEMAS
 from pipelines.warehouse import Warehouse
 
@@ -46,7 +46,7 @@ def _parquet_files(part: Path) -> list[str]:
 class RunTables:
     """Lazy access to one run's tables: ``tables["core/brokers"]``, ``tables["marts/consumer_lag"]``."""
 
-    def __init__(self, spark: SparkSession, warehouse: Warehouse, run_id: str):
+    def __init__(self, warehouse: Warehouse, run_id: str, spark: SparkSession | None = None):
         self.spark, self.warehouse, self.run_id = spark, warehouse, run_id
         self.missing: list[str] = []
         self._cache: dict[str, DataFrame] = {}
@@ -56,14 +56,25 @@ class RunTables:
             self._cache[table] = self._read(table)
         return self._cache[table]
 
-    def _read(self, table: str) -> DataFrame:
+    def _files(self, table: str) -> tuple[Path, list[str]]:
+        """The run's partition dir of ``table`` and its Parquet files."""
         if table.startswith("marts/"):
             name = table.split("/", 1)[1]
-            schema = spark_schema(MARTS[name])
-            files = [str(p) for p in mart_files(self.warehouse, name, self.run_id)]
-        else:
-            schema = spark_schema(SCHEMAS[table])
-            files = _parquet_files(self.warehouse.partition_dir(table, self.run_id))
+            return mart_dir(self.warehouse, name, self.run_id), [str(p) for p in mart_files(self.warehouse, name, self.run_id)]
+        part = self.warehouse.partition_dir(table, self.run_id)
+        return part, _parquet_files(part)
+
+    def rows(self, table: str) -> int | None:
+        """The row count of the run's ``table`` from its Parquet footers; None when the run does
+        not have the table."""
+        part, files = self._files(table)
+        if not part.is_dir():
+            return None
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+    def _read(self, table: str) -> DataFrame:
+        schema = spark_schema(MARTS[table.split("/", 1)[1]] if table.startswith("marts/") else SCHEMAS[table])
+        _, files = self._files(table)
         if not files:
             self.missing.append(table)
             return self.spark.createDataFrame([], schema)

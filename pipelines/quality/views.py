@@ -158,28 +158,50 @@ def identity(df: DataFrame) -> DataFrame:
 
 @dataclass(frozen=True)
 class View:
+    """``build`` over ``tables``. The view has data to judge only when every table of
+    ``evidence`` holds rows and every table of ``present`` exists for the run (an empty
+    ``raw/quarantine`` is a finding: nothing quarantined); otherwise its checks are reported
+    as without data, never as passed. Other tables may be absent (read as empty)."""
+
     tables: tuple[str, ...]
     build: Callable[..., DataFrame]
+    evidence: tuple[str, ...] = ()
+    present: tuple[str, ...] = ()
 
 
 VIEWS: dict[str, View] = {
-    "assignment_audit": View(("core/assignment_audit",), assignment_audit),
+    "assignment_audit": View(("core/assignment_audit",), assignment_audit, evidence=("core/assignment_audit",)),
     "observed_owners": View(
         ("core/assignment_audit", "core/consumer_registrations", "raw/group_metadata", "raw/group_members"),
         observed_owners,
+        evidence=("core/assignment_audit",),
     ),
-    "partition_owners": View(("core/partition_owners",), partition_owners),
-    "consumer_lag": View(("marts/consumer_lag",), identity),
-    "offset_regressions": View(("marts/offset_regressions",), identity),
-    "offset_commits": View(("raw/offset_commits",), offset_commits),
-    "zk_offset_znodes": View(("raw/znodes",), zk_offset_znodes),
-    "topic_partitions": View(("core/topic_partitions", "core/brokers"), topic_partitions),
-    "brokers": View(("core/brokers",), brokers),
-    "cluster": View(("core/cluster",), cluster),
-    "pending_topic_deletions": View(("core/cluster",), pending_topic_deletions),
-    "quarantine": View(("raw/quarantine",), identity),
-    "coordinator_records": View(("raw/coordinator_records",), identity),
+    "partition_owners": View(("core/partition_owners",), partition_owners, evidence=("core/partition_owners",)),
+    "consumer_lag": View(("marts/consumer_lag",), identity, evidence=("marts/consumer_lag",)),
+    # no regression among existing commits is a pass; no commits (or no mart) is no data
+    "offset_regressions": View(
+        ("marts/offset_regressions",), identity, evidence=("raw/offset_commits",), present=("marts/offset_regressions",)
+    ),
+    "offset_commits": View(("raw/offset_commits",), offset_commits, evidence=("raw/offset_commits",)),
+    "zk_offset_znodes": View(("raw/znodes",), zk_offset_znodes, evidence=("raw/znodes",)),
+    "topic_partitions": View(("core/topic_partitions", "core/brokers"), topic_partitions, evidence=("core/topic_partitions",)),
+    "brokers": View(("core/brokers",), brokers, evidence=("core/brokers",)),
+    "cluster": View(("core/cluster",), cluster, evidence=("core/cluster",)),
+    "pending_topic_deletions": View(("core/cluster",), pending_topic_deletions, evidence=("core/cluster",)),
+    "quarantine": View(("raw/quarantine",), identity, present=("raw/quarantine",)),
+    "coordinator_records": View(("raw/coordinator_records",), identity, present=("raw/coordinator_records",)),
 }
+
+
+def missing_data(name: str, rows: Callable[[str], int | None]) -> str | None:
+    """Why view ``name`` has no data to judge (``rows(table)``: its row count, None when the run
+    does not have it), or None when it has."""
+    view = VIEWS[name]
+    absent = [t for t in (*view.evidence, *view.present) if rows(t) is None]
+    if absent:
+        return f"the run has no {', '.join(dict.fromkeys(absent))}"
+    empty = [t for t in view.evidence if not rows(t)]
+    return f"{', '.join(empty)} is empty" if empty else None
 
 
 def build_view(name: str, tables) -> DataFrame:

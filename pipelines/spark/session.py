@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 # Settings the warehouse contract depends on: UTC, timestamp[ms] in Parquet, string run ids.
@@ -33,10 +37,40 @@ LOOPBACK_DRIVER = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host":
 # wall time (interleaved, 2 JVMs x 3 builds each: 792 -> 730 CPU-s); a batch job has no use
 # for G1's short pauses.
 OWN_DRIVER_JVM = {"spark.driver.extraJavaOptions": "-XX:+UseParallelGC"}
+# ... and its log: errors only (Spark's start-up chatter and WARN lines are gone)
+LOG4J2 = Path(__file__).resolve().with_name("log4j2.properties")
+QUIET_DRIVER_JVM = {"spark.driver.extraJavaOptions": f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{LOG4J2}"}
 
 
-def get_spark(master: str | None = None, app_name: str = "kaudit", conf: dict[str, str] | None = None) -> SparkSession:
-    """The active session, or a new one. ``master`` None means what spark-submit set, else local[*]."""
+@contextmanager
+def _jvm_stderr(log: Path | None) -> Iterator[None]:
+    """The JVM that ``getOrCreate`` starts inherits this process's fd 2: point it at ``log`` while
+    it starts (the JVM's own warnings and its log go there for its whole life); kaudit's stderr
+    is restored after."""
+    if log is None:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = os.dup(2)
+    sys.stderr.flush()
+    os.dup2(fd, 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
+def get_spark(
+    master: str | None = None, app_name: str = "kaudit", conf: dict[str, str] | None = None, log: Path | None = None
+) -> SparkSession:
+    """The active session, or a new one. ``master`` None means what spark-submit set, else local[*].
+
+    ``log``: a JVM this call starts logs errors only, into that file (with its start-up
+    warnings); None keeps Spark's default log on this process's stderr."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     submitted = not master and bool(os.environ.get("SPARK_ENV_LOADED"))
     builder = SparkSession.builder.appName(app_name)
@@ -44,8 +78,11 @@ def get_spark(master: str | None = None, app_name: str = "kaudit", conf: dict[st
         builder = builder.master(master)
     elif not submitted and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         builder = builder.master(os.environ.get("KAUDIT_SPARK_MASTER", "local[*]"))
-    for key, value in {**CONF, **({} if submitted else {**LOOPBACK_DRIVER, **OWN_DRIVER_JVM}), **(conf or {})}.items():
+    own = {} if submitted else {**LOOPBACK_DRIVER, **(QUIET_DRIVER_JVM if log else OWN_DRIVER_JVM)}
+    for key, value in {**CONF, **own, **(conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    starts_jvm = SparkContext._gateway is None and not submitted
+    with _jvm_stderr(log if starts_jvm else None):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -16,6 +16,7 @@ from pipelines.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "audit.yaml"
+EXAMPLE_LIVE = REPO / "examples" / "audit-live.yaml"
 
 
 def write(tmp_path: Path, text: str, name: str = "audit.yaml") -> Path:
@@ -25,26 +26,31 @@ def write(tmp_path: Path, text: str, name: str = "audit.yaml") -> Path:
 
 
 def test_example_loads_and_resolves(tmp_path):
-    cfg = load_config(EXAMPLE, env={"ZK_AUDIT_PASSWORD": "s3cret"})
-    live, backup = cfg.sources.zookeeper
-    assert isinstance(live, ZkLive) and isinstance(backup, ZkBackup)
+    cfg = load_config(EXAMPLE, env={})  # runs as shipped: no variable to set
+    (backup,) = cfg.sources.zookeeper
+    assert isinstance(backup, ZkBackup)
+    assert backup.data_dir == EXAMPLE.parent / "../demo-out/zookeeper"
+    assert cfg.sources.kafka.log_dirs == [EXAMPLE.parent / "../demo-out/kafka-logs"]
+    assert cfg.warehouse == EXAMPLE.parent / "../warehouse"
+    assert cfg.assignors == {}
+    assert cfg.spark.conf == {"spark.sql.shuffle.partitions": "8"}
+    assert cfg.strict is False
+    assert plan(cfg) == ["extract:zookeeper[0]", "extract:offsets", "extract:log-end", "build", "dbt", "validate", "report"]
+    moved = load_config(EXAMPLE, env={"KAUDIT_DEMO": "/data/demo"})
+    assert moved.sources.zookeeper[0].data_dir == Path("/data/demo/zookeeper")
+
+
+def test_live_example_loads_and_resolves():
+    cfg = load_config(EXAMPLE_LIVE, env={"ZK_AUDIT_PASSWORD": "s3cret"})
+    (live,) = cfg.sources.zookeeper
+    assert isinstance(live, ZkLive)
     assert live.hosts == "zk1.example.net:2181,zk2.example.net:2181"
     assert live.auth == "digest:audit:s3cret"
     assert live.tls is not None and live.tls.key == Path("/etc/kaudit/zk.key")
-    assert cfg.warehouse == EXAMPLE.parent / "warehouse"
     assert cfg.assignors == {"legacy-billing": "roundrobin"}
-    assert cfg.spark.conf == {"spark.sql.shuffle.partitions": "8"}
-    assert cfg.strict is False
-    assert plan(cfg) == [
-        "extract:zookeeper[0]",
-        "extract:zookeeper[1]",
-        "extract:offsets",
-        "extract:log-end",
-        "build",
-        "dbt",
-        "validate",
-        "report",
-    ]
+    assert cfg.strict is True
+    with pytest.raises(UsageError, match="environment variable ZK_AUDIT_PASSWORD is not set"):
+        load_config(EXAMPLE_LIVE, env={})
 
 
 def _documented_keys(node, prefix=()):
@@ -76,7 +82,7 @@ def _model_keys(model, prefix=()):
 
 
 def test_example_documents_every_key():
-    documented = set(_documented_keys(yaml.safe_load(EXAMPLE.read_text())))
+    documented = {k for example in (EXAMPLE, EXAMPLE_LIVE) for k in _documented_keys(yaml.safe_load(example.read_text()))}
     keys = set(_model_keys(AuditConfig))
     # assignors and spark.conf are free-form maps: their entries are examples, not keys
     documented = {k for k in documented if k[:1] != ("assignors",) or len(k) == 1}
@@ -116,7 +122,8 @@ def test_empty_config_is_all_defaults(tmp_path):
         ("steps: [extract, bild]\n", "steps[1]: input should be 'extract', 'build', 'dbt', 'validate' or 'report', got 'bild'"),
         ("steps: []\n", "steps: name at least one of extract, build, dbt, validate, report"),
         ("steps: [build, build]\n", "steps: 'build' listed twice"),
-        ("run_id: 'a/b'\n", "run_id: expected letters, digits"),
+        ("run_id: 'a/b'\n", "run_id: a run id is letters, digits, '-' and '_' only"),
+        ("run_id: 'v1.2'\n", "run_id: a run id is letters, digits, '-' and '_' only"),
         ("validate: {strict: maybe}\n", "validate.strict: input should be a valid boolean, unable to interpret input, got 'maybe'"),
         ("- a\n- b\n", "audit.yaml: expected a mapping of keys at the top, got list"),
         ("sources: [\n", "audit.yaml: line 2, column 1: invalid YAML"),
@@ -202,9 +209,9 @@ def test_select_units():
 def test_command_line_wins_over_config(tmp_path):
     cfg = load_config(write(tmp_path, "warehouse: wh\nrun_id: r1\nspark: {master: 'spark://h:7077'}\n"))
     base = RunContext(warehouse=Warehouse(tmp_path / "cli"), run_id="cli-run", spark_master=None)
-    ctx = run_context(cfg, base)
+    ctx, _ = run_context(cfg, base)
     assert (ctx.warehouse.root, ctx.run_id, ctx.spark_master) == (tmp_path / "wh", "r1", "spark://h:7077")
-    ctx = run_context(cfg, base, frozenset({"warehouse", "run_id", "spark_master"}))
+    ctx, _ = run_context(cfg, base, frozenset({"warehouse", "run_id", "spark_master"}))
     assert (ctx.warehouse.root, ctx.run_id, ctx.spark_master) == (tmp_path / "cli", "cli-run", None)
 
 

@@ -38,3 +38,24 @@ def test_run_extract_units_of_config(tmp_path, capsys):
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in part.glob("*.parquet"))
         assert rows > 0, table
     assert not (wh / "core").exists()  # only the steps the config names
+
+
+def test_the_shipped_example_runs_on_the_demo_cluster(tmp_path, capsys, monkeypatch):
+    """examples/audit.yaml as shipped (no variable set but where the demo's files are)."""
+    from pathlib import Path
+
+    from pipelines.demo import write_cluster
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "audit.yaml"
+    demo = write_cluster(tmp_path / "demo")
+    monkeypatch.setenv("KAUDIT_DEMO", str(demo))
+    monkeypatch.delenv("ZK_AUDIT_PASSWORD", raising=False)
+    with pytest.raises(SystemExit) as done:
+        main(["run", "--config", str(example), "--only", "extract", "--warehouse", str(tmp_path / "wh")])
+    err = capsys.readouterr().err
+    assert done.value.code == 0, err
+    first = err.splitlines()[0]
+    assert first.startswith("run ") and first.endswith("(new): extract:zookeeper[0], extract:offsets, extract:log-end")
+    run_id = first.split()[1]
+    for table in ("raw/znodes", "raw/offset_commits", "raw/log_end_offsets"):
+        assert any((tmp_path / "wh" / table / f"run_id={run_id}").glob("*.parquet")), table

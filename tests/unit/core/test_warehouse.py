@@ -7,7 +7,9 @@ import pyarrow.dataset as ds
 import pytest
 
 from pipelines.tables import RAW_LOG_END_OFFSETS, RAW_QUARANTINE
-from pipelines.warehouse import Warehouse, new_run_id
+from pipelines.errors import UsageError
+from pipelines.runs import new_run_id
+from pipelines.warehouse import Warehouse
 
 
 def _ends(*rows):
@@ -87,9 +89,9 @@ def test_empty_write_still_creates_a_readable_partition(tmp_path):
     assert wh.read_table("raw/log_end_offsets", "r1").num_rows == 0
 
 
-@pytest.mark.parametrize("bad", ["", "a/b", "x=y", ".hidden"])
+@pytest.mark.parametrize("bad", ["", "a/b", "x=y", ".hidden", "../../x", "a b", "v1.2", "x" * 65])
 def test_unsafe_run_ids_are_refused(tmp_path, bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError, match="a run id is letters, digits, '-' and '_' only"):
         Warehouse(tmp_path).partition_dir("raw/znodes", bad)
 
 
