@@ -122,4 +122,6 @@ def test_console_script_exit_code(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pipelines", "--warehouse", str(tmp_path), "extract", "offsets", str(tmp_path / "x.log")],
                        capture_output=True, text=True)
     assert r.returncode == 1
-    assert r.stderr.strip() == f"kaudit: {tmp_path / 'x.log'}: no such file or directory"
+    run_line, error = r.stderr.strip().splitlines()
+    assert run_line.startswith("run ") and run_line.endswith(" (new)")
+    assert error == f"kaudit: {tmp_path / 'x.log'}: no such file or directory"

@@ -103,13 +103,13 @@ def write_run(warehouse, run_id, faulty: bool):
         _znode("/consumers/g-zk/offsets/t/1", b"7\n" if bad else b"7"),
         _znode("/consumers/g-zk/ids/c1", b'{"version":1,"subscription":{"t":1}}'),
     ], step="zk-snapshot")
-    if bad:
-        _write(warehouse, run_id, "raw/quarantine",
-               [dict(source="offsets", location="00000000000000000000.log:4096", reason="CRC mismatch", raw=b"\x00")],
-               step="offsets")
-        _write(warehouse, run_id, "raw/coordinator_records",
-               [dict(key_type=9, group_id=None, key=b"\x00\x09", value=b"\x01", offsets_partition=7, log_offset=12,
-                     segment_file="00000000000000000000.log")])
+    # a clean extract still writes its (empty) quarantine and coordinator records
+    _write(warehouse, run_id, "raw/quarantine",
+           [dict(source="offsets", location="00000000000000000000.log:4096", reason="CRC mismatch", raw=b"\x00")]
+           if bad else [], step="offsets")
+    _write(warehouse, run_id, "raw/coordinator_records",
+           [dict(key_type=9, group_id=None, key=b"\x00\x09", value=b"\x01", offsets_partition=7, log_offset=12,
+                 segment_file="00000000000000000000.log")] if bad else [])
     _write_mart(warehouse, run_id, "consumer_lag", [
         dict(source="kafka", group_id="g-k", topic="t", partition=0, committed_offset=50, log_end_offset=100, lag=50,
              committed_at=T0),
@@ -118,10 +118,9 @@ def write_run(warehouse, run_id, faulty: bool):
         dict(source="zookeeper", group_id="g-zk", topic="t", partition=0, committed_offset=42, log_end_offset=None,
              lag=None, committed_at=T0),
     ])
-    if bad:
-        _write_mart(warehouse, run_id, "offset_regressions", [
-            dict(group_id="g-k", topic="t", partition=0, log_offset=7, previous_committed_offset=60,
-                 committed_offset=50, regressed_by=10, committed_at=T0)])
+    _write_mart(warehouse, run_id, "offset_regressions", [
+        dict(group_id="g-k", topic="t", partition=0, log_offset=7, previous_committed_offset=60,
+             committed_offset=50, regressed_by=10, committed_at=T0)] if bad else [])
 
 
 # Each check, the failing rows it must export (a key column's values).
@@ -194,3 +193,13 @@ def test_clean_run_passes_and_strict_exits_0(spark, shared_warehouse):
     assert [r["expectation"] for r in results if not r["success"]] == []
     assert list((part / "failures").iterdir()) == []
     assert "clean" in (warehouse.root / "validation" / "data_docs" / "index.html").read_text()
+
+
+def test_a_run_with_no_data_for_any_check_is_an_error(shared_warehouse, capsys):
+    """A built run whose audit is empty and has nothing else: no check can pass (exit 1, no Spark)."""
+    warehouse = shared_warehouse
+    _write(warehouse, "empty", "core/assignment_audit", [])
+    assert _cli(warehouse, "empty", "validate") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "kaudit: run empty: no data for any expectation (core/assignment_audit is empty)"
+    assert not warehouse.exists("validation", "empty")
