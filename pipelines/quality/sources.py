@@ -1,7 +1,8 @@
 """The run's tables as Spark DataFrames with their contract columns, whoever wrote them.
 
 Raw and core tables use the Arrow schemas of ``pipelines.tables``, marts those of
-``pipelines.quality.marts``. A table missing for the run (only one source ran, the mart was
+``pipelines.quality.marts`` (a mart file that is not its declared contract is an error, see
+``check_schema``). A table missing for the run (only one source ran, the mart was
 not built) is an empty frame with the same columns, so every suite still evaluates."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from pipelines.quality.marts import MARTS, mart_files
+from pipelines.quality.marts import MARTS, check_schema, mart_files
 from pipelines.tables import SCHEMAS
 from pipelines.warehouse import Warehouse
 
@@ -61,6 +62,8 @@ class RunTables:
             name = table.split("/", 1)[1]
             schema = spark_schema(MARTS[name])
             files = [str(p) for p in mart_files(self.warehouse, name, self.run_id)]
+            for f in files:
+                check_schema(name, pq.read_schema(f), f)
         else:
             schema = spark_schema(SCHEMAS[table])
             files = _parquet_files(self.warehouse.partition_dir(table, self.run_id))
