@@ -47,9 +47,9 @@
     var source = form.querySelector("[name=source]"), count = form.querySelector(".count");
     var apply = function () {
       var q = text.value.trim().toLowerCase(), st = status.value, src = source.value, shown = 0;
-      document.querySelectorAll("details.group").forEach(function (group) {
+      document.querySelectorAll("#findings details.group").forEach(function (group) {
         var visible = 0;
-        group.querySelectorAll("tbody tr").forEach(function (row) {
+        group.querySelectorAll("tr.finding").forEach(function (row) {
           var ok = (!st || row.getAttribute("data-status") === st) &&
                    (!src || row.getAttribute("data-source") === src) &&
                    (!q || row.textContent.toLowerCase().indexOf(q) >= 0);
