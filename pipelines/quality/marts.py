@@ -90,12 +90,15 @@ def check_schema(name: str, schema: pa.Schema, where: Path | str) -> None:
     got = {f.name: f.type for f in schema if f.name != PARTITION_COLUMN}
     problems = [f"missing column {f.name} ({f.type})" for f in contract if f.name not in got]
     problems += [
-        f"column {f.name} is {got[f.name]}, declared {f.type}" for f in contract if f.name in got and got[f.name] != f.type
+        f"column {f.name} is {got[f.name]}, declared {f.type}"
+        for f in contract
+        if f.name in got and got[f.name] != f.type
     ]
     problems += [f"undeclared column {c}" for c in got if c not in contract.names]
     if problems:
         raise MartContractError(
-            f"{where}: mart {name} does not match its contract (models/marts/_marts__models.yml): " + "; ".join(problems)
+            f"{where}: mart {name} does not match its contract (models/marts/_marts__models.yml): "
+            + "; ".join(problems)
         )
 
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from pipelines.quality.marts import read_mart
 from pipelines.quality.run import VALIDATION, read_results
-from pipelines.tables import ASSIGNMENT_STATUSES
+from pipelines.tables import ASSIGNMENT_STATUSES, SCHEMAS
 from pipelines.warehouse import Warehouse
 
 SOURCES = ("zookeeper", "kafka")
@@ -163,7 +163,9 @@ class Facts:
     @property
     def errors_failed(self) -> int:
         return sum(
-            1 for e in self.expectations or [] if not e.entry.get("success") and e.entry.get("level", "error") == "error"
+            1
+            for e in self.expectations or []
+            if not e.entry.get("success") and e.entry.get("level", "error") == "error"
         )
 
     def summary(self) -> dict:
@@ -189,10 +191,7 @@ def _read(wh: Warehouse, table: str, run_id: str, columns: list[str], filter=Non
     part = wh.partition_dir(table, run_id)
     files = sorted(str(p) for p in part.glob("*.parquet")) if part.is_dir() else []
     if not files:
-        from pipelines.tables import SCHEMAS
-
-        schema = SCHEMAS[table]
-        return pa.table({c: pa.array([], schema.field(c).type) for c in columns})
+        return pa.table({c: pa.array([], SCHEMAS[table].field(c).type) for c in columns})
     return ds.dataset(files, format="parquet").to_table(columns=columns, filter=filter)
 
 
@@ -282,9 +281,9 @@ def _findings(wh: Warehouse, run_id: str, audit: pa.Table, lag: dict, kafka_info
         owners = []
         for name in dict.fromkeys(r["observed_owners"] or []):
             if r["source"] == "zookeeper":
-                consumer = name.rsplit("-", 1)[0]
-                owners.append(Owner(name, _zk_host(r["group_id"], name), ctimes.get((r["group_id"], r["topic"], part, name)),
-                                    (r["group_id"], consumer) in registered))
+                since = ctimes.get((r["group_id"], r["topic"], part, name))
+                known = (r["group_id"], name.rsplit("-", 1)[0]) in registered  # "<consumer id>-<thread>"
+                owners.append(Owner(name, _zk_host(r["group_id"], name), since, known))
             else:
                 host, since = kafka_info.get((r["group_id"], name), (None, None))
                 owners.append(Owner(name, host, since, name in kafka_current.get(r["group_id"], ())))
@@ -305,7 +304,8 @@ def _health(wh: Warehouse, run_id: str, lag: pa.Table | None, status: pa.Table |
     live: Counter = Counter({g: len(m) for g, m in kafka_current.items()})
     for g, _ in {(r["group_id"], r["consumer_id"]) for r in regs.to_pylist()}:
         live[g] += 1
-    owned: Counter = Counter(r["group_id"] for r in _read(wh, "core/partition_owners", run_id, ["group_id"]).to_pylist())
+    owners = _read(wh, "core/partition_owners", run_id, ["group_id"]).to_pylist()
+    owned: Counter = Counter(r["group_id"] for r in owners)
     assignments = _read(wh, "raw/group_assignments", run_id, ["group_id", "member_id"]).to_pylist()
     for r in assignments:
         if r["member_id"] in kafka_current.get(r["group_id"], ()):
@@ -345,7 +345,9 @@ def _health(wh: Warehouse, run_id: str, lag: pa.Table | None, status: pa.Table |
                 h.reasons.append(f"offsets stopped while the log end moved on {len(stopped)} partition(s): last "
                                  f"commit up to {_duration(gap)} before the newest message")
         if h.unknown_end:
-            h.reasons.append(f"log end unknown for {h.unknown_end} of {h.partitions} partition(s): their lag is unknown")
+            h.reasons.append(
+                f"log end unknown for {h.unknown_end} of {h.partitions} partition(s): their lag is unknown"
+            )
         if h.negative:
             h.reasons.append(f"committed beyond the log end on {h.negative} partition(s)")
         out.append(h)
@@ -374,7 +376,8 @@ def _heatmap(freq: pa.Table | None) -> Heatmap | None:
     last = pc.max(distinct).as_py()
     first = max(pc.min(distinct).as_py(), last - timedelta(hours=HEATMAP_HOURS - 1))
     hours = [first + timedelta(hours=i) for i in range(int((last - first) / timedelta(hours=1)) + 1)]
-    freq = freq.filter(pc.greater_equal(freq.column("window_start"), pa.scalar(first, freq.schema.field("window_start").type)))
+    start = pa.scalar(first, freq.schema.field("window_start").type)
+    freq = freq.filter(pc.greater_equal(freq.column("window_start"), start))
     totals = freq.group_by(key).aggregate([("commits", "sum")]).to_pylist()
     totals.sort(key=lambda r: (-(r["commits_sum"] or 0), str(r["group_id"]), str(r["topic"]),
                                r["partition"] if r["partition"] is not None else -1))

@@ -38,7 +38,8 @@ def demo_run(spark, tmp_path_factory) -> DemoRun:
 
     root = tmp_path_factory.mktemp("demo-run")
     warehouse, out = root / "warehouse", root / "cluster"
-    args = ["--warehouse", str(warehouse), "--run-id", DEMO_RUN_ID, "--spark-master", "local[2]", "demo", "--out", str(out)]
+    args = ["--warehouse", str(warehouse), "--run-id", DEMO_RUN_ID, "--spark-master", "local[2]",
+            "demo", "--out", str(out)]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         try:

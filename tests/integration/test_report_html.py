@@ -62,7 +62,8 @@ class _Page(HTMLParser):
         elif self._li and tag == "span" and "why" in classes:
             self._why, self._text = True, ""
         elif tag == "td" and "background:" in (a.get("style") or "") and "commit(s)" in (a.get("title") or ""):
-            self.heat.append((a["style"].split("background:")[1].strip(), int(a["title"].rsplit(": ", 1)[1].split()[0])))
+            commits = int(a["title"].rsplit(": ", 1)[1].split()[0])
+            self.heat.append((a["style"].split("background:")[1].strip(), commits))
 
     def handle_data(self, data):
         self._text += data
@@ -190,7 +191,8 @@ def test_page_fits_420_and_1400_px_in_chromium(demo_run, report, tmp_path):
             assert scroll <= inner, f"the page overflows at {width} px: {scroll} > {inner}"
             # every owner is on screen, not clipped or behind a horizontal scroll
             right = browser.evaluate(
-                "Math.max(...[...document.querySelectorAll('tr.finding td.owner')].map(e => e.getBoundingClientRect().right))"
+                "Math.max(...[...document.querySelectorAll('tr.finding td.owner')]"
+                ".map(e => e.getBoundingClientRect().right))"
             )
             assert right <= inner, f"owners cut off at {width} px"
             shot = browser.screenshot(ARTIFACTS / f"report-{width}px.png")
