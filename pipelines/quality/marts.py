@@ -26,12 +26,8 @@ ARROW_TYPES = {
     "string": pa.string(),
     "int": pa.int32(),
     "bigint": pa.int64(),
-    "smallint": pa.int16(),
-    "double": pa.float64(),
     "boolean": pa.bool_(),
     "timestamp": TS,
-    "array<string>": pa.list_(pa.string()),
-    "array<int>": pa.list_(pa.int32()),
 }
 
 
