@@ -28,6 +28,12 @@
 
     {{ run_hooks(pre_hooks) }}
 
+    {#- an enforced contract (the model's yml columns and data_types): the SQL must yield exactly
+        those columns with those types, else the build fails before anything is written -#}
+    {%- if config.get('contract').enforced -%}
+        {{ get_assert_columns_equivalent(sql) }}
+    {%- endif -%}
+
     {%- call statement('stage_run') -%}
         create or replace temporary view `{{ staged }}` as
         {{ sql }}

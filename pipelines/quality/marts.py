@@ -1,6 +1,10 @@
-"""The dbt marts as readers outside dbt see them: where a run's mart lives and its contract
-columns (CONTRACT.md, "marts") as Arrow schemas. A mart may carry more columns; a reader
-selects these. ``consumer_lag_status`` has no fixed columns yet beyond its key and status."""
+"""The dbt marts as readers outside dbt see them, from the marts' one declaration.
+
+``models/marts/_marts__models.yml`` declares every mart's columns with their ``data_type``; dbt
+enforces them as model contracts at build time, and :data:`MARTS` reads the same declaration
+into Arrow schemas (``run_id`` left out: it is the hive partition, not stored in the files).
+:func:`read_mart` and :func:`check_schema` refuse a mart file whose columns or types differ
+from the declaration: a drift between the model and its readers is an error, never nulls."""
 
 from __future__ import annotations
 
@@ -8,41 +12,55 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import yaml
 
+from pipelines.errors import StepError
 from pipelines.tables import TS
 from pipelines.warehouse import Warehouse
 
-_KEY = [("group_id", pa.string()), ("topic", pa.string()), ("partition", pa.int32())]
-
-MARTS = {
-    "consumer_lag": pa.schema(
-        [
-            ("source", pa.string()),
-            *_KEY,
-            ("committed_offset", pa.int64()),
-            ("log_end_offset", pa.int64()),
-            ("lag", pa.int64()),
-            ("committed_at", TS),
-        ]
-    ),
-    "commit_frequency": pa.schema(
-        [*_KEY, ("window_start", TS), ("commits", pa.int64()), ("first_commit_at", TS), ("last_commit_at", TS)]
-    ),
-    "offset_regressions": pa.schema(
-        [
-            *_KEY,
-            ("log_offset", pa.int64()),
-            ("previous_committed_offset", pa.int64()),
-            ("committed_offset", pa.int64()),
-            ("regressed_by", pa.int64()),
-            ("committed_at", TS),
-        ]
-    ),
-    "offset_storage_drift": pa.schema(
-        [*_KEY, ("zk_offset", pa.int64()), ("kafka_offset", pa.int64()), ("drift", pa.int64())]
-    ),
-    "consumer_lag_status": pa.schema([("source", pa.string()), *_KEY, ("status", pa.string())]),
+PARTITION_COLUMN = "run_id"
+# Spark SQL data_types of the contract -> the Arrow types of the Parquet files Spark writes
+# (kaudit's sessions write timestamps as UTC milliseconds).
+ARROW_TYPES = {
+    "string": pa.string(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "boolean": pa.bool_(),
+    "timestamp": TS,
 }
+
+
+class MartContractError(StepError):
+    """A mart file whose columns or types are not its declared contract."""
+
+
+def declaration_path() -> Path:
+    from pipelines.transform.dbt_runner import project_dir
+
+    return project_dir() / "models" / "marts" / "_marts__models.yml"
+
+
+def load_contracts(path: Path | None = None) -> dict[str, pa.Schema]:
+    """``{mart: Arrow schema}`` of every model with an enforced contract in ``path``."""
+    path = path or declaration_path()
+    models = yaml.safe_load(path.read_text())["models"]
+    out = {}
+    for model in models:
+        if not (model.get("config") or {}).get("contract", {}).get("enforced"):
+            raise MartContractError(f"{path}: mart {model['name']} has no enforced contract")
+        fields = []
+        for column in model["columns"]:
+            data_type = str(column.get("data_type") or "").lower()
+            if data_type not in ARROW_TYPES:
+                raise MartContractError(f"{path}: {model['name']}.{column['name']}: data_type {data_type!r} unknown")
+            if column["name"] != PARTITION_COLUMN:
+                fields.append(pa.field(column["name"], ARROW_TYPES[data_type]))
+        out[model["name"]] = pa.schema(fields)
+    return out
+
+
+MARTS = load_contracts()
 
 
 def mart_dir(warehouse: Warehouse, name: str, run_id: str) -> Path:
@@ -61,29 +79,32 @@ def mart_files(warehouse: Warehouse, name: str, run_id: str) -> list[Path]:
     )
 
 
+def check_schema(name: str, schema: pa.Schema, where: Path | str) -> None:
+    """Raise :class:`MartContractError` unless ``schema`` has exactly the contract's columns,
+    with its types (nullability aside); ``where`` names the file in the message."""
+    contract = MARTS[name]
+    got = {f.name: f.type for f in schema if f.name != PARTITION_COLUMN}
+    problems = [f"missing column {f.name} ({f.type})" for f in contract if f.name not in got]
+    problems += [
+        f"column {f.name} is {got[f.name]}, declared {f.type}"
+        for f in contract
+        if f.name in got and got[f.name] != f.type
+    ]
+    problems += [f"undeclared column {c}" for c in got if c not in contract.names]
+    if problems:
+        raise MartContractError(
+            f"{where}: mart {name} does not match its contract (models/marts/_marts__models.yml): "
+            + "; ".join(problems)
+        )
+
+
 def read_mart(warehouse: Warehouse, name: str, run_id: str) -> pa.Table | None:
-    """The run's mart conformed to its contract columns (extra columns kept after them, missing
-    contract columns as nulls), or None when the mart was not built for the run."""
+    """The run's mart with exactly its contract's columns, or None when the mart was not built
+    for the run. Every file is checked against the contract first."""
     files = mart_files(warehouse, name, run_id)
     if not files:
         return None
-    data = ds.dataset([str(f) for f in files], format="parquet").to_table()
-    schema = MARTS[name]
-    columns, fields = [], []
-    for f in schema:
-        if f.name in data.column_names:
-            col = data.column(f.name)
-            try:
-                col = col.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                pass  # keep the mart's own type rather than fail the reader
-            columns.append(col)
-            fields.append(pa.field(f.name, col.type))
-        else:
-            columns.append(pa.nulls(data.num_rows, f.type))
-            fields.append(f)
-    for name_ in data.column_names:
-        if name_ not in schema.names and name_ != "run_id":
-            columns.append(data.column(name_))
-            fields.append(data.schema.field(name_))
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+    for f in files:
+        check_schema(name, pq.read_schema(f), f)
+    data = ds.dataset([str(f) for f in files], format="parquet", schema=MARTS[name]).to_table()
+    return data.select(MARTS[name].names)

@@ -1,7 +1,8 @@
 """The run's tables as Spark DataFrames with their contract columns, whoever wrote them.
 
 Raw and core tables use the Arrow schemas of ``pipelines.tables``, marts those of
-``pipelines.quality.marts``. A table missing for the run (only one source ran, the mart was
+``pipelines.quality.marts`` (a mart file that is not its declared contract is an error, see
+``check_schema``). A table missing for the run (only one source ran, the mart was
 not built) is an empty frame with the same columns, so every suite still evaluates."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from pipelines.quality.marts import MARTS, mart_dir, mart_files
+from pipelines.quality.marts import MARTS, check_schema, mart_dir, mart_files
 from pipelines.tables import SCHEMAS
 from pipelines.warehouse import Warehouse
 
@@ -73,8 +74,11 @@ class RunTables:
         return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
     def _read(self, table: str) -> DataFrame:
-        schema = spark_schema(MARTS[table.split("/", 1)[1]] if table.startswith("marts/") else SCHEMAS[table])
+        mart = table.split("/", 1)[1] if table.startswith("marts/") else None
+        schema = spark_schema(MARTS[mart] if mart else SCHEMAS[table])
         _, files = self._files(table)
+        for f in files if mart else ():
+            check_schema(mart, pq.read_schema(f), f)
         if not files:
             self.missing.append(table)
             return self.spark.createDataFrame([], schema)

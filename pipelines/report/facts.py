@@ -1,23 +1,45 @@
 """Everything the report says, read from the run's tables with pyarrow: plain Python values
-(no Spark). Missing tables are empty; a mart that was not built is ``None`` ("not built")."""
+(no Spark). Missing raw/core tables are empty; a mart that was not built is ``None`` ("not
+built"); a mart that is not its declared contract raises (``pipelines.quality.marts``)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from pipelines.quality.marts import read_mart
-from pipelines.quality.run import read_results
-from pipelines.tables import ASSIGNMENT_STATUSES
+from pipelines.quality.run import VALIDATION, read_results
+from pipelines.tables import ASSIGNMENT_STATUSES, SCHEMAS
 from pipelines.warehouse import Warehouse
 
 SOURCES = ("zookeeper", "kafka")
 # CONTRACT's order of the statuses in summary.json
 SUMMARY_STATUS_ORDER = ("ok", "wrong_owner", "unowned", "duplicate_owner", "unknown_owner", "unexpected_partition")
 OFFSET_RECORD_TABLES = ("raw/offset_commits", "raw/group_metadata", "raw/coordinator_records")
+# Burrow's partition statuses (marts/consumer_lag_status) that make a group unhealthy, and why
+BURROW_PROBLEMS = {
+    "STOP": "offsets stopped while the log end moved",
+    "STALL": "offsets stalled with lag",
+    "REWIND": "offsets went back",
+    "WARN": "lag growing",
+}
+# A ZooKeeper offset znode not written for this long before the partition's newest message
+# (with lag) is a consumer that stopped committing: ZooKeeper consumers commit every
+# auto.commit.interval.ms (60 s by default). Only one offset per partition is known, so this
+# is the ZooKeeper side's counterpart of Burrow's STOP.
+ZK_STOPPED_AFTER = timedelta(minutes=10)
+HEATMAP_HOURS = 48
+HEATMAP_ROWS = 30
+# ZooKeeper consumer ids: "<group>_<host>-<ms since epoch>[-<uuid prefix>]" (ZookeeperConsumerConnector)
+_CONSUMER_ID = re.compile(r"^(?P<host>.+)-(?P<ms>\d{10,14})(?:-[0-9a-fA-F]+)?$")
 
 
 @dataclass
@@ -36,49 +58,120 @@ class GroupAssignment:
 
 
 @dataclass
-class GroupLag:
+class Owner:
+    """An observed owner and what its registration says: host and since when."""
+
+    name: str
+    host: str | None
+    since: datetime | None  # owner znode ctime (ZooKeeper), first generation with the member (Kafka)
+    registered: bool
+
+
+@dataclass
+class Finding:
+    """One non-ok partition of core/assignment_audit."""
+
+    source: str
+    group_id: str
+    topic: str
+    partition: int
+    broker_id: int | None
+    status: str
+    expected_owner: str | None
+    owners: list[Owner]
+    committed_offset: int | None
+    log_end_offset: int | None
+    lag: int | None
+
+    @property
+    def partition_label(self) -> str:
+        return f"{self.broker_id}-{self.partition}" if self.broker_id is not None else str(self.partition)
+
+
+@dataclass
+class GroupHealth:
+    """One (source, group) of marts/consumer_lag, with every reason it is unhealthy."""
+
     source: str
     group_id: str
     partitions: int
-    total_lag: int
+    known_lag: int  # summed over the partitions whose log end is known
     max_lag: int | None
     unknown_end: int
     negative: int
-    statuses: dict[str, int] | None  # None: consumer_lag_status not built
+    live_consumers: int  # ZooKeeper registrations + Kafka members of the group id (either store)
+    owned_partitions: int
+    burrow: dict[str, int] | None  # Kafka: partition statuses; None for ZooKeeper or mart not built
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def lag_known(self) -> bool:
+        return self.unknown_end < self.partitions
 
 
 @dataclass
 class Heatmap:
     rows: list[str]  # "group · topic/partition"
-    hours: list  # datetimes (UTC hour starts)
+    hours: list  # datetimes (UTC hour starts), every hour of the span, empty ones included
     cells: dict[tuple[int, int], int]  # (row, hour index) -> commits
     more_rows: int = 0
+    hours_in_data: int = 0  # distinct hours of the whole mart
+
+
+@dataclass
+class Expectation:
+    entry: dict  # the results.json entry
+    sample: list[dict] | None  # the first failing rows (validation/run_id=<id>/failures/<check>.parquet)
+    failures_file: Path | None
 
 
 @dataclass
 class Facts:
     run_id: str
+    warehouse: Path
     znodes: int
     offset_records: int
     quarantined: int
     assignment: dict[str, dict[str, int]]
     groups: list[GroupAssignment]
-    lag: list[GroupLag] | None
+    findings: list[Finding]
+    health: list[GroupHealth] | None
     heatmap: Heatmap | None
     regressions: list[dict] | None
     regression_count: int
     quarantine: list[dict]  # source, reason, count, example
-    expectations: list[dict] | None
+    expectations: list[Expectation] | None
     drift: list[dict] | None = None
-    missing: list[str] = field(default_factory=list)
+
+    @property
+    def audited(self) -> int:
+        return sum(sum(v.values()) for v in self.assignment.values())
+
+    @property
+    def empty(self) -> bool:
+        """Nothing was extracted or audited for the run."""
+        return not (self.znodes or self.offset_records or self.audited)
+
+    @property
+    def unhealthy(self) -> list[GroupHealth]:
+        return [g for g in self.health or [] if g.reasons]
+
+    @property
+    def expectations_evaluated(self) -> int:
+        """Checks that were judged (a check without data has ``success`` null: neither)."""
+        return sum(1 for e in self.expectations or [] if e.entry.get("success") is not None)
 
     @property
     def expectations_failed(self) -> int:
-        return sum(1 for e in self.expectations or [] if not e.get("success"))
+        return sum(1 for e in self.expectations or [] if e.entry.get("success") is False)
 
     @property
     def errors_failed(self) -> int:
-        return sum(1 for e in self.expectations or [] if not e.get("success") and e.get("level", "error") == "error")
+        return sum(
+            1
+            for e in self.expectations or []
+            if e.entry.get("success") is False and e.entry.get("level", "error") == "error"
+        )
 
     def summary(self) -> dict:
         """``summary.json`` exactly as CONTRACT.md shapes it."""
@@ -87,7 +180,7 @@ class Facts:
             "inputs": {"znodes": self.znodes, "offset_records": self.offset_records, "quarantined": self.quarantined},
             "assignment": {s: {k: self.assignment[s][k] for k in SUMMARY_STATUS_ORDER} for s in SOURCES},
             "offset_regressions": self.regression_count,
-            "expectations": {"evaluated": len(self.expectations or []), "failed": self.expectations_failed},
+            "expectations": {"evaluated": self.expectations_evaluated, "failed": self.expectations_failed},
         }
 
 
@@ -95,19 +188,26 @@ def _rows(wh: Warehouse, table: str, run_id: str) -> int:
     part = wh.partition_dir(table, run_id)
     if not part.is_dir():
         return 0
-    import pyarrow.parquet as pq
-
     return sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(part.glob("*.parquet")))
 
 
+def _read(wh: Warehouse, table: str, run_id: str, columns: list[str], filter=None) -> pa.Table:
+    """Some columns of a raw/core partition (empty with those columns when it does not exist)."""
+    part = wh.partition_dir(table, run_id)
+    files = sorted(str(p) for p in part.glob("*.parquet")) if part.is_dir() else []
+    if not files:
+        return pa.table({c: pa.array([], SCHEMAS[table].field(c).type) for c in columns})
+    return ds.dataset(files, format="parquet").to_table(columns=columns, filter=filter)
+
+
 def _assignment(audit: pa.Table) -> tuple[dict[str, dict[str, int]], list[GroupAssignment]]:
-    totals = {s: {status: 0 for status in ASSIGNMENT_STATUSES} for s in SOURCES}
+    totals = {s: dict.fromkeys(ASSIGNMENT_STATUSES, 0) for s in SOURCES}
     per_group: dict[tuple[str, str], Counter] = defaultdict(Counter)
     if audit.num_rows:
         counts = audit.group_by(["source", "group_id", "status"]).aggregate([([], "count_all")])
         for r in counts.to_pylist():
             source, status = r["source"], r["status"]
-            totals.setdefault(source, {s: 0 for s in ASSIGNMENT_STATUSES})
+            totals.setdefault(source, dict.fromkeys(ASSIGNMENT_STATUSES, 0))
             totals[source][status] = totals[source].get(status, 0) + r["count_all"]
             per_group[(source, r["group_id"])][status] += r["count_all"]
     groups = [GroupAssignment(s, g, dict(c)) for (s, g), c in per_group.items()]
@@ -115,56 +215,178 @@ def _assignment(audit: pa.Table) -> tuple[dict[str, dict[str, int]], list[GroupA
     return totals, groups
 
 
-def _lag(lag: pa.Table | None, status: pa.Table | None) -> list[GroupLag] | None:
+def _zk_host(group_id: str, owner: str) -> str | None:
+    """The host in a ZooKeeper owner name ``<group>_<host>-<ms>[-<uuid>]-<thread>``."""
+    consumer = owner.rsplit("-", 1)[0]
+    if consumer.startswith(f"{group_id}_"):
+        consumer = consumer[len(group_id) + 1 :]
+    m = _CONSUMER_ID.match(consumer)
+    return m["host"] if m else None
+
+
+def _zk_owners(wh: Warehouse, run_id: str, groups: set[str]) -> tuple[dict, set]:
+    """(group, topic, partition name, owner) -> owner znode ctime, and the registered
+    (group, consumer id) pairs."""
+    znodes = _read(
+        wh, "raw/znodes", run_id, ["path", "data", "ctime"],
+        filter=pc.match_substring_regex(ds.field("path"), r"^/consumers/[^/]+/owners/[^/]+/[^/]+$"),
+    )
+    ctimes = {}
+    for r in znodes.to_pylist():
+        _, _, group, _, topic, part = r["path"].split("/", 5)
+        if group in groups and r["data"] is not None:
+            ctimes[(group, topic, part, r["data"].decode("utf-8", "replace").strip())] = r["ctime"]
+    regs = _read(wh, "core/consumer_registrations", run_id, ["group_id", "consumer_id"])
+    registered = {(r["group_id"], r["consumer_id"]) for r in regs.to_pylist()}
+    return ctimes, registered
+
+
+def _kafka_members(wh: Warehouse, run_id: str) -> tuple[dict, dict]:
+    """(group, member) -> (client host, first state_timestamp seen with the member), and
+    group -> members of its latest generation record (empty after a tombstone)."""
+    meta = _read(wh, "raw/group_metadata", run_id,
+                 ["group_id", "offsets_partition", "log_offset", "state_timestamp", "is_tombstone"])
+    members = _read(wh, "raw/group_members", run_id, ["group_id", "offsets_partition", "log_offset", "member_id",
+                                                       "client_host"])
+    at = {(r["group_id"], r["offsets_partition"], r["log_offset"]): r for r in meta.to_pylist()}
+    latest: dict[str, tuple] = {}
+    for key, r in at.items():
+        if key[0] not in latest or key[1:] > latest[key[0]][1:]:
+            latest[key[0]] = key
+    info: dict[tuple[str, str], tuple] = {}
+    current: dict[str, set] = defaultdict(set)
+    for r in sorted(members.to_pylist(), key=lambda r: (r["offsets_partition"], r["log_offset"])):
+        key = (r["group_id"], r["offsets_partition"], r["log_offset"])
+        stamp = at[key]["state_timestamp"] if key in at else None
+        host, since = info.get((r["group_id"], r["member_id"]), (None, None))
+        info[(r["group_id"], r["member_id"])] = (r["client_host"] or host, since or stamp)
+        if latest.get(r["group_id"]) == key and not at[key]["is_tombstone"]:
+            current[r["group_id"]].add(r["member_id"])
+    return info, current
+
+
+def _lag_index(lag: pa.Table | None) -> dict[tuple, dict]:
     if lag is None:
-        return None
-    statuses: dict[tuple, Counter] | None = None
-    if status is not None and status.column("status").null_count < status.num_rows:
-        statuses = defaultdict(Counter)
-        has_source = "source" in status.column_names and status.column("source").null_count < status.num_rows
-        for r in status.select([c for c in ("source", "group_id", "status") if c in status.column_names]).to_pylist():
-            # without a source column the statuses are Burrow's, of Kafka-committed partitions
-            key = (r.get("source"), r["group_id"]) if has_source else ("kafka", r["group_id"])
-            statuses[key][str(r["status"])] += 1
+        return {}
+    return {
+        (r["source"], r["group_id"], r["topic"], r["partition"], r["broker_id"]): r
+        for r in lag.select(["source", "group_id", "topic", "partition", "broker_id", "committed_offset",
+                             "log_end_offset", "lag"]).to_pylist()
+    }
+
+
+def _findings(wh: Warehouse, run_id: str, audit: pa.Table, lag: dict, kafka_info: dict,
+              kafka_current: dict) -> list[Finding]:
+    bad = audit.filter(pc.not_equal(audit.column("status"), "ok")).to_pylist() if audit.num_rows else []
+    ctimes, registered = _zk_owners(wh, run_id, {r["group_id"] for r in bad if r["source"] == "zookeeper"})
+    severity = {s: i for i, s in enumerate(ASSIGNMENT_STATUSES)}
     out = []
-    by_group: dict[tuple, list[dict]] = defaultdict(list)
-    for r in lag.select(["source", "group_id", "lag", "log_end_offset"]).to_pylist():
-        by_group[(r["source"], r["group_id"])].append(r)
-    for (source, group), rows in by_group.items():
-        lags = [r["lag"] for r in rows if r["lag"] is not None]
-        group_status = None
-        if statuses is not None:
-            group_status = dict(statuses.get((source, group)) or {})
-        out.append(
-            GroupLag(
-                source=source or "",
-                group_id=group,
-                partitions=len(rows),
-                total_lag=sum(lags),
-                max_lag=max(lags) if lags else None,
-                unknown_end=sum(1 for r in rows if r["lag"] is None),
-                negative=sum(1 for v in lags if v < 0),
-                statuses=group_status,
-            )
-        )
-    out.sort(key=lambda g: (-g.negative, -g.total_lag, str(g.group_id)))
+    for r in bad:
+        part = f"{r['broker_id']}-{r['partition']}" if r["broker_id"] is not None else str(r["partition"])
+        owners = []
+        for name in dict.fromkeys(r["observed_owners"] or []):
+            if r["source"] == "zookeeper":
+                since = ctimes.get((r["group_id"], r["topic"], part, name))
+                known = (r["group_id"], name.rsplit("-", 1)[0]) in registered  # "<consumer id>-<thread>"
+                owners.append(Owner(name, _zk_host(r["group_id"], name), since, known))
+            else:
+                host, since = kafka_info.get((r["group_id"], name), (None, None))
+                owners.append(Owner(name, host, since, name in kafka_current.get(r["group_id"], ())))
+        offsets = lag.get((r["source"], r["group_id"], r["topic"], r["partition"], r["broker_id"]), {})
+        out.append(Finding(r["source"], r["group_id"], r["topic"], r["partition"], r["broker_id"], r["status"],
+                           r["expected_owner"], owners, offsets.get("committed_offset"),
+                           offsets.get("log_end_offset"), offsets.get("lag")))
+    out.sort(key=lambda f: (severity.get(f.status, 99), f.source, str(f.group_id), str(f.topic),
+                            f.broker_id if f.broker_id is not None else -1, f.partition))
     return out
 
 
-def _heatmap(freq: pa.Table | None, max_rows: int = 30, max_hours: int = 48) -> Heatmap | None:
-    """The busiest ``max_rows`` (group, topic, partition) over the latest ``max_hours`` hours
-    of the data (aggregated with pyarrow first: the mart can be large)."""
+def _health(wh: Warehouse, run_id: str, lag: pa.Table | None, status: pa.Table | None,
+            kafka_current: dict) -> list[GroupHealth] | None:
+    if lag is None:
+        return None
+    regs = _read(wh, "core/consumer_registrations", run_id, ["group_id", "consumer_id"])
+    live: Counter = Counter({g: len(m) for g, m in kafka_current.items()})
+    for g, _ in {(r["group_id"], r["consumer_id"]) for r in regs.to_pylist()}:
+        live[g] += 1
+    owners = _read(wh, "core/partition_owners", run_id, ["group_id"]).to_pylist()
+    owned: Counter = Counter(r["group_id"] for r in owners)
+    assignments = _read(wh, "raw/group_assignments", run_id, ["group_id", "member_id"]).to_pylist()
+    for r in assignments:
+        if r["member_id"] in kafka_current.get(r["group_id"], ()):
+            owned[r["group_id"]] += 1
+    newest = {(r["topic"], r["partition"]): r["max_timestamp"]
+              for r in _read(wh, "raw/log_end_offsets", run_id, ["topic", "partition", "max_timestamp"]).to_pylist()}
+    burrow: dict[str, Counter] | None = None
+    if status is not None:
+        burrow = defaultdict(Counter)
+        for r in status.select(["group_id", "status"]).to_pylist():
+            burrow[r["group_id"]][r["status"]] += 1
+
+    by_group: dict[tuple, list[dict]] = defaultdict(list)
+    for r in lag.to_pylist():
+        by_group[(r["source"], r["group_id"])].append(r)
+    out = []
+    for (source, group), rows in by_group.items():
+        lags = [r["lag"] for r in rows if r["lag"] is not None]
+        h = GroupHealth(
+            source=source, group_id=group, partitions=len(rows), known_lag=sum(lags),
+            max_lag=max(lags) if lags else None, unknown_end=len(rows) - len(lags),
+            negative=sum(1 for v in lags if v < 0), live_consumers=live.get(group, 0),
+            owned_partitions=owned.get(group, 0),
+            burrow=dict(burrow.get(group, {})) if source == "kafka" and burrow is not None else None,
+        )
+        if h.known_lag > 0 and not h.live_consumers and not h.owned_partitions:
+            h.reasons.append(f"{h.known_lag:,} messages behind and no live consumer or owner")
+        for st, why in BURROW_PROBLEMS.items():
+            if h.burrow and h.burrow.get(st):
+                h.reasons.append(f"Burrow {st} on {h.burrow[st]} of {h.partitions} partition(s): {why}")
+        if source == "zookeeper":
+            stopped = [r for r in rows if r["lag"] and r["lag"] > 0 and r["committed_at"] is not None
+                       and newest.get((r["topic"], r["partition"])) is not None
+                       and newest[(r["topic"], r["partition"])] - r["committed_at"] > ZK_STOPPED_AFTER]
+            if stopped:
+                gap = max(newest[(r["topic"], r["partition"])] - r["committed_at"] for r in stopped)
+                h.reasons.append(f"offsets stopped while the log end moved on {len(stopped)} partition(s): last "
+                                 f"commit up to {_duration(gap)} before the newest message")
+        if h.unknown_end:
+            h.reasons.append(
+                f"log end unknown for {h.unknown_end} of {h.partitions} partition(s): their lag is unknown"
+            )
+        if h.negative:
+            h.reasons.append(f"committed beyond the log end on {h.negative} partition(s)")
+        out.append(h)
+    out.sort(key=lambda g: (not g.reasons, -g.known_lag, g.source, str(g.group_id)))
+    return out
+
+
+def _duration(d: timedelta) -> str:
+    minutes = int(d.total_seconds() // 60)
+    if minutes < 120:
+        return f"{minutes} min"
+    hours = minutes // 60
+    return f"{hours} h" if hours < 48 else f"{hours // 24} days"
+
+
+def _heatmap(freq: pa.Table | None) -> Heatmap | None:
+    """The busiest partitions over the latest HEATMAP_HOURS hours of the data, every hour of
+    that span a column (aggregated with pyarrow first: the mart can be large)."""
     if freq is None:
         return None
     key = ["group_id", "topic", "partition"]
     freq = freq.filter(pc.is_valid(freq.column("window_start"))).select([*key, "window_start", "commits"])
     if freq.num_rows == 0:
         return Heatmap([], [], {})
-    hours = sorted(pc.unique(freq.column("window_start")).to_pylist())[-max_hours:]
-    freq = freq.filter(pc.greater_equal(freq.column("window_start"), pa.scalar(hours[0], freq.schema.field("window_start").type)))
+    distinct = pc.unique(freq.column("window_start"))
+    last = pc.max(distinct).as_py()
+    first = max(pc.min(distinct).as_py(), last - timedelta(hours=HEATMAP_HOURS - 1))
+    hours = [first + timedelta(hours=i) for i in range(int((last - first) / timedelta(hours=1)) + 1)]
+    start = pa.scalar(first, freq.schema.field("window_start").type)
+    freq = freq.filter(pc.greater_equal(freq.column("window_start"), start))
     totals = freq.group_by(key).aggregate([("commits", "sum")]).to_pylist()
-    totals.sort(key=lambda r: (-(r["commits_sum"] or 0), str(r["group_id"]), str(r["topic"]), r["partition"] if r["partition"] is not None else -1))
-    shown = [(r["group_id"], r["topic"], r["partition"]) for r in totals[:max_rows]]
+    totals.sort(key=lambda r: (-(r["commits_sum"] or 0), str(r["group_id"]), str(r["topic"]),
+                               r["partition"] if r["partition"] is not None else -1))
+    shown = [(r["group_id"], r["topic"], r["partition"]) for r in totals[:HEATMAP_ROWS]]
     row_of = {k: i for i, k in enumerate(shown)}
     index = {h: i for i, h in enumerate(hours)}
     cells: Counter = Counter()
@@ -172,7 +394,7 @@ def _heatmap(freq: pa.Table | None, max_rows: int = 30, max_hours: int = 48) -> 
     for r in freq.join(wanted, key, join_type="inner").to_pylist():
         cells[(row_of[(r["group_id"], r["topic"], r["partition"])], index[r["window_start"]])] += r["commits"] or 0
     labels = [f"{g} · {t}/{p}" for g, t, p in shown]
-    return Heatmap(labels, hours, dict(cells), more_rows=len(totals) - len(shown))
+    return Heatmap(labels, hours, dict(cells), more_rows=len(totals) - len(shown), hours_in_data=len(distinct))
 
 
 def _quarantine(q: pa.Table) -> list[dict]:
@@ -184,38 +406,51 @@ def _quarantine(q: pa.Table) -> list[dict]:
     return sorted(groups.values(), key=lambda g: (-g["count"], str(g["source"]), str(g["reason"])))
 
 
+def _expectations(wh: Warehouse, run_id: str, sample_rows: int = 5) -> list[Expectation] | None:
+    entries = read_results(wh, run_id)
+    if entries is None:
+        return None
+    failures = wh.partition_dir(VALIDATION, run_id) / "failures"
+    out = []
+    for e in entries:
+        path = failures / f"{e.get('expectation')}.parquet"
+        sample = None
+        if not e.get("success") and path.is_file():
+            rows = pq.ParquetFile(path)
+            sample = next(rows.iter_batches(batch_size=sample_rows)).to_pylist() if rows.metadata.num_rows else []
+        out.append(Expectation(e, sample, path if path.is_file() else None))
+    order = {"error": 0, "warning": 1}
+    out.sort(key=lambda x: (bool(x.entry.get("success")), order.get(x.entry.get("level"), 2)))
+    return out
+
+
 def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
     audit = wh.read_table("core/assignment_audit", run_id)
     totals, groups = _assignment(audit)
+    lag_t = read_mart(wh, "consumer_lag", run_id)
+    kafka_info, kafka_current = _kafka_members(wh, run_id)
     regressions_t = read_mart(wh, "offset_regressions", run_id)
     regressions = None
     if regressions_t is not None:
-        top = regressions_t.sort_by([("regressed_by", "descending")]).slice(0, max_regressions)
-        regressions = top.select(
-            ["group_id", "topic", "partition", "log_offset", "previous_committed_offset", "committed_offset",
-             "regressed_by", "committed_at"]
-        ).to_pylist()
+        regressions = regressions_t.sort_by([("regressed_by", "descending")]).slice(0, max_regressions).to_pylist()
     drift_t = read_mart(wh, "offset_storage_drift", run_id)
     drift = None
     if drift_t is not None:
-        drift = drift_t.filter(pc.fill_null(pc.not_equal(drift_t.column("drift"), 0), False)).to_pylist()
-    missing = [
-        t for t in ("raw/znodes", "raw/offset_commits", "core/assignment_audit")
-        if not wh.exists(t, run_id)
-    ]
+        drift = drift_t.filter(pc.fill_null(pc.not_equal(drift_t.column("drift"), 0), True)).to_pylist()
     return Facts(
         run_id=run_id,
+        warehouse=wh.root,
         znodes=_rows(wh, "raw/znodes", run_id),
         offset_records=sum(_rows(wh, t, run_id) for t in OFFSET_RECORD_TABLES),
         quarantined=_rows(wh, "raw/quarantine", run_id),
         assignment=totals,
         groups=groups,
-        lag=_lag(read_mart(wh, "consumer_lag", run_id), read_mart(wh, "consumer_lag_status", run_id)),
+        findings=_findings(wh, run_id, audit, _lag_index(lag_t), kafka_info, kafka_current),
+        health=_health(wh, run_id, lag_t, read_mart(wh, "consumer_lag_status", run_id), kafka_current),
         heatmap=_heatmap(read_mart(wh, "commit_frequency", run_id)),
         regressions=regressions,
         regression_count=regressions_t.num_rows if regressions_t is not None else 0,
         quarantine=_quarantine(wh.read_table("raw/quarantine", run_id)),
-        expectations=read_results(wh, run_id),
+        expectations=_expectations(wh, run_id),
         drift=drift,
-        missing=missing,
     )

@@ -1,16 +1,44 @@
-"""``kaudit report``: ``reports/run_id=<id>/index.html`` and ``summary.json``, staged and
-published atomically as the run's partition of ``reports``."""
+"""``kaudit report``: ``reports/run_id=<id>/index.html``, ``summary.json`` and ``findings.csv``
+(every non-ok partition of the audit; the page shows the first rows of each status), staged
+and published atomically as the run's partition of ``reports``."""
 
 from __future__ import annotations
 
+import csv
 import json
+from datetime import timezone
 from pathlib import Path
 
 from pipelines.context import RunContext
-from pipelines.report.facts import gather
-from pipelines.report.page import render
+from pipelines.report.facts import Finding, gather
+from pipelines.report.page import FINDINGS_CSV, render
 
 REPORTS = "reports"
+CSV_COLUMNS = ("source", "group_id", "topic", "partition", "broker_id", "status", "expected_owner", "observed_owners",
+               "owner_hosts", "owner_since", "owners_registered", "committed_offset", "log_end_offset", "lag")
+
+
+def _iso(t) -> str:
+    return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else ""
+
+
+def write_findings_csv(findings: list[Finding], path: Path) -> None:
+    """One row per finding; several observed owners are joined with ``;`` in each owner column."""
+    with path.open("w", newline="", encoding="utf-8") as out:
+        w = csv.writer(out)
+        w.writerow(CSV_COLUMNS)
+        for f in findings:
+            w.writerow([
+                f.source, f.group_id, f.topic, f.partition, "" if f.broker_id is None else f.broker_id, f.status,
+                f.expected_owner or "",
+                ";".join(o.name for o in f.owners),
+                ";".join(o.host or "" for o in f.owners),
+                ";".join(_iso(o.since) for o in f.owners),
+                ";".join("true" if o.registered else "false" for o in f.owners),
+                "" if f.committed_offset is None else f.committed_offset,
+                "" if f.log_end_offset is None else f.log_end_offset,
+                "" if f.lag is None else f.lag,
+            ])
 
 
 def write_report(ctx: RunContext) -> Path:
@@ -19,6 +47,7 @@ def write_report(ctx: RunContext) -> Path:
     with ctx.warehouse.transaction(ctx.run_id, step="report") as tx:
         out = tx.staging_dir(REPORTS)
         out.mkdir(parents=True, exist_ok=True)
+        write_findings_csv(facts.findings, out / FINDINGS_CSV)
         (out / "index.html").write_text(render(facts), encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     page = ctx.warehouse.partition_dir(REPORTS, ctx.run_id) / "index.html"
@@ -27,7 +56,7 @@ def write_report(ctx: RunContext) -> Path:
         f"report: {summary['inputs']['znodes']:,} znodes, {summary['inputs']['offset_records']:,} offset records, "
         f"{summary['inputs']['quarantined']:,} quarantined; assignment problems "
         + ", ".join(f"{s} {n:,}" for s, n in problems.items())
-        + f"; {summary['offset_regressions']:,} regressions; expectations "
+        + f"; {len(facts.unhealthy):,} unhealthy group(s); {summary['offset_regressions']:,} regressions; expectations "
         f"{summary['expectations']['failed']}/{summary['expectations']['evaluated']} failed"
     )
     ctx.say(f"report: {page}")

@@ -5,10 +5,13 @@ the ownership history; a failing data test becomes a StepError."""
 from __future__ import annotations
 
 import datetime as dt
+import shutil
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
+import yaml
 
 from pipelines.context import RunContext
 from pipelines.errors import StepError
@@ -16,6 +19,8 @@ from pipelines.tables import SCHEMAS
 from pipelines.transform.dbt_runner import run_dbt
 
 pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
 
 UTC = dt.timezone.utc
 
@@ -174,3 +179,25 @@ def test_failed_data_test_is_a_step_error(spark, warehouse):
     write(warehouse, "core/zk_offsets", "bad", [row, {**row, "committed_offset": 2}])
     with pytest.raises(StepError, match=r"dbt build failed: test kaudit_key_stg_zookeeper__offsets.* fail"):
         run_dbt(RunContext(warehouse, "bad", quiet=True), select=["stg_zookeeper__offsets"])
+
+
+def test_a_mart_missing_a_declared_column_fails_the_build(spark, warehouse, tmp_path, monkeypatch):
+    """The marts' contracts are enforced: a declared column the model does not build stops
+    the build before the mart is written."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("dbt_project.yml", "profiles.yml"):
+        shutil.copy(REPO / name, project / name)
+    for folder in ("models", "macros", "snapshots"):
+        shutil.copytree(REPO / folder, project / folder)
+    declaration = project / "models" / "marts" / "_marts__models.yml"
+    marts = yaml.safe_load(declaration.read_text())
+    (frequency,) = [m for m in marts["models"] if m["name"] == "commit_frequency"]
+    frequency["columns"].append({"name": "source", "data_type": "string"})
+    declaration.write_text(yaml.safe_dump(marts, sort_keys=False))
+    monkeypatch.setenv("KAUDIT_DBT_PROJECT_DIR", str(project))
+
+    first_run_inputs(warehouse, "contract")
+    with pytest.raises(StepError, match=r"model commit_frequency error: .*enforced contract that failed"):
+        run_dbt(RunContext(warehouse, "contract", quiet=True), select=["+commit_frequency"])
+    assert not (warehouse.root / "marts" / "commit_frequency").exists()

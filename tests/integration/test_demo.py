@@ -3,43 +3,29 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-MANIFEST = REPO / "pipelines" / "demo" / "faults.json"
-RUN_ID = "demo-test"
-
 
 @pytest.mark.timeout(1500)
-def test_demo_runs_every_step_and_counts_the_planted_faults(tmp_path):
-    manifest = json.loads(MANIFEST.read_text())
+def test_demo_runs_every_step_and_counts_the_planted_faults(demo_run):
+    """``kaudit demo`` as the session's demo_run fixture ran it (in this process, once)."""
+    manifest = demo_run.manifest
     expected = manifest["expected"]
-    warehouse, out = tmp_path / "warehouse", tmp_path / "cluster"
-    args = ["--warehouse", str(warehouse), "--run-id", RUN_ID, "--spark-master", "local[2]", "demo", "--out", str(out)]
-    proc = subprocess.run(
-        [sys.executable, "-c", f"from pipelines.cli import main; main({args!r})"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1400,
-    )
-    log = f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-6000:]}"
-    assert proc.returncode == 0, log  # findings are not errors
+    warehouse, out, run_id = demo_run.warehouse, demo_run.out, demo_run.run_id
+    log = f"exit {demo_run.exit_code}\n--- output\n{demo_run.output[-6000:]}"
+    assert demo_run.exit_code == 0, log  # findings are not errors
 
     assert (out / ".kaudit-demo").is_file() and (out / "zookeeper" / "version-2").is_dir()
-    report = warehouse / "reports" / f"run_id={RUN_ID}"
+    report = warehouse / "reports" / f"run_id={run_id}"
     assert (report / "index.html").is_file() and (report / "index.html").stat().st_size > 0, log
-    assert str(report / "index.html") in "".join((proc.stdout + proc.stderr).split()), log  # rich may wrap it
+    assert str(report / "index.html") in "".join(demo_run.output.split()), log  # rich may wrap it
     summary = json.loads((report / "summary.json").read_text())
 
-    assert summary["run_id"] == RUN_ID
+    assert summary["run_id"] == run_id
     for source, statuses in expected["assignment"].items():
         got = summary["assignment"][source]
         assert {s: got.get(s, 0) for s in statuses} == statuses, (source, got)
@@ -55,7 +41,7 @@ def test_demo_runs_every_step_and_counts_the_planted_faults(tmp_path):
     # row by row: the audit of every (source, group, topic, partition) is the planted one
     from pipelines.warehouse import Warehouse
 
-    audit = Warehouse(warehouse).read_table("core/assignment_audit", RUN_ID).to_pylist()
+    audit = Warehouse(warehouse).read_table("core/assignment_audit", run_id).to_pylist()
     key = ("source", "group_id", "topic", "partition", "broker_id")
     got = {
         tuple(r[k] for k in key): (r["status"], r["expected_owner"], sorted(r["observed_owners"] or [])) for r in audit
@@ -68,5 +54,5 @@ def test_demo_runs_every_step_and_counts_the_planted_faults(tmp_path):
 
     # the quarantined row names the corrupt batch: file and byte position
     q = manifest["quarantine"][0]
-    rows = pq.read_table(warehouse / "raw" / "quarantine" / f"run_id={RUN_ID}").to_pylist()
+    rows = pq.read_table(warehouse / "raw" / "quarantine" / f"run_id={run_id}").to_pylist()
     assert len(rows) == 1 and rows[0]["location"].endswith(f"{q['file']}:{q['byte_offset']}"), rows

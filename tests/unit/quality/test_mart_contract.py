@@ -1,0 +1,71 @@
+"""The marts' one declaration (models/marts/_marts__models.yml) is what the readers enforce:
+a mart file missing a declared column, with another type, or with an undeclared column is an
+error naming the file and the column, never a column of nulls."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipelines.quality.marts import MARTS, MartContractError, declaration_path, load_contracts, mart_dir, read_mart
+
+T = datetime(2026, 1, 1, tzinfo=timezone.utc)
+ROW = dict(group_id="g", topic="t", partition=0, offsets_partition=3, log_offset=9, previous_committed_offset=20,
+           committed_offset=5, regressed_by=15, committed_at=T)
+
+
+def _write(warehouse, schema: pa.Schema, row: dict):
+    d = mart_dir(warehouse, "offset_regressions", "r")
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / "part-00000.parquet"
+    pq.write_table(pa.Table.from_pylist([{k: row[k] for k in schema.names}], schema=schema), path)
+    return path
+
+
+def test_schemas_are_the_declared_columns_and_types():
+    declared = yaml.safe_load(declaration_path().read_text())["models"]
+    spark_to_arrow = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_(),
+                      "timestamp": pa.timestamp("ms", tz="UTC")}
+    assert set(MARTS) == {m["name"] for m in declared}
+    for model in declared:
+        assert model["config"]["contract"]["enforced"] is True
+        assert [(f.name, f.type) for f in MARTS[model["name"]]] == [
+            (c["name"], spark_to_arrow[c["data_type"]]) for c in model["columns"] if c["name"] != "run_id"
+        ]
+
+
+def test_a_conforming_mart_reads(warehouse):
+    _write(warehouse, MARTS["offset_regressions"], ROW)
+    assert read_mart(warehouse, "offset_regressions", "r").to_pylist() == [ROW]
+    assert read_mart(warehouse, "consumer_lag", "r") is None  # not built
+
+
+def test_a_missing_declared_column_fails_the_reader(warehouse):
+    schema = MARTS["offset_regressions"]
+    path = _write(warehouse, schema.remove(schema.get_field_index("regressed_by")), ROW)
+    with pytest.raises(MartContractError, match=rf"{path}: mart offset_regressions .*missing column regressed_by"):
+        read_mart(warehouse, "offset_regressions", "r")
+
+
+def test_a_wrong_type_or_an_undeclared_column_fails_the_reader(warehouse):
+    schema = MARTS["offset_regressions"]
+    retyped = schema.set(schema.get_field_index("partition"), pa.field("partition", pa.int64()))
+    _write(warehouse, retyped, ROW)
+    with pytest.raises(MartContractError, match="column partition is int64, declared int32"):
+        read_mart(warehouse, "offset_regressions", "r")
+    _write(warehouse, schema.append(pa.field("source", pa.string())), {**ROW, "source": "kafka"})
+    with pytest.raises(MartContractError, match="undeclared column source"):
+        read_mart(warehouse, "offset_regressions", "r")
+
+
+def test_a_mart_without_an_enforced_contract_is_refused(tmp_path):
+    declared = yaml.safe_load(declaration_path().read_text())
+    del declared["models"][0]["config"]
+    path = tmp_path / "_marts__models.yml"
+    path.write_text(yaml.safe_dump(declared))
+    with pytest.raises(MartContractError, match="has no enforced contract"):
+        load_contracts(path)

@@ -1,0 +1,69 @@
+"""The findings table and the heat scale from core rows written here (no Spark, no browser):
+owners with their registration, 0.7 broker partitions, the per-status cap with the CSV
+holding every row."""
+
+from __future__ import annotations
+
+import csv
+from datetime import datetime, timezone
+
+import pyarrow as pa
+
+from pipelines.context import RunContext
+from pipelines.report import charts, page
+from pipelines.report.write import write_report
+from pipelines.tables import SCHEMAS
+
+T0 = datetime(2025, 3, 4, 5, 6, tzinfo=timezone.utc)
+
+
+def _table(warehouse, table, rows, step="main"):
+    warehouse.write_table(table, "r", pa.Table.from_pylist(rows, schema=SCHEMAS[table]), step=step)
+
+
+def _znode(path, data):
+    return dict(source="snapshot", path=path, data=data, czxid=1, mzxid=1, pzxid=1, ctime=T0, mtime=T0, version=0,
+                cversion=0, aversion=0, ephemeral_owner=7, data_length=len(data), num_children=0)
+
+
+def _run(warehouse, n_unowned: int):
+    owner = "old_host-a.example-1300000000000-0"
+    audit = [dict(source="zookeeper", group_id="old", topic="t", partition=0, broker_id=7,
+                  expected_owner="old_host-b.example-1300000001000-0", observed_owners=[owner], status="wrong_owner")]
+    audit += [dict(source="kafka", group_id="k", topic="t", partition=p, broker_id=None, expected_owner="m1",
+                   observed_owners=[], status="unowned") for p in range(n_unowned)]
+    _table(warehouse, "core/assignment_audit", audit)
+    _table(warehouse, "core/consumer_registrations",
+           [dict(group_id="old", consumer_id=c, topic="t", streams=1)
+            for c in ("old_host-a.example-1300000000000", "old_host-b.example-1300000001000")])
+    _table(warehouse, "raw/znodes", [_znode("/consumers/old/owners/t/7-0", owner.encode())], step="zk-snapshot")
+
+
+def test_a_finding_names_owners_with_host_and_since_and_the_broker(warehouse):
+    _run(warehouse, 1)
+    html = write_report(RunContext(warehouse, "r", quiet=True)).read_text()
+    assert 'data-partition="7-0"' in html and "broker 7" in html
+    assert "host host-a.example · owns it since 2025-03-04 05:06 UTC" in html
+    assert "old_host-b.example-1300000001000-0" in html  # the expected owner
+    assert '<span class="unknown">nobody</span>' in html  # the unowned Kafka partition
+
+
+def test_huge_runs_show_the_first_rows_per_status_and_the_csv_has_all(warehouse, monkeypatch):
+    monkeypatch.setattr(page, "MAX_FINDINGS_PER_STATUS", 3)
+    _run(warehouse, 10)
+    out = write_report(RunContext(warehouse, "r", quiet=True))
+    html = out.read_text()
+    assert html.count('<tr class="finding"') == 1 + 3
+    assert "unowned 3 of 10" in html and '<a href="findings.csv">' in html
+    with (out.parent / "findings.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    (old,) = [r for r in rows if r["group_id"] == "old"]
+    assert len(rows) == 11 and old["owner_hosts"] == "host-a.example" and old["broker_id"] == "7"
+
+
+def test_heat_scale_gives_1_and_6_different_colours_at_any_maximum():
+    for top in (6, 7, 8, 50, 10**6):
+        bins = charts.heat_bins(top)
+        assert bins[0].low == 1 and bins[-1].high == top
+        assert all(a.high + 1 == b.low for a, b in zip(bins, bins[1:]))
+        assert charts.heat_color(1, bins) != charts.heat_color(6, bins), top
