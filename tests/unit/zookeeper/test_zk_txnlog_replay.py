@@ -15,7 +15,7 @@ from rich.console import Console
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.zookeeper.extract import extract_snapshot, read_offline
-from pipelines.zookeeper.txnlog import LogReader
+from pipelines.zookeeper.txnlog import Damage, LogReader
 
 FIX = "zookeeper/invalidsnap/version-2"
 
@@ -141,9 +141,11 @@ def test_real_logs_end_kinds_and_log42_crc(real_fixtures):
     r = LogReader(d / "log.274")
     assert len(list(r)) == 967 and r.end.kind == "padding"
     r = LogReader(d / "log.42")
-    assert [t.op for t in r] == ["closeSession"]  # the first entry is sound, the second is not
-    assert r.end.kind == "corrupt" and r.end.offset == 61
-    assert "CRC mismatch" in r.end.reason and r.end.raw
+    first, damage, third = list(r)  # the first entry is sound, the second is not, the third is
+    assert first.op == "closeSession" and third.op == "setData" and third.zxid == first.zxid + 2
+    assert isinstance(damage, Damage) and (damage.offset, damage.resume) == (61, 110)
+    assert "CRC mismatch" in damage.reason and damage.raw[:8] == bytes.fromhex("00000000ef6a0d2d")
+    assert r.end.kind == "eof"
 
 
 def test_partial_last_txn_stops_there(tmp_path):
@@ -200,8 +202,11 @@ def test_data_dir_quarantines_corrupt_snapshot_and_log(real_fixtures, tmp_path):
     ctx, out = _ctx(tmp_path, "r2")
     meta = extract_snapshot(ctx, path=t, at_zxid=None)
     q = ctx.warehouse.read_table("raw/quarantine", "r2").to_pylist()
-    assert [r["location"] for r in q] == [f"{t}/log.42:61"] and "CRC mismatch" in q[0]["reason"]
+    # the damaged entry, then the txn after it: not the next zxid, the replay stops there
+    assert [r["location"] for r in q] == [f"{t}/log.42:61", f"{t}/log.42:110"] and "CRC mismatch" in q[0]["reason"]
+    assert "zxid gap: expected 0x8800000002, found 0x8800000003" in q[1]["reason"]
     assert meta["txns_applied"] == 1 and "CRC mismatch" in out.getvalue()
+    assert meta["digest_verified"] is False and "zxid gap" in meta["unverified"]
 
 
 def test_single_file_errors_and_digest_36(real_fixtures, tmp_path):
@@ -224,13 +229,40 @@ def test_single_file_errors_and_digest_36(real_fixtures, tmp_path):
     assert dictionary == {"source"}
 
 
-def test_empty_data_dir_gives_empty_tables(tmp_path):
-    (tmp_path / "empty" / "version-2").mkdir(parents=True)
-    ctx, _ = _ctx(tmp_path)
-    meta = extract_snapshot(ctx, path=tmp_path / "empty", at_zxid=None)
-    rows = ctx.warehouse.read_table("raw/znodes", "r1")
-    # ZooKeeper's initial tree: only the root is left once /zookeeper is excluded
-    assert rows["path"].to_pylist() == ["/"] and meta["nodes"] == 1
+def test_unreadable_data_dirs_are_input_errors(tmp_path, capsys):
+    """Nothing readable is exit 1 with one line naming the path, never an 'empty tree'."""
+    import random
+
+    from pipelines.cli import main
+
+    empty = tmp_path / "empty"
+    (empty / "version-2").mkdir(parents=True)
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("x")
+    (junk / "log.1").mkdir()  # a directory named like a log is not a log
+    (junk / "snapshot.5").mkdir()
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "log.1").write_bytes(random.Random(7).randbytes(1 << 20))
+    (garbage / "snapshot.0").write_bytes(random.Random(8).randbytes(4096))
+    header_only = tmp_path / "header-only"
+    header_only.mkdir()
+    (header_only / "log.1").write_bytes(_log([]) + random.Random(9).randbytes(5000))
+    expect = {
+        empty: "no ZooKeeper snapshot.* or log.* files (expected a data dir, its version-2/ or a snapshot file)",
+        junk: "no ZooKeeper snapshot.* or log.* files",
+        tmp_path / "nope": "no such file or directory",
+        garbage: "no readable ZooKeeper snapshot nor transaction log",
+        header_only: "no readable ZooKeeper snapshot nor transaction log",
+    }
+    for i, (path, message) in enumerate(expect.items()):
+        with pytest.raises(SystemExit) as done:
+            main(["--warehouse", str(tmp_path / "wh"), "--run-id", f"r{i}", "extract", "zk-snapshot", str(path)])
+        err = capsys.readouterr().err
+        assert done.value.code == 1 and "Traceback" not in err, err
+        assert str(path) in err and message in " ".join(err.split()), err
+        assert not (tmp_path / "wh" / "raw" / "znodes" / f"run_id=r{i}").exists()
 
 
 def test_cli_exit_codes(real_fixtures, tmp_path, capsys):
