@@ -57,11 +57,14 @@ def extract_zk(
     ca: Annotated[Optional[Path], typer.Option("--ca", help="CA bundle for --tls.")] = None,
     cert: Annotated[Optional[Path], typer.Option("--cert", help="Client certificate for --tls.")] = None,
     key: Annotated[Optional[Path], typer.Option("--key", help="Client key for --tls.")] = None,
+    timeout: Annotated[
+        Optional[float], typer.Option("--timeout", help="Seconds to wait for a server that does not answer.")
+    ] = None,
 ) -> None:
     """Walk a live ZooKeeper, read-only, into raw/znodes."""
     from pipelines.zookeeper.extract import extract_live
 
-    extract_live(ctx.obj, hosts=hosts, chroot=chroot, auth=auth, tls=tls, ca=ca, cert=cert, key=key)
+    extract_live(ctx.obj, hosts=hosts, chroot=chroot, auth=auth, tls=tls, ca=ca, cert=cert, key=key, timeout=timeout)
 
 
 @extract_app.command("zk-snapshot")
