@@ -62,6 +62,7 @@ class OfflineRead:
     txn_digests_checked: int = 0
     txn_digest_mismatches: int = 0
     snapshot_failed: DigestMismatch | None = None  # digests were there to check it, none matched
+    digests_seen: bool = False  # the logs hold txn digests
     quarantine: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -152,8 +153,8 @@ def read_dir(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
         break
     if res.snapshot_failed is not None and res.unverified is None:
         raise res.snapshot_failed
-    if res.verified_zxid is None and chosen is None:  # an empty start is exact
-        res.verified_zxid = 0 if res.unverified else None
+    if res.verified_zxid is None and chosen is None and res.digests_seen and res.unverified:
+        res.verified_zxid = 0  # an empty start is exact: what the first txn digest then failed
     if res.unverified and res.verified_zxid is not None and res.verified_zxid < res.zxid:
         # publish the tree as of the last verified zxid: replay again up to it
         again = _read_from(chosen, snaps, logs, res.verified_zxid, None)
@@ -228,7 +229,6 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
     # TxnDigests are compared once the tree is known to be exact: an empty start, a verified
     # snapshot digest, or the first txn digest that matches (end of the fuzzy window).
     exact = snap is None or snap.digest_verified is True
-    digests_seen = False
     last = snap_zxid
     for n, log in enumerate(chain):
         reader = LogReader(log)
@@ -272,7 +272,7 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
                         res.warnings.append(f"zxid {pending.zxid:#x} of the snapshot digest is not in the logs")
                     pending = None
                 if txn.digest is not None and txn.digest[0] == DIGEST_VERSION:
-                    digests_seen = True
+                    res.digests_seen = True
                     if tree.digest == txn.digest[1]:
                         res.txn_digests_checked += 1
                         res.verified_zxid = txn.zxid
@@ -300,7 +300,7 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
         res.warnings.append(f"snapshot digest of zxid {pending.zxid:#x} not verified: the logs end before it")
     if at_zxid is not None and res.zxid < at_zxid:
         res.warnings.append(f"the logs end at zxid {res.zxid:#x}, before the target {at_zxid:#x}")
-    if res.verified_zxid is None and digests_seen and snap is not None and res.unverified is None:
+    if res.verified_zxid is None and res.digests_seen and snap is not None and res.unverified is None:
         res.unverified = NO_MATCH
 
 

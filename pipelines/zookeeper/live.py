@@ -118,7 +118,7 @@ def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cer
     # kazoo's own connection chatter would interleave with ours; failures are reported by the walk
     logging.getLogger("kazoo.client").setLevel(logging.ERROR)
     client = KazooClient(
-        hosts=conn_hosts, auth_data=parse_auth(auth) or None, read_only=True, timeout=10,
+        hosts=conn_hosts, auth_data=parse_auth(auth) or None, read_only=True, timeout=min(10.0, timeout),
         connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=5), **kwargs,
     )
     pipelined.install(client)  # kazoo's connection, with batched reads on the wire

@@ -276,3 +276,94 @@ def test_cli_exit_codes(real_fixtures, tmp_path, capsys):
     with pytest.raises(SystemExit) as done:
         main(run + [str(real_fixtures / "zookeeper/digest-3.6"), "--at-zxid", "0x3"])
     assert done.value.code == 0
+
+
+def _entries(b: bytes) -> list[int]:
+    """Offsets of the entries of a log made by _log (header 16 bytes)."""
+    out, pos = [], 16
+    while pos + 12 <= len(b) and struct.unpack_from(">i", b, pos + 8)[0] > 0:
+        out.append(pos)
+        pos += 13 + struct.unpack_from(">i", b, pos + 8)[0]
+    return out
+
+
+def _items(raw: bytes, tmp_path) -> tuple[list, LogReader]:
+    f = tmp_path / "log.1"
+    f.write_bytes(raw)
+    r = LogReader(f)
+    return list(r), r
+
+
+def test_how_a_log_stops_is_told_by_what_follows(tmp_path):
+    """Zeros after the last txn are the normal end (ZooKeeper pre-allocates logs with zeros);
+    a cut-short last txn followed by nothing but zeros is a partial write; a zeroed or huge
+    length, or a missing 'B', with data after it is damage: named, and reading resumes at the
+    next valid txn."""
+    txns = [_txn(z, 1, create(f"/n{z}", b"v" * 40, pcv=z)) for z in range(1, 400)]
+    clean = _log(txns, pad=False) + bytes(1 << 16)
+    items, r = _items(clean, tmp_path)
+    assert len(items) == 399 and r.end.kind == "padding"
+    at = _entries(clean)
+
+    zeroed = bytearray(clean)
+    zeroed[at[10] + 8 : at[10] + 12] = bytes(4)  # txn 11's length
+    items, r = _items(bytes(zeroed), tmp_path)
+    (damage,) = [t for t in items if isinstance(t, Damage)]
+    assert damage.offset == at[10] and damage.resume == at[11] and "zero txn length" in damage.reason
+    assert [t.zxid for t in items if not isinstance(t, Damage)] == [z for z in range(1, 400) if z != 11]
+
+    huge = bytearray(clean)
+    huge[at[-200] + 8 : at[-200] + 12] = struct.pack(">i", 0x7FFFFFFF)  # ~13 KB of txns after it
+    items, r = _items(bytes(huge), tmp_path)
+    damage = next(t for t in items if isinstance(t, Damage))
+    assert damage.offset == at[-200] and "unreasonable txn length 2147483647" in damage.reason
+    assert len(items) == 399 and r.end.kind == "padding"
+
+    last = bytearray(clean)
+    last[at[-1] + 8 : at[-1] + 12] = struct.pack(">i", 0x7FFFFFFF)  # the last txn: not a partial write
+    items, r = _items(bytes(last), tmp_path)
+    assert len(items) == 398 and r.end.kind == "corrupt" and "unreasonable" in r.end.reason
+
+    cut = _log(txns, pad=False)[:-30] + bytes(4096)  # the last txn half written, then zeros
+    items, r = _items(cut, tmp_path)
+    assert len(items) == 398 and r.end.kind == "partial" and r.end.offset == at[-1]
+
+    no_b = bytearray(clean)
+    no_b[at[5] - 1] = 0  # txn 5 lacks its 'B', valid txns follow
+    items, r = _items(bytes(no_b), tmp_path)
+    damage = next(t for t in items if isinstance(t, Damage))
+    assert damage.offset == at[4] and "damaged txn: no end-of-record marker" in damage.reason
+    assert len([t for t in items if not isinstance(t, Damage)]) == 398
+
+
+def test_a_missing_txn_stops_the_replay_unverified(tmp_path):
+    txns = [_txn(z, 1, create(f"/n{z}", b"x", pcv=z)) for z in range(1, 9)]
+    d = tmp_path / "data" / "version-2"
+    d.mkdir(parents=True)
+    (d / "log.1").write_bytes(_log(txns[:4] + txns[5:]))  # txn 5 removed
+    ctx, out = _ctx(tmp_path)
+    meta = extract_snapshot(ctx, path=d.parent, at_zxid=None)
+    q = ctx.warehouse.read_table("raw/quarantine", "r1").to_pylist()
+    assert meta["zxid"] == 4 and meta["txns_applied"] == 4 and meta["digest_verified"] is False
+    assert "zxid gap: expected 0x5, found 0x6" in meta["unverified"]
+    assert [r["location"] for r in q] == [f"{d}/log.1:{_entries(_log(txns[:4] + txns[5:]))[4]}"]
+    assert "zxid gap: expected 0x5, found 0x6" in q[0]["reason"] and "NOT verified" in out.getvalue()
+    paths = ctx.warehouse.read_table("raw/znodes", "r1")["path"].to_pylist()
+    assert paths == ["/", "/n1", "/n2", "/n3", "/n4"]
+
+
+def test_damage_older_than_the_snapshot_is_skipped(real_fixtures, tmp_path):
+    """log.1 holds txns 0x1..0x273; from snapshot.272 only 0x273 is needed: damage to an
+    older entry is quarantined, not fatal."""
+    d = real_fixtures / FIX
+    t = tmp_path / "dd"
+    t.mkdir()
+    for n in ("snapshot.272", "log.274"):
+        shutil.copy(d / n, t)
+    raw = bytearray((d / "log.1").read_bytes())
+    raw[len(raw) // 3] ^= 0x10
+    (t / "log.1").write_bytes(bytes(raw))
+    direct, _ = read_offline(d / "snapshot.639")
+    replayed, res = read_offline(t, at_zxid=0x639)
+    assert replayed.equals(direct) and res.zxid == 0x639 and res.digest_verified is not False
+    assert len(res.quarantine) == 1 and res.quarantine[0]["location"].startswith(f"{t}/log.1:")
