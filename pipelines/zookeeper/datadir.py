@@ -195,6 +195,8 @@ def _read_from(chosen: Snapshot | None, snaps, logs, at_zxid: int | None, progre
         if res.unverified == NO_MATCH:  # the snapshot's own mismatch says it better
             res.unverified = None
     return res
+
+
 def _check_snapshot_digest(res: OfflineRead, snap: Snapshot | None, chain: list[Path]) -> DigestMismatch | None:
     """The chosen snapshot's digest check; a mismatch with logs to replay after it is returned
     (for the replay to decide, see the module docstring) instead of raised."""

@@ -240,7 +240,6 @@ def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATT
 def _answers(sink, client, stall_timeout: float, refused_grace: float) -> list:
     """The next answers; fails when none came for ``stall_timeout`` s, or sooner when every
     server refused connections for ``refused_grace`` s."""
-    shown = ",".join(f"{h}:{p}" for h, p in client.hosts)
     start = time.monotonic()
     refusing_since = None
     while True:
@@ -249,6 +248,7 @@ def _answers(sink, client, stall_timeout: float, refused_grace: float) -> list:
         if answers:
             return answers
         now = time.monotonic()
+        shown = ",".join(f"{h}:{p}" for h, p in client.hosts)
         if now - start >= stall_timeout:
             raise StepError(f"ZooKeeper {shown}: the walk cannot complete: no answer for {stall_timeout:g}s")
         if client.connected or not refused(shown):

@@ -186,7 +186,7 @@ class PathOrder:
     num_children: np.ndarray
     sort: PathSort
     source: str
-    left_out: int = 0  # nodes below an orphan, not in the rows (see client_order)
+    left_out: int = 0  # orphans and the nodes below them: not in the rows (see client_order)
 
     @property
     def num_rows(self) -> int:
