@@ -29,7 +29,7 @@ from zk_server import start_zk  # noqa: E402
 
 VERSION = 1  # of the script below: a cached clean data dir is rebuilt when it changes
 KINDS = ("truncate_log", "flip_log", "zero_length", "huge_length", "drop_txn", "garbage_in_log",
-         "flip_snapshot", "truncate_snapshot", "garbage_log_file", "utf8_path")
+         "flip_snapshot", "truncate_snapshot", "garbage_log_file", "utf8_path", "forged_txn")
 
 
 @dataclass
@@ -178,7 +178,7 @@ def damage(clean: Clean, out: Path, seed: int, kind: str | None = None) -> Case:
     v2 = out / "version-2"
     snaps, logs = _files(v2, "snapshot"), _files(v2, "log")
     newest = _zxid(snaps[-1])
-    if kind in ("truncate_log", "flip_log", "zero_length", "huge_length", "drop_txn", "garbage_in_log"):
+    if kind in ("truncate_log", "flip_log", "zero_length", "huge_length", "drop_txn", "garbage_in_log", "forged_txn"):
         log = rnd.choice(logs[-3:] if rnd.random() < 0.7 else logs)
         raw = bytearray(log.read_bytes())
         ents = entries(bytes(raw))
@@ -198,6 +198,11 @@ def damage(clean: Clean, out: Path, seed: int, kind: str | None = None) -> Case:
         elif kind == "huge_length":
             raw[e_off + 8 : e_off + 12] = struct.pack(">i", rnd.choice([0x7FFFFFFF, 0x00100000 + rnd.randrange(1 << 20)]))
             detail = f"huge length at {e_off} (zxid {e_zxid:#x})"
+        elif kind == "forged_txn":  # a byte of a txn changed and its Adler32 made to match: only digests tell
+            at = e_off + 12 + 32 + rnd.randrange(max(1, e_len - 32 - 12))
+            raw[at] ^= 1 << rnd.randrange(8)
+            raw[e_off : e_off + 8] = struct.pack(">q", zlib.adler32(bytes(raw[e_off + 12 : e_off + 12 + e_len])))
+            detail = f"txn {e_zxid:#x} forged at {at}"
         elif kind == "drop_txn":
             del raw[e_off : e_off + 13 + e_len]
             detail = f"txn {e_zxid:#x} at {e_off} removed"
