@@ -267,10 +267,10 @@ def _used(buf: bytes) -> int:
     arr = np.frombuffer(buf, np.uint8)
     end = len(arr)
     while end > 0:
-        start = max(0, end - SCAN_CHUNK)
-        nz = np.flatnonzero(arr[start:end])
-        if len(nz):
-            return start + int(nz[-1]) + 1
+        start = max(0, end - (1 << 20))
+        chunk = arr[start:end]
+        if chunk.max():
+            return start + int(np.flatnonzero(chunk)[-1]) + 1
         end = start
     return 0
 
