@@ -2,14 +2,15 @@
 
 :func:`clean` drives a real ZooKeeper 3.8 (``tests/zk_server.py``, snapshots every few dozen
 txns, so fuzzy snapshots and several logs) with one client and records what each write did
-at which zxid (creates and sets from their stats, deletes from the parent's pzxid). The
-server is restarted at the end: it writes a snapshot of the final tree. :func:`truth` is the
-tree after any zxid, from that record alone (never from kaudit's output).
+at which zxid (creates and sets from their stats, deletes from the parent's pzxid). Half way
+the server is restarted: loading its data dir it writes an exact (not fuzzy) snapshot.
+:func:`truth` is the tree after any zxid, from that record alone (never from kaudit's output).
 
 :func:`damage` makes one seeded case from the clean copy: truncations, bit flips, zeroed or
-huge entry lengths, a txn removed (a zxid gap), garbage over a log, damaged snapshots, a
-garbage log file, a path that is not UTF-8. Log entries are framed here from the file
-format (``FileTxnLog``: crc long, length int, txn, 'B'), independently of kaudit.
+huge entry lengths, a txn removed (a zxid gap), garbage over a log, a txn changed with its
+checksum made to match, damaged snapshots, a garbage log file, a path that is not UTF-8.
+Log entries are framed here from the file format (``FileTxnLog``: crc long, length int,
+txn, 'B'), independently of kaudit. :func:`judge` says what went wrong in one run.
 """
 
 from __future__ import annotations
