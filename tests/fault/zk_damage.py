@@ -20,6 +20,7 @@ import random
 import shutil
 import struct
 import sys
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zk_server import start_zk  # noqa: E402
 
-VERSION = 1  # of the script below: a cached clean data dir is rebuilt when it changes
+VERSION = 2  # of the script below: a cached clean data dir is rebuilt when it changes
 KINDS = ("truncate_log", "flip_log", "zero_length", "huge_length", "drop_txn", "garbage_in_log",
          "flip_snapshot", "truncate_snapshot", "garbage_log_file", "utf8_path", "forged_txn")
 
@@ -67,7 +68,7 @@ def _drive(root: Path) -> None:
         for phase, count in enumerate((300, 150)):
             if phase:
                 server.start()
-                restart = max(_zxid(p) for p in (server.data_dir / "version-2").glob("snapshot.*"))
+                restart = _restart_snapshot(server.data_dir / "version-2", ops[-1][0])
             zk = KazooClient(hosts=server.hosts, timeout=30)
             zk.start(timeout=60)
             for i in range(count):
@@ -78,6 +79,18 @@ def _drive(root: Path) -> None:
     finally:
         server.stop()
     (root / "ops.json").write_text(json.dumps({"ops": ops, "restart_zxid": restart}))
+
+
+def _restart_snapshot(v2: Path, last: int) -> int:
+    """The zxid of the snapshot a restarted server writes of what it loaded (past ``last``,
+    the session's close); the server may answer before it is written."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        newest = max(_zxid(p) for p in v2.glob("snapshot.*"))
+        if newest > last:
+            return newest
+        time.sleep(0.1)
+    raise RuntimeError("the restarted ZooKeeper wrote no snapshot")
 
 
 def _write(zk, rnd: random.Random, ops: list, live: list[str], tag: str) -> None:
