@@ -91,6 +91,9 @@ def extract_zk(
     ca: Annotated[Optional[Path], typer.Option("--ca", help="CA bundle for --tls.")] = None,
     cert: Annotated[Optional[Path], typer.Option("--cert", help="Client certificate for --tls.")] = None,
     key: Annotated[Optional[Path], typer.Option("--key", help="Client key for --tls.")] = None,
+    timeout: Annotated[
+        Optional[float], typer.Option("--timeout", help="Seconds to wait for a server that does not answer.")
+    ] = None,
 ) -> None:
     """Walk a live ZooKeeper, read-only, into raw/znodes."""
     from pipelines.zookeeper.hosts import check_hosts
@@ -99,7 +102,11 @@ def extract_zk(
         hosts = check_hosts(hosts)
     except ValueError as err:
         raise UsageError(f"--hosts: {err}") from None
-    steps.extract_zk(_run(ctx, "extract"), hosts=hosts, chroot=chroot, auth=auth, tls=tls, ca=ca, cert=cert, key=key)
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout {timeout:g}: expected a number of seconds above 0")
+    steps.extract_zk(
+        _run(ctx, "extract"), hosts=hosts, chroot=chroot, auth=auth, tls=tls, ca=ca, cert=cert, key=key, timeout=timeout
+    )
 
 
 @extract_app.command("zk-snapshot")

@@ -12,9 +12,19 @@ valid snapshot at or below the target zxid, then the logs after it.
   the first transaction digest that matches; none matching raises the mismatch. Without
   logs it is raised at once.
 - Logs: the last one starting at or before the snapshot zxid and every later one
-  (``FileTxnLog.getLogFiles``); txns up to the snapshot zxid (and repeats) are skipped.
-- A partial entry ends its log (ZooKeeper moves on to the next log); a corrupt entry (CRC
-  mismatch, undecodable) stops the replay there with a quarantine row and a warning.
+  (``FileTxnLog.getLogFiles``); txns up to the snapshot zxid (and repeats) are skipped, and
+  so is damage among them: only the txns after the snapshot are needed.
+- Every txn applied must follow the one before (zxid + 1, or the first of a later epoch):
+  a missing txn (a zxid gap) stops the replay there, with a quarantine row naming it.
+- Damage in a log (see :mod:`pipelines.zookeeper.txnlog`) is quarantined and reading resumes
+  at the next valid txn, which the gap rule then admits or not; a partial last txn is
+  quarantined too (ZooKeeper drops it as well). Nothing stops silently.
+- Digests: the tree is verified at a zxid when its digest matches the snapshot's or a txn's.
+  A mismatch once the tree was exact (or a gap, or damage ending the logs) makes the read
+  unverified (``digest_verified`` False, ``unverified`` says why) and the tree is published as
+  of the last verified zxid (the replay is run again up to it). A snapshot that no digest
+  ever verifies is set aside for the next older one; with none older, its mismatch is raised
+  (or, when a gap or damage prevented the check, the read is published unverified).
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.errors import InputError
 from pipelines.zookeeper.errors import DigestMismatch, ZkFormatError
 from pipelines.zookeeper.replay import Tree
 from pipelines.zookeeper.snapshot import (
@@ -31,7 +42,7 @@ from pipelines.zookeeper.snapshot import (
     parse,
     zxid_of,
 )
-from pipelines.zookeeper.txnlog import LogReader
+from pipelines.zookeeper.txnlog import Damage, LogReader
 
 QUARANTINE_SOURCE = "zk-snapshot"
 
@@ -44,10 +55,14 @@ class OfflineRead:
     zxid: int = 0  # reached: the last txn applied, else the snapshot's zxid
     target: int | None = None
     digest_verified: bool | None = None
+    verified_zxid: int | None = None  # the last zxid at which a stored digest matched the tree
+    unverified: str | None = None  # why the read is not verified: a gap, a mismatch, damage
     logs: list[str] = field(default_factory=list)
     txns_applied: int = 0
     txn_digests_checked: int = 0
     txn_digest_mismatches: int = 0
+    snapshot_failed: DigestMismatch | None = None  # digests were there to check it, none matched
+    digests_seen: bool = False  # the logs hold txn digests
     quarantine: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -55,19 +70,33 @@ class OfflineRead:
         self.quarantine.append({"source": QUARANTINE_SOURCE, "location": location, "reason": reason, "raw": raw})
 
 
+EXPECTED = "expected a data dir, its version-2/ or a snapshot file"
+NO_MATCH = "no stored digest matches the tree: the snapshot or the logs are wrong"
+
+
 def resolve(path: Path) -> tuple[Path | None, Path | None]:
-    """(single snapshot file, data dir) for a path given by the user."""
+    """(single snapshot file, data dir) for a path given by the user; a path that holds no
+    snapshot nor log file is an :class:`InputError`."""
     if not path.exists():
         raise ZkFormatError(str(path), 0, "no such file or directory")
     if path.is_file():
         return path, None
+    if not path.is_dir():
+        raise InputError(f"{path}: not a file nor a directory ({EXPECTED})")
     sub = path / "version-2"
-    return None, (sub if sub.is_dir() else path)
+    d = sub if sub.is_dir() else path
+    if not list_files(d, "snapshot") and not list_files(d, "log"):
+        raise InputError(f"{path}: no ZooKeeper snapshot.* or log.* files ({EXPECTED})")
+    return None, d
 
 
 def list_files(d: Path, prefix: str) -> list[tuple[int, Path]]:
     out = []
-    for p in d.iterdir():
+    try:
+        entries = list(d.iterdir())
+    except OSError as err:
+        raise InputError(f"{d}: cannot list: {err.strerror or err}") from None
+    for p in entries:
         z = zxid_of(p.name, prefix)
         if z is not None and p.is_file():
             out.append((z, p))
@@ -96,43 +125,75 @@ def read_file(path: Path) -> OfflineRead:
 def read_dir(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
     snaps = list_files(d, "snapshot")
     logs = list_files(d, "log")
-    chosen: Snapshot | None = None
+    rejected: list[tuple[str, str]] = []  # snapshots not used: (location, reason)
     skipped: list[str] = []
-    quarantine: list[tuple[str, str]] = []
-    for z, p in reversed(snaps):
-        if at_zxid is not None and z > at_zxid:
+    candidates = [(z, p) for z, p in reversed(snaps) if at_zxid is None or z <= at_zxid]
+    while True:
+        chosen = None
+        while candidates:
+            _, p = candidates.pop(0)
+            try:
+                snap = parse(p, verify_digest=False)
+            except ZkFormatError as err:
+                rejected.append((err.location, err.reason))
+                continue
+            if at_zxid is not None and snap.consistent_at_or_after > at_zxid:
+                skipped.append(f"{p.name} holds changes past zxid {at_zxid:#x}")
+                continue
+            chosen = snap
+            break
+        res = _read_from(chosen, snaps, logs, at_zxid, progress)
+        if candidates and res.snapshot_failed is not None:
+            err = res.snapshot_failed
+            rejected.append((err.location, f"{err.reason}; no digest in the logs matches it either"))
             continue
-        try:
-            snap = parse(p, verify_digest=False)
-        except ZkFormatError as err:
-            quarantine.append((err.location, err.reason))
+        if candidates and chosen is not None and res.unverified and res.verified_zxid is None:
+            skipped.append(f"{Path(chosen.file).name}: no digest verified it ({res.unverified}); trying an older one")
             continue
-        if at_zxid is not None and snap.consistent_at_or_after > at_zxid:
-            skipped.append(f"{p.name} holds changes past zxid {at_zxid:#x}")
-            continue
-        chosen = snap
         break
-    res = OfflineRead(Tree(chosen), target=at_zxid)
-    for loc, reason in quarantine:
-        res.quarantined(loc, reason)
-        res.warnings.append(f"skipped corrupt snapshot {loc}: {reason}")
+    if res.snapshot_failed is not None and res.unverified is None:
+        raise res.snapshot_failed
+    if res.verified_zxid is None and chosen is None and res.digests_seen and res.unverified:
+        res.verified_zxid = 0  # an empty start is exact: what the first txn digest then failed
+    if res.unverified and res.verified_zxid is not None and res.verified_zxid < res.zxid:
+        # publish the tree as of the last verified zxid: replay again up to it
+        again = _read_from(chosen, snaps, logs, res.verified_zxid, None)
+        again.quarantine, again.warnings = res.quarantine, res.warnings
+        again.txn_digest_mismatches, again.unverified = res.txn_digest_mismatches, res.unverified
+        again.warnings.append(f"published as of zxid {again.zxid:#x}, the last zxid verified by a digest "
+                              f"(the logs were read up to {res.zxid:#x})")
+        again.target = at_zxid
+        res = again
+    if res.unverified:
+        res.digest_verified = False
+    elif res.verified_zxid is not None:
+        res.digest_verified = True
+    for loc, reason in reversed(rejected):
+        res.quarantine.insert(0, {"source": QUARANTINE_SOURCE, "location": loc, "reason": reason, "raw": None})
+    res.warnings[:0] = [f"skipped corrupt snapshot {loc}: {reason}" for loc, reason in rejected]
     res.warnings += [f"skipped {s}" for s in skipped]
+    if chosen is None and res.txns_applied == 0:
+        why = "; ".join(f"{q['location']}: {q['reason']}" for q in res.quarantine[:2])
+        raise InputError(f"{d}: no readable ZooKeeper snapshot nor transaction log to start from ({why or EXPECTED})")
+    return res
+
+
+def _read_from(chosen: Snapshot | None, snaps, logs, at_zxid: int | None, progress) -> OfflineRead:
+    res = OfflineRead(Tree(chosen), target=at_zxid)
     snap_zxid = 0
     if chosen is not None:
         res.snapshot, res.snapshot_zxid = chosen.file, chosen.zxid
         snap_zxid = chosen.zxid if chosen.zxid is not None else 0
     elif snaps:
         res.warnings.append("no usable snapshot: replaying the logs onto an empty tree")
-    if chosen is None and logs and logs[0][0] > 1:
-        res.warnings.append(f"the oldest log starts at zxid {logs[0][0]:#x}: changes before it are missing")
     res.zxid = snap_zxid
     chain = log_chain(logs, snap_zxid)
     suspect = _check_snapshot_digest(res, chosen, chain)
     _replay(res, chosen, chain, snap_zxid, at_zxid, progress)
-    if suspect is not None:
-        if res.txn_digests_checked == 0:
-            raise suspect
-        res.digest_verified = True
+    if suspect is not None and res.verified_zxid is None:
+        res.snapshot_failed = suspect
+        if res.unverified == NO_MATCH:  # the snapshot's own mismatch says it better
+            res.unverified = None
     return res
 
 
@@ -149,7 +210,15 @@ def _check_snapshot_digest(res: OfflineRead, snap: Snapshot | None, chain: list[
         res.warnings.append(f"{err}; a transaction in flight while ZooKeeper wrote it leaves that: the logs decide")
         return err
     res.digest_verified = snap.digest_verified
+    if snap.digest_verified:
+        res.verified_zxid = snap.digest.zxid
     return None
+
+
+def follows(last: int, zxid: int) -> bool:
+    """Whether ``zxid`` may come right after ``last``: the next counter, or a later epoch
+    (a new leader starts its epoch's counter afresh)."""
+    return zxid == last + 1 or zxid >> 32 > last >> 32
 
 
 def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxid: int, at_zxid, progress) -> None:
@@ -163,14 +232,23 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
     # snapshot digest, or the first txn digest that matches (end of the fuzzy window).
     exact = snap is None or snap.digest_verified is True
     last = snap_zxid
-    for log in chain:
+    for n, log in enumerate(chain):
         reader = LogReader(log)
         used = False
         try:
             for txn in reader:
+                if isinstance(txn, Damage):
+                    _damaged(res, f"{txn.file}:{txn.offset}", txn.reason, txn.raw)
+                    continue
                 if txn.zxid <= last:
                     continue
                 if at_zxid is not None and txn.zxid > at_zxid:
+                    _finish(res, log, used)
+                    return
+                if not follows(last, txn.zxid):
+                    reason = f"zxid gap: expected {last + 1:#x}, found {txn.zxid:#x}"
+                    _damaged(res, f"{txn.file}:{txn.offset}", f"{reason}; the replay stops at {last:#x}")
+                    res.unverified = f"{reason} ({txn.file}:{txn.offset})"
                     _finish(res, log, used)
                     return
                 tree.apply(txn)
@@ -183,45 +261,54 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
                 if pending is not None and txn.zxid >= pending.zxid:
                     if txn.zxid == pending.zxid:
                         if tree.digest != pending.digest:
-                            raise DigestMismatch(
+                            res.snapshot_failed = DigestMismatch(
                                 snap.file, 0,
                                 f"tree digest mismatch at zxid {pending.zxid:#x} after replaying the logs: "
                                 f"stored {pending.digest}, computed {tree.digest}",
                             )
-                        res.digest_verified = True
+                            _finish(res, log, used)
+                            return
+                        res.verified_zxid = txn.zxid
                         exact = True
                     else:
                         res.warnings.append(f"zxid {pending.zxid:#x} of the snapshot digest is not in the logs")
                     pending = None
                 if txn.digest is not None and txn.digest[0] == DIGEST_VERSION:
+                    res.digests_seen = True
                     if tree.digest == txn.digest[1]:
                         res.txn_digests_checked += 1
+                        res.verified_zxid = txn.zxid
                         exact = True
                     elif exact:
                         res.txn_digest_mismatches += 1
-                        if res.txn_digest_mismatches == 1:
-                            reason = (f"tree digest after txn {txn.zxid:#x} ({txn.op}) is {tree.digest}, "
-                                      f"the log says {txn.digest[1]}")
-                            res.quarantined(f"{txn.file}:{txn.offset}", reason)
-                            res.warnings.append(f"{txn.file}:{txn.offset}: {reason}")
-        except ZkFormatError as err:  # an unreadable log header: stop here
-            res.quarantined(err.location, err.reason)
-            res.warnings.append(f"replay stopped: {err}")
-            _finish(res, log, used)
-            return
+                        reason = (f"tree digest after txn {txn.zxid:#x} ({txn.op}) is {tree.digest}, "
+                                  f"the log says {txn.digest[1]}")
+                        _damaged(res, f"{txn.file}:{txn.offset}", reason)
+                        res.unverified = f"{reason} ({txn.file}:{txn.offset})"
+                        _finish(res, log, used)
+                        return
+        except ZkFormatError as err:  # an unreadable log header: the next log may still follow on
+            _damaged(res, err.location, err.reason)
+            if n == len(chain) - 1:
+                res.unverified = f"the last log is unreadable, txns after {last:#x} may be lost ({err})"
         _finish(res, log, used)
         end = reader.end
-        if end is not None and end.kind == "corrupt":
+        if end is not None and end.kind in ("corrupt", "partial"):
             loc = f"{log}:{end.offset}"
-            res.quarantined(loc, end.reason, end.raw)
-            res.warnings.append(f"replay stopped at {loc}: {end.reason}")
-            return
-        if end is not None and end.kind == "partial":
-            res.warnings.append(f"{log}:{end.offset}: {end.reason}; the log ends there")
+            _damaged(res, loc, end.reason + ("; the log ends there" if end.kind == "partial" else ""), end.raw)
+            if end.kind == "corrupt" and n == len(chain) - 1:
+                res.unverified = f"the replay stopped at damage, txns after {last:#x} may be lost ({loc}: {end.reason})"
     if pending is not None:
         res.warnings.append(f"snapshot digest of zxid {pending.zxid:#x} not verified: the logs end before it")
     if at_zxid is not None and res.zxid < at_zxid:
         res.warnings.append(f"the logs end at zxid {res.zxid:#x}, before the target {at_zxid:#x}")
+    if res.verified_zxid is None and res.digests_seen and snap is not None and res.unverified is None:
+        res.unverified = NO_MATCH
+
+
+def _damaged(res: OfflineRead, location: str, reason: str, raw: bytes | None = None) -> None:
+    res.quarantined(location, reason, raw)
+    res.warnings.append(f"{location}: {reason}")
 
 
 def _finish(res: OfflineRead, log: Path, used: bool) -> None:

@@ -42,6 +42,3 @@ class DigestMismatch(ZkFormatError):
 class CrcMismatch(ZkFormatError):
     """A transaction-log entry whose Adler32 does not match its bytes."""
 
-
-class BadTree(ZkFormatError):
-    """A snapshot whose node records do not form a tree (a node without its parent)."""

@@ -9,14 +9,16 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+from rich.markup import escape
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
 from pipelines.tables import RAW_QUARANTINE
-from pipelines.zookeeper.errors import BadTree
 from pipelines.zookeeper.rows import (
     PathOrder,
+    Spans,
     client_order,
     normalize_chroot,
     sort_by_path,
@@ -34,19 +36,23 @@ BATCH = 100_000
 DICTIONARY_COLUMNS = ["source"]
 
 
-def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine: list[dict]) -> None:
+def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine: list[dict]) -> int:
     """Write the ``raw/znodes`` rows (``batches``, in order, made lazily) and the quarantine
-    rows in one transaction. Write-behind: batch k+1 is made (sorted as far as it needs,
+    rows in one transaction; returns the number of rows written (a path that is not UTF-8 is
+    quarantined instead). Write-behind: batch k+1 is made (sorted as far as it needs,
     gathered, cast) while a writer thread encodes batch k (Parquet encoding and compression
     release the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    source = "zk-live" if step == LIVE_STEP else "zk-snapshot"
+    written = 0
     with ctx.warehouse.transaction(ctx.run_id, step=step) as tx:
         writer = tx.writer("raw/znodes", dictionary=DICTIONARY_COLUMNS)
         with ThreadPoolExecutor(1, thread_name_prefix="znodes-writer") as pool:
             pending = None
             for batch in batches:
-                batch = to_schema(batch)
+                batch = to_schema(_utf8_paths(batch, quarantine, source))
+                written += batch.num_rows
                 if pending is not None:
                     pending.result()
                 pending = pool.submit(writer.write, batch)
@@ -54,7 +60,37 @@ def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine
                 pending.result()
         tx.writer("raw/quarantine")
         if quarantine:
-            tx.write("raw/quarantine", pa.Table.from_pylist(quarantine, schema=RAW_QUARANTINE))
+            rows = [{k: text(v) if isinstance(v, str) else v for k, v in q.items()} for q in quarantine]
+            tx.write("raw/quarantine", pa.Table.from_pylist(rows, schema=RAW_QUARANTINE))
+    return written
+
+
+def text(s: str) -> str:
+    """``s`` as valid UTF-8 text: bytes a file name or a damaged path held that are not UTF-8
+    (surrogate escapes) are written as ``\\xNN``."""
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _utf8_paths(batch: pa.Table, quarantine: list[dict], source: str) -> pa.Table:
+    """The rows of ``batch`` whose path is valid UTF-8; the others are quarantined (a node's
+    subtree goes with it: every path below holds the same invalid bytes)."""
+    paths = batch["path"]
+    try:
+        paths.validate(full=True)
+        return batch
+    except pa.ArrowInvalid:
+        pass
+    keep = []
+    for raw in paths.cast(pa.large_binary()).to_pylist():
+        try:
+            raw.decode("utf-8")
+            keep.append(True)
+        except UnicodeDecodeError as err:
+            keep.append(False)
+            quarantine.append({"source": source, "location": text(raw.decode("utf-8", "surrogateescape")),
+                               "reason": f"znode path is not valid UTF-8 (byte {err.start} of the path: {err.reason}); "
+                                         "the node is left out of raw/znodes", "raw": raw})
+    return batch.filter(pa.array(keep))
 
 
 def _slices(rows: pa.Table) -> Iterator[pa.Table]:
@@ -80,17 +116,23 @@ def _zxid_range(rows: pa.Table) -> dict:
 
 def extract_live(ctx: RunContext, *, hosts: str, chroot: str | None = None, auth: str | None = None,
                  tls: bool = False, ca=None, cert=None, key=None, window: int | None = None,
-                 connect_timeout: float = 15.0) -> dict:
-    """Walk a live ZooKeeper read-only into ``raw/znodes`` (source 'live')."""
+                 connect_timeout: float | None = None, timeout: float | None = None) -> dict:
+    """Walk a live ZooKeeper read-only into ``raw/znodes`` (source 'live'). ``timeout``: how
+    long a server that accepts connections but does not answer is waited for (to connect, and
+    then for any answer); servers that refuse connections fail the walk within seconds."""
     from pipelines.zookeeper import live
 
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout: expected a number of seconds > 0")
+    connect_timeout = connect_timeout or timeout or live.CONNECT
     client, root = live.connect(hosts, chroot, auth, tls, ca, cert, key, timeout=connect_timeout)
     shown = hosts.partition("/")[0]
     try:
         ctx.say(f"walking ZooKeeper {shown}{root or ''} (read-only)")
         with ctx.progress() as bar:
             task = bar.add_task("znodes", total=None)
-            result = live.walk(client, root, window=window or live.WINDOW, progress=lambda n: bar.advance(task, n))
+            result = live.walk(client, root, window=window or live.WINDOW, stall_timeout=timeout or live.STALL,
+                               progress=lambda n: bar.advance(task, n))
     finally:
         live._stop(client)
     # paths are already relative to the chroot; without one, /zookeeper was not walked
@@ -134,8 +176,13 @@ def read_order(path: Path, at_zxid: int | None = None, chroot: str | None = None
     root = normalize_chroot(chroot)
     rows, orphans = client_order(paths, data, stats, source="snapshot", chroot=root)
     if len(orphans):
-        bad = paths[int(orphans[0])].as_py()
-        raise BadTree(res.snapshot or str(path), 0, f"invalid tree: {bad} has no parent ({len(orphans)} such nodes)")
+        where = res.snapshot or str(path)
+        for i in orphans.tolist():
+            name = Spans.of(paths).take(np.array([i]), pa.large_binary())[0].as_py()
+            res.quarantined(text(name.decode("utf-8", "surrogateescape")),
+                            f"{where}: invalid tree: this znode's parent is not in it (damage); left out with its subtree")
+        res.warnings.append(f"invalid tree: {len(orphans)} znodes without a parent in {where}; "
+                            f"{rows.left_out} znodes left out")
     if root and rows.num_rows == 0:
         raise InputError(f"{path}: chroot {root} is not in the tree")
     return rows, res
@@ -147,27 +194,30 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
         task = bar.add_task("txns replayed", total=None)
         rows, res = read_order(Path(path), at_zxid, chroot, progress=lambda n: bar.advance(task, n))
     for w in res.warnings:
-        ctx.say(f"[yellow]warning[/]: {w}")
-    _publish(ctx, SNAPSHOT_STEP, _taken(rows), res.quarantine)
+        ctx.say(f"[yellow]warning[/]: {escape(text(w))}")
+    nodes = _publish(ctx, SNAPSHOT_STEP, _taken(rows), res.quarantine)
     meta = {
-        "path": str(path),
-        "snapshot": res.snapshot,
+        "path": text(str(path)),
+        "snapshot": text(res.snapshot) if res.snapshot else None,
         "snapshot_zxid": res.snapshot_zxid,
         "zxid": res.zxid,
         "target_zxid": at_zxid,
         "digest_verified": res.digest_verified,
-        "logs_replayed": res.logs,
+        "verified_zxid": res.verified_zxid,
+        "unverified": text(res.unverified) if res.unverified else None,
+        "logs_replayed": [text(log) for log in res.logs],
         "txns_applied": res.txns_applied,
         "txn_digests_checked": res.txn_digests_checked,
         "txn_digest_mismatches": res.txn_digest_mismatches,
-        "nodes": rows.num_rows,
+        "nodes": nodes,
         "quarantined": len(res.quarantine),
         "chroot": normalize_chroot(chroot) or "/",
         "excluded": [] if normalize_chroot(chroot) else ["/zookeeper"],
-        "warnings": res.warnings,
+        "warnings": [text(w) for w in res.warnings],
     }
     ctx.warehouse.write_meta(ctx.run_id, SNAPSHOT_STEP, meta)
-    verified = {True: "digest verified", None: "no digest to verify"}[res.digest_verified]
-    ctx.say(f"{rows.num_rows} znodes at zxid {res.zxid:#x} from {res.snapshot or 'an empty tree'} "
+    verified = {True: "digest verified", None: "no digest to verify",
+                False: f"[bold red]NOT verified[/]: {escape(text(res.unverified or ''))}"}[res.digest_verified]
+    ctx.say(f"{nodes} znodes at zxid {res.zxid:#x} from {escape(text(res.snapshot or 'an empty tree'))} "
             f"+ {len(res.logs)} logs ({res.txns_applied} txns), {verified}, {len(res.quarantine)} quarantined")
     return meta

@@ -12,6 +12,10 @@ children. Only these two read calls are ever made (plus the session's own connec
 - a lost connection / expired session fails the reads in flight: they are re-issued with
   exponential backoff and the walk goes on; after too many failed attempts of one read, or
   authentication failure, the walk fails with :class:`pipelines.errors.StepError`.
+- servers that refuse connections (nothing listens: a server down) end the connect or the
+  walk within seconds (:func:`refused` probes them while kazoo retries); only servers that
+  accept but do not answer cost the whole timeout (``--timeout``).
+- a walk that reads no znode at all (no read permission on the root) fails: nothing to publish.
 
 Paths are those the client sees: under a chroot (``--chroot /kafka`` or ``hosts/kafka``),
 the chroot node is ``/``. Without a chroot, ``/zookeeper`` is not walked (see
@@ -22,6 +26,7 @@ in messages.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from dataclasses import dataclass, field
 
@@ -34,7 +39,10 @@ from pipelines.zookeeper.rows import SYSTEM_ROOT, normalize_chroot
 QUARANTINE_SOURCE = "zk-live"
 WINDOW = 256
 MAX_ATTEMPTS = 8
-STALL = 120.0
+STALL = 120.0  # seconds without any answer before the walk gives up
+CONNECT = 15.0
+PROBE = 1.0  # seconds between probes of refusing servers
+REFUSED_GRACE = 10.0  # seconds a walk waits for servers that refuse connections (a restart)
 
 
 @dataclass
@@ -62,7 +70,35 @@ def _hosts_with_chroot(hosts: str, chroot: str | None) -> tuple[str, str]:
     return base + root, root
 
 
-def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cert, key, timeout: float = 15):
+def host_ports(hosts: str) -> list[tuple[str, int]]:
+    """(host, port) of each server of a kazoo hosts string (chroot ignored; default port 2181)."""
+    out = []
+    for part in hosts.partition("/")[0].split(","):
+        part = part.strip()
+        if not part:
+            continue
+        host, sep, port = part.rpartition(":")
+        if not sep or not port.isdigit() or host.endswith(":"):  # no port (or a bare IPv6 address)
+            host, port = part, "2181"
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+def refused(hosts: str, timeout: float = 1.0) -> bool:
+    """True when every server actively refuses a TCP connection (nothing listens there). A
+    server that does not answer in ``timeout`` or accepts is not refusing."""
+    for host, port in host_ports(hosts):
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return False
+        except ConnectionRefusedError:
+            continue
+        except OSError:  # unreachable, timed out, unknown name: not known to be down
+            return False
+    return True
+
+
+def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cert, key, timeout: float = CONNECT):
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
 
@@ -82,16 +118,24 @@ def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cer
     # kazoo's own connection chatter would interleave with ours; failures are reported by the walk
     logging.getLogger("kazoo.client").setLevel(logging.ERROR)
     client = KazooClient(
-        hosts=conn_hosts, auth_data=parse_auth(auth) or None, read_only=True, timeout=10,
+        hosts=conn_hosts, auth_data=parse_auth(auth) or None, read_only=True, timeout=min(10.0, timeout),
         connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=5), **kwargs,
     )
     pipelined.install(client)  # kazoo's connection, with batched reads on the wire
     shown = hosts.partition("/")[0]
-    try:
-        client.start(timeout=timeout)
-    except Exception as err:  # noqa: BLE001 - kazoo raises several types; none carries credentials
+    if refused(shown):
+        raise StepError(f"ZooKeeper {shown}: connection refused (no server listening)")
+    started = client.start_async()
+    deadline = time.monotonic() + timeout
+    while not started.wait(min(PROBE, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline or refused(shown):
+            why = "connection refused (no server listening)" if time.monotonic() < deadline else \
+                f"no session within {timeout:g}s"
+            _stop(client)
+            raise StepError(f"ZooKeeper {shown}: cannot connect: {why}")
+    if not client.connected:
         _stop(client)
-        raise StepError(f"ZooKeeper {shown}: cannot connect ({type(err).__name__})") from None
+        raise StepError(f"ZooKeeper {shown}: cannot connect")
     return client, root
 
 
@@ -104,9 +148,10 @@ def _stop(client) -> None:
 
 
 def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATTEMPTS, stall_timeout: float = STALL,
-         on_node=None, progress=None) -> LiveWalk:
+         refused_grace: float = REFUSED_GRACE, on_node=None, progress=None) -> LiveWalk:
     """Walk the tree the connected ``client`` sees from ``/``. ``stall_timeout``: how long
-    to wait for any answer (kazoo queues reads while it reconnects) before giving up.
+    to wait for any answer (kazoo queues reads while it reconnects) before giving up;
+    ``refused_grace``: how long every server may refuse connections (a restart) before.
     ``on_node()`` is called per node read, ``progress(n)`` per batch of answers (n nodes)."""
     from kazoo.exceptions import (
         AuthFailedError,
@@ -138,9 +183,7 @@ def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATT
                 inflight += 1
             out.reads += len(batch)
             sink.submit(batch)
-        answers = sink.take(stall_timeout)
-        if not answers:
-            raise StepError(f"the walk cannot complete: no answer from ZooKeeper for {stall_timeout:.0f}s")
+        answers = _answers(sink, client, stall_timeout, refused_grace)
         backoff = 0.0
         before = len(paths)
         for read, value, err in answers:
@@ -186,8 +229,35 @@ def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATT
             progress(len(paths) - before)
         if backoff:  # one pause per batch of failed reads (they failed together: a lost connection)
             time.sleep(backoff)
+    if not paths:
+        why = "; ".join(q["reason"] for q in out.quarantine[:1]) or "no znode could be read"
+        shown = ",".join(f"{h}:{p}" for h, p in client.hosts)
+        raise StepError(f"ZooKeeper {shown}: the walk read nothing below {root or '/'}: {why}")
     out.rows = _table(paths, datas, stats)
     return out
+
+
+def _answers(sink, client, stall_timeout: float, refused_grace: float) -> list:
+    """The next answers; fails when none came for ``stall_timeout`` s, or sooner when every
+    server refused connections for ``refused_grace`` s."""
+    start = time.monotonic()
+    refusing_since = None
+    while True:
+        waited = time.monotonic() - start
+        answers = sink.take(min(PROBE, max(0.0, stall_timeout - waited)))
+        if answers:
+            return answers
+        now = time.monotonic()
+        shown = ",".join(f"{h}:{p}" for h, p in client.hosts)
+        if now - start >= stall_timeout:
+            raise StepError(f"ZooKeeper {shown}: the walk cannot complete: no answer for {stall_timeout:g}s")
+        if client.connected or not refused(shown):
+            refusing_since = None
+            continue
+        refusing_since = refusing_since or now
+        if now - refusing_since >= refused_grace:
+            raise StepError(f"ZooKeeper {shown}: the walk cannot complete: connection refused "
+                            f"(no server listening for {now - start:.0f}s)")
 
 
 def _table(paths: list, datas: list, stats: list) -> pa.Table:

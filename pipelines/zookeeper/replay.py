@@ -89,6 +89,10 @@ class Tree:
         return self.spans[0].take(None, pa.large_string())
 
     @cached_property
+    def _path_bytes(self) -> pa.Array:
+        return self.paths.view(pa.large_binary())
+
+    @cached_property
     def data(self) -> pa.Array:
         return self.spans[1].take(None, pa.large_binary())
 
@@ -101,7 +105,16 @@ class Tree:
         )
 
     def path_of(self, i: int) -> str:
-        return self.paths[i].as_py() if i < self.n_base else self.new_paths[i - self.n_base]
+        """The path of row ``i``; bytes that are not UTF-8 (damage) as surrogate escapes."""
+        if i >= self.n_base:
+            return self.new_paths[i - self.n_base]
+        return self._path_bytes[i].as_py().decode("utf-8", "surrogateescape")
+
+    def _all_paths(self) -> list[str]:
+        try:
+            return self.paths.to_pylist()
+        except UnicodeDecodeError:  # damaged paths: kept as they are, quarantined when written
+            return [b.decode("utf-8", "surrogateescape") for b in self._path_bytes.to_pylist()]
 
     def data_of(self, i: int) -> bytes | None:
         if i in self.new_data:
@@ -112,7 +125,7 @@ class Tree:
         if path == "/":  # DataTree keeps the root under "" and "/"
             path = ""
         if self.index is None:
-            self.index = {p: i for i, p in enumerate(self.paths.to_pylist())}
+            self.index = {p: i for i, p in enumerate(self._all_paths())}
         return self.index.get(path)
 
     def _grow(self) -> None:
@@ -262,7 +275,8 @@ class Tree:
         keep_touched = np.nonzero(alive & touched)[0]
         paths = pa.concat_arrays([
             self.paths.take(pa.array(keep_base)),
-            pa.array([self.path_of(int(i)) for i in keep_touched], pa.large_string()),
+            pa.array([self.path_of(int(i)).encode("utf-8", "surrogateescape") for i in keep_touched],
+                     pa.large_binary()).view(pa.large_string()),
         ])
         data = pa.concat_arrays([
             self.data.take(pa.array(keep_base)),

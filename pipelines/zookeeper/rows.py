@@ -186,6 +186,7 @@ class PathOrder:
     num_children: np.ndarray
     sort: PathSort
     source: str
+    left_out: int = 0  # orphans and the nodes below them: not in the rows (see client_order)
 
     @property
     def num_rows(self) -> int:
@@ -229,7 +230,8 @@ def client_rows(paths, data, stats, *, source: str, chroot: str | None = None):
 def client_order(paths, data, stats, *, source: str, chroot: str | None = None) -> tuple[PathOrder, np.ndarray]:
     """:func:`client_rows` as a :class:`PathOrder` (sorted, not gathered yet); ``paths`` and
     ``data`` are Arrow arrays or :class:`Spans`, ``stats`` numpy columns or
-    :class:`StatRecords`.
+    :class:`StatRecords`. Orphans (damage: a node whose parent path is not in the tree) are
+    left out of the rows with every node below them.
 
     Columns are built from numpy buffers directly: ``pa.array(ndarray)`` and Python scalars
     make pyarrow import pandas (~0.4 s of a short ``kaudit extract zk-snapshot``)."""
@@ -239,7 +241,24 @@ def client_order(paths, data, stats, *, source: str, chroot: str | None = None) 
     orphans = np.nonzero((parent < 0) & ~is_root)[0]
     num_children = np.bincount(parent[parent >= 0], minlength=n).astype(np.int32) if n else np.zeros(0, np.int32)
     paths, rows = finish(_root_as_slash(paths, is_root), chroot)
-    return PathOrder(paths, data, stats, num_children, PathSort(paths, rows), source), orphans
+    left_out = 0
+    if len(orphans):
+        lost = _below(orphans, parent)
+        left_out = int(np.count_nonzero(lost[rows]))
+        rows = rows[~lost[rows]]
+    return PathOrder(paths, data, stats, num_children, PathSort(paths, rows), source, left_out), orphans
+
+
+def _below(roots: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Mask of ``roots`` and every node below them (``parent``: each node's parent row)."""
+    lost = np.zeros(len(parent), np.bool_)
+    lost[roots] = True
+    has_parent = parent >= 0
+    while True:
+        more = lost | (has_parent & lost[np.where(has_parent, parent, 0)])
+        if np.array_equal(more, lost):
+            return lost
+        lost = more
 
 
 def _arrow(values: np.ndarray, typ: pa.DataType) -> pa.Array:

@@ -9,9 +9,19 @@ Grammar (``FileTxnLog``, ``Util.readTxnBytes``, ``SerializeUtils.deserializeTxn`
     TxnHeader := long clientId , int cxid , long zxid , long time , int type
     TxnDigest := int version , long treeDigest           (3.6+, when 12 bytes remain)
 
-The log ends at end of file, at a zero length (pre-allocated padding) or at an entry without
-its 'B' (a partial last write): ZooKeeper then moves to the next log. A CRC mismatch is
-corruption: reading stops there and the caller quarantines the entry.
+ZooKeeper (``FileTxnIterator.next``, ``Util.readTxnBytes``) ends a log at end of file, at a
+zero length (the log is pre-allocated with zeros: ``FilePadding``) or at an entry without its
+'B' or running past the end (a partial last write), and moves to the next log; a CRC
+mismatch or an unreasonable length is an error. kaudit tells these apart by what follows:
+
+- a zero length with only zeros after it is the normal end (``padding``);
+- an entry cut short (no 'B', past the end, a partial frame) with nothing but zeros after
+  the bytes it announces is a ``partial`` last write;
+- anything else is damage: the reader yields a :class:`Damage` (offset, reason, raw bytes)
+  and resyncs to the next valid entry (a frame whose Adler32, length and 'B' hold and whose
+  txn decodes), found by a linear scan with cheap checks first. Whether the txns after it
+  may be replayed is the caller's decision (zxid contiguity). Damage with no valid entry
+  after it ends the log (``corrupt``).
 
 Bodies are data: :data:`BODIES` gives, per txn type, its name and field table (the records
 of ``zookeeper.jute``, package ``org.apache.zookeeper.txn``); one decoder reads them all.
@@ -25,11 +35,15 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from pipelines.zookeeper.errors import BadMagic, ZkFormatError
-from pipelines.zookeeper.jute import FILE_HEADER, LOG_FRAME, TXN_DIGEST, TXN_HEADER, Reader
+from pipelines.zookeeper.jute import FILE_HEADER, LOG_FRAME, MAX_REASONABLE, TXN_DIGEST, TXN_HEADER, Reader
 
 LOG_MAGIC = b"ZKLG"
 LOG_VERSION = 2
+RAW_MAX = 4096  # bytes of a damaged entry kept in its quarantine row
+SCAN_CHUNK = 1 << 22  # bytes per step of the resync scan
 
 # field kinds -> reader
 _READ = {
@@ -90,6 +104,18 @@ class LogEnd:
     kind: str  # 'eof' | 'padding' | 'partial' | 'corrupt'
     offset: int
     reason: str = ""
+    raw: bytes | None = None
+
+
+@dataclass
+class Damage:
+    """Unreadable bytes ``offset:resume`` of a log, yielded between txns; reading resumes at
+    the next valid entry (``resume``)."""
+
+    file: str
+    offset: int
+    resume: int
+    reason: str
     raw: bytes | None = None
 
 
@@ -154,7 +180,8 @@ def decode_txn(data: bytes, file: str, offset: int) -> Txn:
 
 
 class LogReader:
-    """Iterates the txns of one log file; ``end`` tells how the reading stopped."""
+    """Iterates the txns of one log file (and :class:`Damage` items where bytes are
+    unreadable); ``end`` tells how the reading stopped."""
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
@@ -178,38 +205,110 @@ class LogReader:
         n = len(buf)
         pos = FILE_HEADER.size
         view = memoryview(buf)
+        used = None  # end of the non-zero bytes, found on the first stop
         while True:
+            stop = None  # (reason, partial?, end of what the entry announces)
             if pos + LOG_FRAME.size > n:
-                tail = bytes(view[pos:])
-                kind = "eof" if not tail.strip(b"\0") else "partial"
-                self.end = LogEnd(kind, pos, "" if kind == "eof" else f"partial entry header ({n - pos} bytes)")
+                if buf.count(0, pos) != n - pos:
+                    stop = (f"partial entry header ({n - pos} bytes)", True, n)
+                else:
+                    self.end = LogEnd("eof", pos)
+                    return
+            else:
+                crc, length = LOG_FRAME.unpack_from(buf, pos)
+                body_end = pos + LOG_FRAME.size + length
+                if length == 0:
+                    used = _used(buf) if used is None else used
+                    if used <= pos:
+                        self.end = LogEnd("padding", pos)
+                        return
+                    stop = (f"zero txn length with {used - pos} bytes of data after it", False, pos)
+                elif length < 0 or length > MAX_REASONABLE:
+                    stop = (f"unreasonable txn length {length} ({n - pos - LOG_FRAME.size} bytes left)", False, pos)
+                elif body_end + 1 > n:
+                    stop = (f"partial last txn: {length} bytes announced, {n - pos - LOG_FRAME.size} left", True, n)
+                elif buf[body_end] != 0x42:
+                    stop = ("partial last txn: no end-of-record marker 'B'", True, body_end + 1)
+                else:
+                    data = view[pos + LOG_FRAME.size : body_end]
+                    computed = zlib.adler32(data)
+                    if (crc & 0xFFFFFFFFFFFFFFFF) != computed:
+                        stop = (f"CRC mismatch: stored Adler32 {crc & 0xFFFFFFFFFFFFFFFF:#x}, computed {computed:#x}",
+                                False, body_end + 1)
+                    else:
+                        try:
+                            txn = decode_txn(data, file, pos)
+                        except ZkFormatError as err:
+                            stop = (f"undecodable txn: {err.reason}", False, body_end + 1)
+                        else:
+                            yield txn
+                            pos = body_end + 1
+                            continue
+            reason, partial, announced = stop
+            used = _used(buf) if used is None else used
+            resume = _resync(buf, pos + 1, used)
+            raw = bytes(view[pos : min(announced if announced > pos else pos + 64, pos + RAW_MAX, n)])
+            if resume is None:
+                if partial and used <= announced:
+                    self.end = LogEnd("partial", pos, reason, raw)
+                else:
+                    self.end = LogEnd("corrupt", pos, reason if not partial else reason.replace(
+                        "partial last txn", "damaged txn") + f"; {used - pos} bytes of data from there, no valid txn",
+                        raw)
                 return
-            crc, length = LOG_FRAME.unpack_from(buf, pos)
-            if length == 0:
-                self.end = LogEnd("padding", pos)
-                return
-            body_end = pos + LOG_FRAME.size + length
-            if length < 0:
-                self.end = LogEnd("corrupt", pos, f"negative txn length {length}", bytes(view[pos : pos + 64]))
-                return
-            if body_end + 1 > n:
-                self.end = LogEnd("partial", pos, f"partial last txn: {length} bytes announced, {n - pos - 12} left")
-                return
-            if buf[body_end] != 0x42:
-                self.end = LogEnd("partial", pos, "partial last txn: no end-of-record marker 'B'")
-                return
-            data = view[pos + LOG_FRAME.size : body_end]
-            computed = zlib.adler32(data)
-            if (crc & 0xFFFFFFFFFFFFFFFF) != computed:
-                self.end = LogEnd(
-                    "corrupt", pos, f"CRC mismatch: stored Adler32 {crc & 0xFFFFFFFFFFFFFFFF:#x}, computed {computed:#x}",
-                    bytes(data),
-                )
-                return
-            try:
-                txn = decode_txn(data, file, pos)
-            except ZkFormatError as err:
-                self.end = LogEnd("corrupt", pos, f"undecodable txn: {err.reason}", bytes(data))
-                return
-            yield txn
-            pos = body_end + 1
+            if partial:
+                reason = reason.replace("partial last txn", "damaged txn")
+            yield Damage(file, pos, resume, f"{reason}; {resume - pos} bytes skipped to the next valid txn", raw)
+            pos = resume
+
+
+def _used(buf: bytes) -> int:
+    """The end of the non-zero bytes (the pre-allocated zeros after a log's last txn excluded)."""
+    arr = np.frombuffer(buf, np.uint8)
+    end = len(arr)
+    while end > 0:
+        start = max(0, end - (1 << 20))
+        chunk = arr[start:end]
+        if chunk.max():
+            return start + int(np.flatnonzero(chunk)[-1]) + 1
+        end = start
+    return 0
+
+
+def _resync(buf: bytes, start: int, used: int) -> int | None:
+    """The offset of the first valid entry at or after ``start`` (None if none). Linear: per
+    position only numpy checks (the CRC's high 32 bits zero, a length that fits, 'B' after it);
+    Adler32 and decoding only for the few positions that pass them."""
+    arr = np.frombuffer(buf, np.uint8)
+    n = len(arr)
+    last = min(used, n) - LOG_FRAME.size - TXN_HEADER.size - 1  # the last offset an entry fits at
+    s = start
+    while s <= last:
+        e = min(s + SCAN_CHUNK, last + 1)
+        ok = (arr[s:e] | arr[s + 1 : e + 1] | arr[s + 2 : e + 2] | arr[s + 3 : e + 3]) == 0
+        cand = np.flatnonzero(ok) + s
+        if len(cand):
+            length = ((arr[cand + 8].astype(np.int64) << 24) | (arr[cand + 9].astype(np.int64) << 16)
+                      | (arr[cand + 10].astype(np.int64) << 8) | arr[cand + 11])
+            end = cand + LOG_FRAME.size + length
+            fits = (length >= TXN_HEADER.size) & (end < n)
+            cand, end = cand[fits], end[fits]
+            cand = cand[arr[end] == 0x42]
+            for p in cand.tolist():
+                if _valid_at(buf, p):
+                    return p
+        s = e
+    return None
+
+
+def _valid_at(buf: bytes, p: int) -> bool:
+    crc, length = LOG_FRAME.unpack_from(buf, p)
+    data = memoryview(buf)[p + LOG_FRAME.size : p + LOG_FRAME.size + length]
+    if zlib.adler32(data) != crc:
+        return False
+    try:
+        decode_txn(data, "", p)
+    except ZkFormatError:
+        return False
+    return True
+

@@ -231,3 +231,34 @@ def test_every_truncation_is_a_clean_error(zkdir, tmp_path):
         with pytest.raises(ZkFormatError) as err:
             parse(f)
         assert str(f) in str(err.value)
+
+
+def test_a_path_that_is_not_utf8_is_quarantined_with_its_subtree(tmp_path):
+    """Raw bytes in the path column would make every reader of the table fail; the node and
+    what is below it go to raw/quarantine, the rest is written and reads back."""
+    import io
+
+    import pyarrow.parquet as pq
+    from rich.console import Console
+
+    from pipelines.context import RunContext
+    from pipelines.warehouse import Warehouse
+    from pipelines.zookeeper.extract import extract_snapshot
+
+    def node(path: bytes, data=b"d", z=1):
+        return struct.pack(">i", len(path)) + path + _buf(data) + struct.pack(
+            ">qqqqqiiiqq", -1, z, z, 0, 0, 0, 0, 0, 0, z)
+
+    nodes = [node(b""), node(b"/zookeeper"), node(b"/a"), node(b"/a/caf\xff"), node(b"/a/caf\xff/b"),
+             node(b"/a/caf\xc3\xa9"), node(b"/ok")]
+    f = tmp_path / "snapshot.1"
+    f.write_bytes(_snapshot(nodes))
+    ctx = RunContext(Warehouse(tmp_path / "wh"), "r", console=Console(file=io.StringIO()))
+    meta = extract_snapshot(ctx, path=f, at_zxid=None)
+    znodes = pq.read_table(ctx.warehouse.partition_dir("raw/znodes", "r")).to_pylist()
+    assert [r["path"] for r in znodes] == ["/", "/a", "/a/caf\u00e9", "/ok"] and meta["nodes"] == 4
+    by = {r["path"]: r for r in znodes}
+    assert by["/a"]["num_children"] == 2  # the tree as ZooKeeper holds it: the bad node is still a child
+    q = pq.read_table(ctx.warehouse.partition_dir("raw/quarantine", "r")).to_pylist()
+    assert [(r["location"], r["raw"]) for r in q] == [("/a/caf\\xff", b"/a/caf\xff"), ("/a/caf\\xff/b", b"/a/caf\xff/b")]
+    assert all("not valid UTF-8" in r["reason"] for r in q) and meta["quarantined"] == 2

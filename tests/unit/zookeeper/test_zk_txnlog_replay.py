@@ -15,7 +15,7 @@ from rich.console import Console
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.zookeeper.extract import extract_snapshot, read_offline
-from pipelines.zookeeper.txnlog import LogReader
+from pipelines.zookeeper.txnlog import Damage, LogReader
 
 FIX = "zookeeper/invalidsnap/version-2"
 
@@ -141,9 +141,11 @@ def test_real_logs_end_kinds_and_log42_crc(real_fixtures):
     r = LogReader(d / "log.274")
     assert len(list(r)) == 967 and r.end.kind == "padding"
     r = LogReader(d / "log.42")
-    assert [t.op for t in r] == ["closeSession"]  # the first entry is sound, the second is not
-    assert r.end.kind == "corrupt" and r.end.offset == 61
-    assert "CRC mismatch" in r.end.reason and r.end.raw
+    first, damage, third = list(r)  # the first entry is sound, the second is not, the third is
+    assert first.op == "closeSession" and third.op == "setData" and third.zxid == first.zxid + 2
+    assert isinstance(damage, Damage) and (damage.offset, damage.resume) == (61, 110)
+    assert "CRC mismatch" in damage.reason and damage.raw[:8] == bytes.fromhex("00000000ef6a0d2d")
+    assert r.end.kind == "eof"
 
 
 def test_partial_last_txn_stops_there(tmp_path):
@@ -200,8 +202,11 @@ def test_data_dir_quarantines_corrupt_snapshot_and_log(real_fixtures, tmp_path):
     ctx, out = _ctx(tmp_path, "r2")
     meta = extract_snapshot(ctx, path=t, at_zxid=None)
     q = ctx.warehouse.read_table("raw/quarantine", "r2").to_pylist()
-    assert [r["location"] for r in q] == [f"{t}/log.42:61"] and "CRC mismatch" in q[0]["reason"]
+    # the damaged entry, then the txn after it: not the next zxid, the replay stops there
+    assert [r["location"] for r in q] == [f"{t}/log.42:61", f"{t}/log.42:110"] and "CRC mismatch" in q[0]["reason"]
+    assert "zxid gap: expected 0x8800000002, found 0x8800000003" in q[1]["reason"]
     assert meta["txns_applied"] == 1 and "CRC mismatch" in out.getvalue()
+    assert meta["digest_verified"] is False and "zxid gap" in meta["unverified"]
 
 
 def test_single_file_errors_and_digest_36(real_fixtures, tmp_path):
@@ -224,13 +229,40 @@ def test_single_file_errors_and_digest_36(real_fixtures, tmp_path):
     assert dictionary == {"source"}
 
 
-def test_empty_data_dir_gives_empty_tables(tmp_path):
-    (tmp_path / "empty" / "version-2").mkdir(parents=True)
-    ctx, _ = _ctx(tmp_path)
-    meta = extract_snapshot(ctx, path=tmp_path / "empty", at_zxid=None)
-    rows = ctx.warehouse.read_table("raw/znodes", "r1")
-    # ZooKeeper's initial tree: only the root is left once /zookeeper is excluded
-    assert rows["path"].to_pylist() == ["/"] and meta["nodes"] == 1
+def test_unreadable_data_dirs_are_input_errors(tmp_path, capsys):
+    """Nothing readable is exit 1 with one line naming the path, never an 'empty tree'."""
+    import random
+
+    from pipelines.cli import main
+
+    empty = tmp_path / "empty"
+    (empty / "version-2").mkdir(parents=True)
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("x")
+    (junk / "log.1").mkdir()  # a directory named like a log is not a log
+    (junk / "snapshot.5").mkdir()
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "log.1").write_bytes(random.Random(7).randbytes(1 << 20))
+    (garbage / "snapshot.0").write_bytes(random.Random(8).randbytes(4096))
+    header_only = tmp_path / "header-only"
+    header_only.mkdir()
+    (header_only / "log.1").write_bytes(_log([]) + random.Random(9).randbytes(5000))
+    expect = {
+        empty: "no ZooKeeper snapshot.* or log.* files (expected a data dir, its version-2/ or a snapshot file)",
+        junk: "no ZooKeeper snapshot.* or log.* files",
+        tmp_path / "nope": "no such file or directory",
+        garbage: "no readable ZooKeeper snapshot nor transaction log",
+        header_only: "no readable ZooKeeper snapshot nor transaction log",
+    }
+    for i, (path, message) in enumerate(expect.items()):
+        with pytest.raises(SystemExit) as done:
+            main(["--warehouse", str(tmp_path / "wh"), "--run-id", f"r{i}", "extract", "zk-snapshot", str(path)])
+        err = capsys.readouterr().err
+        assert done.value.code == 1 and "Traceback" not in err, err
+        assert str(path) in err and message in " ".join(err.split()), err
+        assert not (tmp_path / "wh" / "raw" / "znodes" / f"run_id=r{i}").exists()
 
 
 def test_cli_exit_codes(real_fixtures, tmp_path, capsys):
@@ -244,3 +276,94 @@ def test_cli_exit_codes(real_fixtures, tmp_path, capsys):
     with pytest.raises(SystemExit) as done:
         main(run + [str(real_fixtures / "zookeeper/digest-3.6"), "--at-zxid", "0x3"])
     assert done.value.code == 0
+
+
+def _entries(b: bytes) -> list[int]:
+    """Offsets of the entries of a log made by _log (header 16 bytes)."""
+    out, pos = [], 16
+    while pos + 12 <= len(b) and struct.unpack_from(">i", b, pos + 8)[0] > 0:
+        out.append(pos)
+        pos += 13 + struct.unpack_from(">i", b, pos + 8)[0]
+    return out
+
+
+def _items(raw: bytes, tmp_path) -> tuple[list, LogReader]:
+    f = tmp_path / "log.1"
+    f.write_bytes(raw)
+    r = LogReader(f)
+    return list(r), r
+
+
+def test_how_a_log_stops_is_told_by_what_follows(tmp_path):
+    """Zeros after the last txn are the normal end (ZooKeeper pre-allocates logs with zeros);
+    a cut-short last txn followed by nothing but zeros is a partial write; a zeroed or huge
+    length, or a missing 'B', with data after it is damage: named, and reading resumes at the
+    next valid txn."""
+    txns = [_txn(z, 1, create(f"/n{z}", b"v" * 40, pcv=z)) for z in range(1, 400)]
+    clean = _log(txns, pad=False) + bytes(1 << 16)
+    items, r = _items(clean, tmp_path)
+    assert len(items) == 399 and r.end.kind == "padding"
+    at = _entries(clean)
+
+    zeroed = bytearray(clean)
+    zeroed[at[10] + 8 : at[10] + 12] = bytes(4)  # txn 11's length
+    items, r = _items(bytes(zeroed), tmp_path)
+    (damage,) = [t for t in items if isinstance(t, Damage)]
+    assert damage.offset == at[10] and damage.resume == at[11] and "zero txn length" in damage.reason
+    assert [t.zxid for t in items if not isinstance(t, Damage)] == [z for z in range(1, 400) if z != 11]
+
+    huge = bytearray(clean)
+    huge[at[-200] + 8 : at[-200] + 12] = struct.pack(">i", 0x7FFFFFFF)  # ~13 KB of txns after it
+    items, r = _items(bytes(huge), tmp_path)
+    damage = next(t for t in items if isinstance(t, Damage))
+    assert damage.offset == at[-200] and "unreasonable txn length 2147483647" in damage.reason
+    assert len(items) == 399 and r.end.kind == "padding"
+
+    last = bytearray(clean)
+    last[at[-1] + 8 : at[-1] + 12] = struct.pack(">i", 0x7FFFFFFF)  # the last txn: not a partial write
+    items, r = _items(bytes(last), tmp_path)
+    assert len(items) == 398 and r.end.kind == "corrupt" and "unreasonable" in r.end.reason
+
+    cut = _log(txns, pad=False)[:-30] + bytes(4096)  # the last txn half written, then zeros
+    items, r = _items(cut, tmp_path)
+    assert len(items) == 398 and r.end.kind == "partial" and r.end.offset == at[-1]
+
+    no_b = bytearray(clean)
+    no_b[at[5] - 1] = 0  # txn 5 lacks its 'B', valid txns follow
+    items, r = _items(bytes(no_b), tmp_path)
+    damage = next(t for t in items if isinstance(t, Damage))
+    assert damage.offset == at[4] and "damaged txn: no end-of-record marker" in damage.reason
+    assert len([t for t in items if not isinstance(t, Damage)]) == 398
+
+
+def test_a_missing_txn_stops_the_replay_unverified(tmp_path):
+    txns = [_txn(z, 1, create(f"/n{z}", b"x", pcv=z)) for z in range(1, 9)]
+    d = tmp_path / "data" / "version-2"
+    d.mkdir(parents=True)
+    (d / "log.1").write_bytes(_log(txns[:4] + txns[5:]))  # txn 5 removed
+    ctx, out = _ctx(tmp_path)
+    meta = extract_snapshot(ctx, path=d.parent, at_zxid=None)
+    q = ctx.warehouse.read_table("raw/quarantine", "r1").to_pylist()
+    assert meta["zxid"] == 4 and meta["txns_applied"] == 4 and meta["digest_verified"] is False
+    assert "zxid gap: expected 0x5, found 0x6" in meta["unverified"]
+    assert [r["location"] for r in q] == [f"{d}/log.1:{_entries(_log(txns[:4] + txns[5:]))[4]}"]
+    assert "zxid gap: expected 0x5, found 0x6" in q[0]["reason"] and "NOT verified" in out.getvalue()
+    paths = ctx.warehouse.read_table("raw/znodes", "r1")["path"].to_pylist()
+    assert paths == ["/", "/n1", "/n2", "/n3", "/n4"]
+
+
+def test_damage_older_than_the_snapshot_is_skipped(real_fixtures, tmp_path):
+    """log.1 holds txns 0x1..0x273; from snapshot.272 only 0x273 is needed: damage to an
+    older entry is quarantined, not fatal."""
+    d = real_fixtures / FIX
+    t = tmp_path / "dd"
+    t.mkdir()
+    for n in ("snapshot.272", "log.274"):
+        shutil.copy(d / n, t)
+    raw = bytearray((d / "log.1").read_bytes())
+    raw[len(raw) // 3] ^= 0x10
+    (t / "log.1").write_bytes(bytes(raw))
+    direct, _ = read_offline(d / "snapshot.639")
+    replayed, res = read_offline(t, at_zxid=0x639)
+    assert replayed.equals(direct) and res.zxid == 0x639 and res.digest_verified is not False
+    assert len(res.quarantine) == 1 and res.quarantine[0]["location"].startswith(f"{t}/log.1:")
