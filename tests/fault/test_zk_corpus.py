@@ -22,8 +22,10 @@ BOUND = 30.0  # seconds per case (each takes about one)
 
 
 @pytest.fixture(scope="module")
-def corpus(request):
-    return clean(request.config.cache.mkdir("zk-corpus"))
+def corpus(request, tmp_path_factory):
+    """The clean data dir, kept in pytest's cache between runs when there is one."""
+    cache = getattr(request.config, "cache", None)
+    return clean(cache.mkdir("zk-corpus") if cache is not None else tmp_path_factory.mktemp("zk-corpus"))
 
 
 def _run(data, warehouse, run_id, capsys) -> tuple[int | None, str, float]:
