@@ -35,15 +35,36 @@ class Buf:
         self.b = io.BytesIO()
         self.tags: list[tuple[int, callable, object]] = []
 
-    def i8(self, v): w.write_int8(self.b, v); return self
-    def i16(self, v): w.write_int16(self.b, v); return self
-    def u16(self, v): w.write_uint16(self.b, v); return self
-    def i32(self, v): w.write_int32(self.b, v); return self
-    def i64(self, v): w.write_int64(self.b, v); return self
-    def boolean(self, v): w.write_boolean(self.b, v); return self
-    def uuid(self, v: uuid.UUID): w.write_uuid(self.b, v); return self
-    def string(self, v): w.write_nullable_compact_string(self.b, v); return self
-    def uvarint(self, v): w.write_unsigned_varint(self.b, v); return self
+    def i8(self, v):
+        return self._put(w.write_int8, v)
+
+    def i16(self, v):
+        return self._put(w.write_int16, v)
+
+    def u16(self, v):
+        return self._put(w.write_uint16, v)
+
+    def i32(self, v):
+        return self._put(w.write_int32, v)
+
+    def i64(self, v):
+        return self._put(w.write_int64, v)
+
+    def boolean(self, v):
+        return self._put(w.write_boolean, v)
+
+    def uuid(self, v: uuid.UUID):
+        return self._put(w.write_uuid, v)
+
+    def string(self, v):
+        return self._put(w.write_nullable_compact_string, v)
+
+    def uvarint(self, v):
+        return self._put(w.write_unsigned_varint, v)
+
+    def _put(self, writer, value):
+        writer(self.b, value)
+        return self
 
     def int32s(self, items):
         w.compact_array_writer(w.write_int32)(self.b, items)
@@ -246,7 +267,9 @@ def clear_elr(topic_name: str) -> bytes:
 
 
 def leader_change(leader: int, voters: list[int]) -> tuple[int, bytes]:
-    voter = lambda v, x: v.i32(x)
+    def voter(v: Buf, vid: int):
+        v.i32(vid)
+
     return 2, Buf().i16(0).i32(leader).structs(voters, voter).structs(voters, voter).done()
 
 

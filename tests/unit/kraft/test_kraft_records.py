@@ -102,7 +102,8 @@ RECORDS = [
     ("Topic v0, hand bytes", bytes.fromhex("010200" + "0274" + "00" * 15 + "2a" + "00"), 2, 0,
      {"name": "t", "topicId": U(uuid.UUID(int=42))}),
     # FenceBroker with apiKey 7 as a 1-byte varint, and a tag (99) the table does not know
-    ("FenceBroker v0 unknown tag, hand bytes", bytes.fromhex("010700" + "00000001" + "0000000000000002" + "01" + "63" + "01" + "ff"),
+    ("FenceBroker v0 unknown tag, hand bytes",
+     bytes.fromhex("010700" + "00000001" + "0000000000000002" + "01" + "63" + "01" + "ff"),
      7, 0, {"id": 1, "epoch": 2, "_unknownTaggedFields": {"99": "/w=="}}),
 ]
 
