@@ -157,7 +157,8 @@ def extract_kraft(
     offset = _parse_int(at_offset, "--at-offset")
     if offset is not None and offset < 0:
         raise UsageError(f"--at-offset {offset}: expected 0 or more")
-    steps.extract_kraft(_run(ctx, "extract"), paths=paths, at_offset=offset, at_time_ms=_parse_time(at_time, "--at-time"))
+    time_ms = _parse_time(at_time, "--at-time")
+    steps.extract_kraft(_run(ctx, "extract"), paths=paths, at_offset=offset, at_time_ms=time_ms)
 
 
 # --- build / validate / report ---------------------------------------------------------------

@@ -283,6 +283,9 @@ def replay(files: MetadataFiles, target: Target, writer, say=lambda m: None, adv
         for pos, err, raw in read.bad:
             reader.reject(seg, pos, err, raw)
         for r in read.records:
+            if r.offset > last + 1 and gap is None and r.offset >= start:
+                gap = f"offsets {last + 1}..{r.offset - 1} are in no file read (the log continues at {seg}:{r.pos})"
+                reader.reject(seg, r.pos, f"MissingRecords: {gap}; the state lacks their changes", None)
             if not target.before(r.offset, r.timestamp):
                 reached = True
                 break
@@ -293,9 +296,6 @@ def replay(files: MetadataFiles, target: Target, writer, say=lambda m: None, adv
             if r.offset <= last:
                 stats.duplicates += 1  # the same offset in two files (copies of one log)
                 continue
-            if r.offset > last + 1 and gap is None:
-                gap = f"offsets {last + 1}..{r.offset - 1} are missing before {seg}:{r.pos}"
-                reader.reject(seg, r.pos, f"MissingRecords: {gap}; the state lacks their changes", None)
             last = r.offset
             reader.record(seg, r, "log", reg, r.offset)
             rows.flush(writer)
