@@ -118,10 +118,50 @@ def _value(b: bytes, p: int, spec: M.Spec):
     return out, p
 
 
+_RUN_FMT = {M.BOOL: "?", M.INT8: "b", M.INT16: "h", M.UINT16: "H", M.INT32: "i", M.INT64: "q", M.FLOAT64: "d",
+            M.UUID: "16s"}
+_PLANS: dict[int, tuple] = {}  # id(layout) -> its steps (layouts are cached: one object per version)
+
+
+def _plan(layout: M.Layout) -> tuple:
+    """The layout's untagged fields as steps: each run of consecutive fixed-width fields is one
+    ``struct`` unpack (names, positions of its UUIDs); any other field is read by :func:`_value`."""
+    steps, run = [], []
+
+    def close():
+        if run:
+            fmt = ">" + "".join(_RUN_FMT[s.kind] for s in run)
+            uuids = tuple(i for i, s in enumerate(run) if s.kind == M.UUID)
+            steps.append((struct.Struct(fmt), tuple(s.name for s in run), uuids))
+            run.clear()
+
+    for spec in layout.fields:
+        if spec.kind in _RUN_FMT:
+            run.append(spec)
+        else:
+            close()
+            steps.append(spec)
+    close()
+    _PLANS[id(layout)] = plan = tuple(steps)
+    return plan
+
+
 def _struct(b: bytes, p: int, layout: M.Layout) -> tuple[dict, int]:
     out = dict(layout.template)
-    for spec in layout.fields:
-        out[spec.name], p = _value(b, p, spec)
+    for step in _PLANS.get(id(layout)) or _plan(layout):
+        if type(step) is tuple:
+            unpack, names, uuids = step
+            values = unpack.unpack_from(b, p)
+            p += unpack.size
+            if uuids:
+                values = list(values)
+                for i in uuids:
+                    values[i] = _b64(values[i])[:22].decode("ascii")
+            out.update(zip(names, values))
+        else:
+            out[step.name], p = _value(b, p, step)
+    if b[p] == 0:  # no tagged fields: the usual case
+        return out, p + 1
     count, p = _uvarint(b, p)
     for _ in range(count):
         tag, p = _uvarint(b, p)
@@ -131,8 +171,8 @@ def _struct(b: bytes, p: int, layout: M.Layout) -> tuple[dict, int]:
         if spec is None:
             out.setdefault("_unknownTaggedFields", {})[str(tag)] = base64.b64encode(b[p:end]).decode("ascii")
         else:
-            out[spec.name], q = _value(b[:end], p, spec)
-            if q != end:
+            out[spec.name], q = _value(b, p, spec)
+            if q != end:  # also a value that ran past its size into the next bytes
                 raise BadMetadataRecord(f"tagged field {spec.name} (tag {tag}) of {size} bytes holds {q - p}")
         p = end
     return out, p

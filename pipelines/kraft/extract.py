@@ -54,6 +54,7 @@ STEP = "extract_kraft"
 SOURCE = "kraft"
 LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 2, 3, 4
 FLUSH_ROWS = 200_000
+_json = json.JSONEncoder(separators=(",", ":")).encode  # one encoder (json.dumps with options makes one per call)
 TABLES = ("raw/metadata_records", "raw/kraft_brokers", "raw/kraft_topics", "raw/kraft_partitions",
           "raw/kraft_configs", "raw/kraft_cluster", "raw/quarantine")
 
@@ -181,7 +182,7 @@ class _Reader:
         row = self.rows.add(
             source=source, offset=r.offset, timestamp=r.timestamp, record_type=name, api_key=api_key,
             control_type=control_type, version=version,
-            record=None if fields is None else json.dumps(fields, separators=(",", ":")),
+            record=None if fields is None else _json(fields),
             txn_state=None, raw=raw, source_file=str(path), byte_position=r.pos,
         )
         if source == "log":
@@ -191,7 +192,8 @@ class _Reader:
                 if ctype == LEADER_CHANGE:
                     reg.leader_change(fields["leaderId"])
             else:
-                reg.apply(api_key, fields, offset_for_state, r.timestamp)
+                # a snapshot's records carry the snapshot's time, not their own: neither is kept
+                reg.apply(api_key, fields, offset_for_state, None if offset_for_state is None else r.timestamp)
                 self.stats.applied += 1
         return ctype, fields
 

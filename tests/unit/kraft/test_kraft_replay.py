@@ -242,3 +242,26 @@ def test_control_records_in_the_log(tmp_path):
     assert [(r["record_type"], r["control_type"], json.loads(r["record"])) for r in rows] == [
         ("KRaftVersionRecord", 5, {"version": 0, "kRaftVersion": 1}), ("TopicRecord", None, {"name": "a", "topicId": U(T1)})]
     assert meta["control_records"] == 1
+
+
+def test_at_time_uses_only_a_snapshot_taken_before_it(tmp_path, cluster):
+    d, at, _ = cluster
+    snap = d / B.snapshot_name(at["checkpoint"] + 1, 1)
+    snap.write_bytes(B.snapshot_bytes(_checkpoint_image(), last_contained_ts=1_750_000_005_000))
+    # the batch of 'checkpoint' was appended at +5 s: just before it, the snapshot is too new
+    wh, meta = _extract(tmp_path, [d], Target(time_ms=1_750_000_004_999), run="before")
+    assert meta["snapshot"] is None and meta["metadata_offset"] == at["checkpoint"] - 2
+    wh, meta = _extract(tmp_path, [d], Target(time_ms=1_750_000_007_000), run="after")
+    assert meta["snapshot"] == snap.name and meta["metadata_offset"] == at["abort"]
+    assert _rows(wh, "raw/quarantine", "after") == []
+
+
+def test_single_files_read_like_their_dir(tmp_path, cluster):
+    d, at, _ = cluster
+    snap = d / B.snapshot_name(at["checkpoint"] + 1, 1)
+    snap.write_bytes(B.snapshot_bytes(_checkpoint_image(), last_contained_ts=1_750_000_005_000))
+    dir_wh, _ = _extract(tmp_path, [d], run="dir")
+    files_wh, meta = _extract(tmp_path, [d / B.segment_name(0), snap], run="files")
+    assert meta["snapshot"] == snap.name
+    for table in (*STATE, "raw/kraft_topics", "raw/kraft_cluster"):
+        assert _rows(dir_wh, table, "dir") == _rows(files_wh, table, "files"), table
