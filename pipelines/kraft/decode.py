@@ -74,31 +74,51 @@ def uuid_text(raw: bytes) -> str:
     return _b64(raw)[:22].decode("ascii")
 
 
-def _value(b: bytes, p: int, spec: M.Spec):
-    kind = spec.kind
-    if kind in _FIXED:
-        return _FIXED[kind].unpack_from(b, p)[0], p + _WIDTH[kind]
-    if kind == M.UUID:
-        q = _take(b, p, 16)
-        return _b64(b[p:q])[:22].decode("ascii"), q
-    if kind == M.STRUCT:
-        return _struct(b, p, spec.sub)
-    n, p = _uvarint(b, p)
-    if n == 0:
-        if not spec.nullable:
-            raise BadMetadataRecord(f"null {spec.name} where the version does not allow it")
+def _fixed(b: bytes, p: int, spec: M.Spec):
+    s = _FIXED[spec.kind]
+    return s.unpack_from(b, p)[0], p + s.size
+
+
+def _uuid(b: bytes, p: int, spec: M.Spec):
+    q = _take(b, p, 16)
+    return _b64(b[p:q])[:22].decode("ascii"), q
+
+
+def _length(b: bytes, p: int, spec: M.Spec) -> tuple[int, int]:
+    """The compact length of a string/bytes/array (-1 = null, where allowed)."""
+    n = b[p]
+    if n < 0x80:
+        p += 1
+    else:
+        n, p = _uvarint(b, p)
+    if n == 0 and not spec.nullable:
+        raise BadMetadataRecord(f"null {spec.name} where the version does not allow it")
+    return n - 1, p
+
+
+def _string(b: bytes, p: int, spec: M.Spec):
+    n, p = _length(b, p, spec)
+    if n < 0:
         return None, p
-    n -= 1
-    if kind == M.STRING:
-        q = _take(b, p, n)
-        try:
-            return b[p:q].decode("utf-8"), q
-        except UnicodeDecodeError as err:
-            raise BadMetadataRecord(f"{spec.name} is not UTF-8 ({err.reason})") from None
-    if kind == M.BYTES:
-        q = _take(b, p, n)
-        return base64.b64encode(b[p:q]).decode("ascii"), q
-    # ARRAY
+    q = _take(b, p, n)
+    try:
+        return b[p:q].decode("utf-8"), q
+    except UnicodeDecodeError as err:
+        raise BadMetadataRecord(f"{spec.name} is not UTF-8 ({err.reason})") from None
+
+
+def _bytes(b: bytes, p: int, spec: M.Spec):
+    n, p = _length(b, p, spec)
+    if n < 0:
+        return None, p
+    q = _take(b, p, n)
+    return base64.b64encode(b[p:q]).decode("ascii"), q
+
+
+def _array(b: bytes, p: int, spec: M.Spec):
+    n, p = _length(b, p, spec)
+    if n < 0:
+        return None, p
     item = spec.item
     if item in _ARRAY_FMT:
         q = _take(b, p, n * _WIDTH[item])
@@ -112,10 +132,19 @@ def _value(b: bytes, p: int, spec: M.Spec):
             out.append(v)
     else:
         one = M.Spec(spec.name, item, False)
+        read = _READ[item]
         for _ in range(n):
-            v, p = _value(b, p, one)
+            v, p = read(b, p, one)
             out.append(v)
     return out, p
+
+
+def _nested(b: bytes, p: int, spec: M.Spec):
+    return _struct(b, p, spec.sub)
+
+
+_READ = {**{k: _fixed for k in _FIXED}, M.UUID: _uuid, M.STRING: _string, M.BYTES: _bytes, M.ARRAY: _array,
+         M.STRUCT: _nested}
 
 
 _RUN_FMT = {M.BOOL: "?", M.INT8: "b", M.INT16: "h", M.UINT16: "H", M.INT32: "i", M.INT64: "q", M.FLOAT64: "d",
@@ -125,7 +154,7 @@ _PLANS: dict[int, tuple] = {}  # id(layout) -> its steps (layouts are cached: on
 
 def _plan(layout: M.Layout) -> tuple:
     """The layout's untagged fields as steps: each run of consecutive fixed-width fields is one
-    ``struct`` unpack (names, positions of its UUIDs); any other field is read by :func:`_value`."""
+    ``struct`` unpack (names, positions of its UUIDs); any other field by its reader in ``_READ``."""
     steps, run = [], []
 
     def close():
@@ -159,19 +188,24 @@ def _struct(b: bytes, p: int, layout: M.Layout) -> tuple[dict, int]:
                     values[i] = _b64(values[i])[:22].decode("ascii")
             out.update(zip(names, values))
         else:
-            out[step.name], p = _value(b, p, step)
+            out[step.name], p = _READ[step.kind](b, p, step)
     if b[p] == 0:  # no tagged fields: the usual case
         return out, p + 1
     count, p = _uvarint(b, p)
+    tagged = layout.tagged
     for _ in range(count):
-        tag, p = _uvarint(b, p)
-        size, p = _uvarint(b, p)
+        tag, size = b[p], b[p + 1]
+        if tag < 0x80 and size < 0x80:  # one byte each: every tag and size of today's schemas
+            p += 2
+        else:
+            tag, p = _uvarint(b, p)
+            size, p = _uvarint(b, p)
         end = _take(b, p, size)
-        spec = layout.tagged.get(tag)
+        spec = tagged.get(tag)
         if spec is None:
             out.setdefault("_unknownTaggedFields", {})[str(tag)] = base64.b64encode(b[p:end]).decode("ascii")
         else:
-            out[spec.name], q = _value(b, p, spec)
+            out[spec.name], q = _READ[spec.kind](b, p, spec)
             if q != end:  # also a value that ran past its size into the next bytes
                 raise BadMetadataRecord(f"tagged field {spec.name} (tag {tag}) of {size} bytes holds {q - p}")
         p = end
