@@ -3,8 +3,10 @@ and the replayed registry (``raw/kraft_brokers``, ``raw/kraft_topics``,
 ``raw/kraft_partitions``, ``raw/kraft_configs``, ``raw/kraft_cluster``).
 
 The files are ordinary magic-2 segments: the batch walk is kaudit's
-(:func:`pipelines.kafka.batches.walk_segment`, numba); each record value is decoded by
-:mod:`pipelines.kraft.decode`. The replay starts from the newest usable snapshot at or before
+(:func:`pipelines.kafka.batches.walk_segment`, numba); the values of the flat record types (all
+the frequent ones) become their JSON text in a numba kernel (:mod:`pipelines.kraft.kernels`),
+parsed back only for the records the replay applies; every other value is decoded by
+:mod:`pipelines.kraft.decode`. Both read the same field tables. The replay starts from the newest usable snapshot at or before
 the target (a header control record first, a footer last, nothing corrupt; ``--at-time``: its
 header's ``LastContainedLogTimestamp`` at or before the time) and applies the log records from
 the snapshot's end offset on, to the end of the log or to the target (``--at-offset N``: every
@@ -29,16 +31,11 @@ from pipelines.kafka import kernels as K
 from pipelines.kafka.batches import ATTR_CONTROL, walk_segment
 from pipelines.kafka.errors import DecodeError
 from pipelines.kafka.segment import read_bytes
+from pipelines.kraft import kernels as KK
 from pipelines.kraft import messages as M
 from pipelines.kraft.decode import BadMetadataRecord, decode_control, decode_metadata
 from pipelines.kraft.files import MetadataFiles, Snapshot, metadata_files
-from pipelines.kraft.replay import (
-    ABORT_TXN,
-    BEGIN_TXN,
-    END_TXN,
-    RESOURCE_TYPES,
-    Registry,
-)
+from pipelines.kraft.replay import ABORT_TXN, BEGIN_TXN, END_TXN, REPLAYED, RESOURCE_TYPES, Registry
 from pipelines.tables import (
     RAW_KRAFT_BROKERS,
     RAW_KRAFT_CLUSTER,
@@ -55,8 +52,8 @@ SOURCE = "kraft"
 LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 2, 3, 4
 FLUSH_ROWS = 200_000
 _json = json.JSONEncoder(separators=(",", ":")).encode  # one encoder (json.dumps with options makes one per call)
-TABLES = ("raw/metadata_records", "raw/kraft_brokers", "raw/kraft_topics", "raw/kraft_partitions",
-          "raw/kraft_configs", "raw/kraft_cluster", "raw/quarantine")
+_NOT_PARSED = {}  # a decoded record whose fields the replay does not need
+STATEFUL = frozenset(REPLAYED) | {BEGIN_TXN, END_TXN, ABORT_TXN}
 
 
 @dataclass(frozen=True)
@@ -79,6 +76,9 @@ class Record:
     control: bool
     key: bytes | None
     value: bytes | None
+    text: str | None = None  # the fields as JSON, when the kernel decoded the record
+    api_key: int = -1
+    version: int = -1
 
 
 @dataclass
@@ -89,17 +89,27 @@ class FileRead:
 
 
 def read_records(path: Path) -> FileRead:
-    """Every record of one segment or snapshot file, through the batch walk (numba)."""
+    """Every record of one segment or snapshot file, through the batch walk (numba); the values
+    of the flat metadata record types transcoded to JSON by :func:`pipelines.kraft.kernels.transcode`."""
     walk = walk_segment(read_bytes(path))
     buf = walk.buf.tobytes()
     recs, bt = walk.records, walk.batches
     brow = walk.region_batch[recs[:, K.C_REGION]] if len(recs) else np.zeros(0, dtype=np.int64)
-    control = ((bt[brow, K.B_ATTRS] & ATTR_CONTROL) != 0).tolist()
-    ts = bt[brow, K.B_BASE_TS].tolist()
+    is_control = (bt[brow, K.B_ATTRS] & ATTR_CONTROL) != 0
+    val_len = np.where(is_control, -1, recs[:, K.C_VAL_LEN])  # control values are not framed: Python reads them
+    ops = KK.compile_ops()
+    offsets, data, api, ver, status = KK.transcode(
+        walk.buf, np.ascontiguousarray(recs[:, K.C_VAL_POS]), np.ascontiguousarray(val_len), ops.prog, ops.ops, ops.text,
+        ops.max_fields)
+    text = data.tobytes().decode("ascii")
+    fast = (status == KK.ST_OK).tolist()
+    starts, ends = offsets[:-1].tolist(), offsets[1:].tolist()
     cols = [recs[:, c].tolist() for c in (K.C_OFFSET, K.C_KEY_POS, K.C_KEY_LEN, K.C_VAL_POS, K.C_VAL_LEN, K.C_REC_POS)]
     out = [
-        Record(off, t, rp, c, None if kl < 0 else buf[kp : kp + kl], None if vl < 0 else buf[vp : vp + vl])
-        for off, kp, kl, vp, vl, rp, c, t in zip(*cols, control, ts)
+        Record(off, t, rp, c, None if kl < 0 else buf[kp : kp + kl], None if vl < 0 else buf[vp : vp + vl],
+               text[s:e] if f else None, a, v)
+        for off, kp, kl, vp, vl, rp, c, t, f, s, e, a, v in zip(
+            *cols, is_control.tolist(), bt[brow, K.B_BASE_TS].tolist(), fast, starts, ends, api.tolist(), ver.tolist())
     ]
     return FileRead(path, out, list(walk.bad))
 
@@ -166,6 +176,10 @@ class _Reader:
                 ctype, version, fields = decode_control(r.key, r.value)
                 msg = M.control_messages().get(ctype)
                 name, api_key, control_type = (msg.name if msg else None), None, ctype
+            elif r.text is not None:  # decoded by the kernel: parsed back only when the replay needs it
+                api_key, version, ctype, control_type, name = r.api_key, r.version, None, None, M.record_name(r.api_key)
+                text = r.text
+                fields = json.loads(text) if reg is not None and api_key in STATEFUL else _NOT_PARSED
             else:
                 if r.value is None:
                     raise BadMetadataRecord("metadata record with a null value")
@@ -174,6 +188,8 @@ class _Reader:
         except DecodeError as err:
             self.reject(path, r.pos, err, r.value)
             return None
+        if r.text is None:
+            text = None if fields is None else _json(fields)
         if fields is None:
             what = f"control type {ctype}" if r.control else f"apiKey {api_key}"
             key = f"{what} v{version}"
@@ -182,12 +198,12 @@ class _Reader:
         row = self.rows.add(
             source=source, offset=r.offset, timestamp=r.timestamp, record_type=name, api_key=api_key,
             control_type=control_type, version=version,
-            record=None if fields is None else _json(fields),
+            record=text,
             txn_state=None, raw=raw, source_file=str(path), byte_position=r.pos,
         )
         if source == "log":
             self._track_txn(api_key, row)
-        if reg is not None and fields is not None:
+        if reg is not None and fields is not None and fields is not _NOT_PARSED:
             if r.control:
                 if ctype == LEADER_CHANGE:
                     reg.leader_change(fields["leaderId"])

@@ -198,3 +198,4 @@ _HANDLERS = {
     CONFIG: Registry._config,
     FEATURE_LEVEL: Registry._feature,
 }
+REPLAYED = tuple(_HANDLERS)  # the apiKeys that change the registry

@@ -13,9 +13,6 @@ from pyspark.sql import functions as F
 from pipelines.context import RunContext
 from pipelines.spark.io import raw_rows, read_raw
 
-TABLES = ("core/brokers", "core/topic_partitions", "core/cluster")
-
-
 def used(ctx: RunContext) -> bool:
     """The run has a KRaft registry and no ZooKeeper znodes."""
     wh, run_id = ctx.warehouse, ctx.run_id
