@@ -24,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.kafka import kernels as K
 from pipelines.kafka.batches import ATTR_CONTROL, walk_segment
 from pipelines.kafka.errors import DecodeError
-from pipelines.kafka.segment import read_bytes
+from pipelines.kafka.segment import _arrow_binary, _repeat, read_bytes
 from pipelines.kraft import kernels as KK
 from pipelines.kraft import messages as M
 from pipelines.kraft.decode import BadMetadataRecord, decode_control, decode_metadata
@@ -50,10 +51,8 @@ from pipelines.tables import (
 STEP = "extract_kraft"
 SOURCE = "kraft"
 LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 2, 3, 4
-FLUSH_ROWS = 200_000
 _json = json.JSONEncoder(separators=(",", ":")).encode  # one encoder (json.dumps with options makes one per call)
-_NOT_PARSED = {}  # a decoded record whose fields the replay does not need
-STATEFUL = frozenset(REPLAYED) | {BEGIN_TXN, END_TXN, ABORT_TXN}
+STATEFUL = np.array(sorted({*REPLAYED, BEGIN_TXN, END_TXN, ABORT_TXN}))  # the apiKeys the replay parses back
 
 
 @dataclass(frozen=True)
@@ -69,78 +68,49 @@ class Target:
 
 
 @dataclass
-class Record:
-    offset: int
-    timestamp: int
-    pos: int
-    control: bool
-    key: bytes | None
-    value: bytes | None
-    text: str | None = None  # the fields as JSON, when the kernel decoded the record
-    api_key: int = -1
-    version: int = -1
-
-
-@dataclass
 class FileRead:
+    """Every record of one segment or snapshot file, in columns (the batch walk's, numba), with
+    the JSON text the kernel wrote for the flat metadata record types (``fast``)."""
+
     path: Path
-    records: list[Record]
+    buf: bytes
+    offset: np.ndarray
+    timestamp: np.ndarray  # the batch's append time
+    pos: np.ndarray
+    control: np.ndarray
+    key_pos: np.ndarray
+    key_len: np.ndarray
+    val_pos: np.ndarray
+    val_len: np.ndarray
+    fast: np.ndarray
+    api: np.ndarray
+    version: np.ndarray
+    text_offsets: np.ndarray
+    text: np.ndarray  # uint8, ASCII
     bad: list[tuple[int, DecodeError, bytes | None]]
+
+    def key(self, i: int) -> bytes | None:
+        n = self.key_len[i]
+        return None if n < 0 else self.buf[self.key_pos[i] : self.key_pos[i] + n]
+
+    def value(self, i: int) -> bytes | None:
+        n = self.val_len[i]
+        return None if n < 0 else self.buf[self.val_pos[i] : self.val_pos[i] + n]
 
 
 def read_records(path: Path) -> FileRead:
-    """Every record of one segment or snapshot file, through the batch walk (numba); the values
-    of the flat metadata record types transcoded to JSON by :func:`pipelines.kraft.kernels.transcode`."""
     walk = walk_segment(read_bytes(path))
-    buf = walk.buf.tobytes()
     recs, bt = walk.records, walk.batches
     brow = walk.region_batch[recs[:, K.C_REGION]] if len(recs) else np.zeros(0, dtype=np.int64)
-    is_control = (bt[brow, K.B_ATTRS] & ATTR_CONTROL) != 0
-    val_len = np.where(is_control, -1, recs[:, K.C_VAL_LEN])  # control values are not framed: Python reads them
+    control = (bt[brow, K.B_ATTRS] & ATTR_CONTROL) != 0
+    val_pos, val_len = np.ascontiguousarray(recs[:, K.C_VAL_POS]), np.ascontiguousarray(recs[:, K.C_VAL_LEN])
     ops = KK.compile_ops()
-    offsets, data, api, ver, status = KK.transcode(
-        walk.buf, np.ascontiguousarray(recs[:, K.C_VAL_POS]), np.ascontiguousarray(val_len), ops.prog, ops.ops, ops.text,
-        ops.max_fields)
-    text = data.tobytes().decode("ascii")
-    fast = (status == KK.ST_OK).tolist()
-    starts, ends = offsets[:-1].tolist(), offsets[1:].tolist()
-    cols = [recs[:, c].tolist() for c in (K.C_OFFSET, K.C_KEY_POS, K.C_KEY_LEN, K.C_VAL_POS, K.C_VAL_LEN, K.C_REC_POS)]
-    out = [
-        Record(off, t, rp, c, None if kl < 0 else buf[kp : kp + kl], None if vl < 0 else buf[vp : vp + vl],
-               text[s:e] if f else None, a, v)
-        for off, kp, kl, vp, vl, rp, c, t, f, s, e, a, v in zip(
-            *cols, is_control.tolist(), bt[brow, K.B_BASE_TS].tolist(), fast, starts, ends, api.tolist(), ver.tolist())
-    ]
-    return FileRead(path, out, list(walk.bad))
-
-
-@dataclass
-class _Rows:
-    """raw/metadata_records rows in columns, flushed to the writer between transactions."""
-
-    cols: dict[str, list] = field(default_factory=lambda: {n: [] for n in RAW_METADATA_RECORDS.names})
-    txn_rows: list[int] | None = None  # rows inside the open metadata transaction
-    written: int = 0
-
-    def add(self, **row) -> int:
-        for k, v in row.items():
-            self.cols[k].append(v)
-        return len(self.cols["offset"]) - 1
-
-    def table(self) -> pa.Table:
-        cols = dict(self.cols)
-        cols["timestamp"] = pa.array(cols["timestamp"], pa.int64()).cast(TS)
-        return pa.Table.from_pydict(cols, schema=RAW_METADATA_RECORDS)
-
-    def flush(self, writer, force: bool = False) -> None:
-        n = len(self.cols["offset"])
-        if n and (force or (n >= FLUSH_ROWS and self.txn_rows is None)):
-            if force and self.txn_rows is not None:
-                for i in self.txn_rows:
-                    self.cols["txn_state"][i] = "pending"
-            writer.write(self.table())
-            self.written += n
-            self.cols = {k: [] for k in self.cols}
+    # control values are not framed: the Python decoder reads them
+    offsets, text, api, ver, status = KK.transcode(walk.buf, val_pos, np.where(control, -1, val_len), ops.prog, ops.ops,
+                                                   ops.text, ops.max_fields)
+    return FileRead(path, walk.buf.tobytes(), recs[:, K.C_OFFSET], bt[brow, K.B_BASE_TS], recs[:, K.C_REC_POS], control,
+                    recs[:, K.C_KEY_POS], recs[:, K.C_KEY_LEN], val_pos, val_len, status == KK.ST_OK, api, ver,
+                    offsets, text, list(walk.bad))
 
 
 @dataclass
@@ -152,117 +122,188 @@ class _Stats:
     history_only: int = 0
     duplicates: int = 0
 
+    def add(self, other: "_Stats") -> None:
+        for k in ("records", "control", "applied", "history_only", "duplicates"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        for k, n in other.unknown.items():
+            self.unknown[k] = self.unknown.get(k, 0) + n
 
-class _Reader:
-    """Decodes records into rows, the registry and the quarantine."""
 
-    def __init__(self, rows: _Rows, quarantine: list[dict], stats: _Stats):
-        self.rows, self.quarantine, self.stats = rows, quarantine, stats
+_NAMES = np.array([M.record_name(k) for k in range(KK.MAX_KEY)], dtype=object)
 
-    def reject(self, path: Path, pos: int, err: DecodeError | str, raw: bytes | None) -> None:
-        reason = f"{type(err).__name__}: {err}" if isinstance(err, DecodeError) else err
-        self.quarantine.append({"source": SOURCE, "location": f"{path}:{pos}", "reason": reason, "raw": raw})
 
-    def record(self, path: Path, r: Record, source: str, reg: Registry | None, offset_for_state: int | None):
-        """Decode one record, add its row and apply it to ``reg`` (None: history only).
-        Returns (control type or None, fields) or None when quarantined."""
-        self.stats.records += 1
-        raw = None
+def _reject(quarantine: list[dict], path: Path, pos: int, err: DecodeError | str, raw: bytes | None) -> None:
+    reason = f"{type(err).__name__}: {err}" if isinstance(err, DecodeError) else err
+    quarantine.append({"source": SOURCE, "location": f"{path}:{pos}", "reason": reason, "raw": raw})
+
+
+@dataclass
+class _Decoded:
+    """Rows of one file's records (``rows``, file order), and what the replay needs."""
+
+    table: pa.Table
+    control_types: list[int]  # of each row (-1: a metadata record)
+    header_ts: int | None = None
+
+
+def _slow(fr: FileRead, i: int, stats: _Stats):
+    """(name, apiKey, control type, version, text, raw, fields) of a record the kernel left to
+    Python. Raises a DecodeError."""
+    raw = None
+    if fr.control[i]:
+        key, value = fr.key(i), fr.value(i)
+        if key is None or value is None:
+            raise BadMetadataRecord("control record with a null key or value")
+        ctype, version, fields = decode_control(key, value)
+        msg = M.control_messages().get(ctype)
+        name, api_key = (msg.name if msg else None), None
+    else:
+        value = fr.value(i)
+        if value is None:
+            raise BadMetadataRecord("metadata record with a null value")
+        api_key, version, fields = decode_metadata(value)
+        ctype, name = None, M.record_name(api_key)
+    if fields is None:
+        what = f"control type {ctype}" if ctype is not None else f"apiKey {api_key}"
+        stats.unknown[f"{what} v{version}"] = stats.unknown.get(f"{what} v{version}", 0) + 1
+        raw = fr.value(i)
+    return name, api_key, ctype, version, None if fields is None else _json(fields), raw, fields
+
+
+def _decode(fr: FileRead, sel: np.ndarray, source: str, reg: Registry | None, apply: np.ndarray | None,
+            quarantine: list[dict], stats: _Stats) -> _Decoded:
+    """Rows of the records ``sel`` (indexes into ``fr``, in order); applies those where ``apply``
+    (a mask over ``sel``) to ``reg`` - log records with their offset and time, snapshot records
+    with neither."""
+    n = len(sel)
+    stats.records += n
+    stats.control += int(fr.control[sel].sum())
+    fast = fr.fast[sel]
+    api = fr.api[sel].copy()
+    ctl = np.full(n, -1, dtype=np.int64)
+    ver = fr.version[sel].copy()
+    names = _NAMES[np.clip(api, 0, KK.MAX_KEY - 1)]
+    keep = np.ones(n, dtype=bool)
+    slow_rows, slow_texts, raws, slow_fields = [], [], {}, {}
+    for j in np.flatnonzero(~fast).tolist():
+        i = int(sel[j])
         try:
-            if r.control:
-                self.stats.control += 1
-                if r.key is None or r.value is None:
-                    raise BadMetadataRecord("control record with a null key or value")
-                ctype, version, fields = decode_control(r.key, r.value)
-                msg = M.control_messages().get(ctype)
-                name, api_key, control_type = (msg.name if msg else None), None, ctype
-            elif r.text is not None:  # decoded by the kernel: parsed back only when the replay needs it
-                api_key, version, ctype, control_type, name = r.api_key, r.version, None, None, M.record_name(r.api_key)
-                text = r.text
-                fields = json.loads(text) if reg is not None and api_key in STATEFUL else _NOT_PARSED
-            else:
-                if r.value is None:
-                    raise BadMetadataRecord("metadata record with a null value")
-                api_key, version, fields = decode_metadata(r.value)
-                ctype, control_type, name = None, None, M.record_name(api_key)
+            name, api_key, ctype, version, text, raw, fields = _slow(fr, i, stats)
         except DecodeError as err:
-            self.reject(path, r.pos, err, r.value)
-            return None
-        if r.text is None:
-            text = None if fields is None else _json(fields)
-        if fields is None:
-            what = f"control type {ctype}" if r.control else f"apiKey {api_key}"
-            key = f"{what} v{version}"
-            self.stats.unknown[key] = self.stats.unknown.get(key, 0) + 1
-            raw = r.value
-        row = self.rows.add(
-            source=source, offset=r.offset, timestamp=r.timestamp, record_type=name, api_key=api_key,
-            control_type=control_type, version=version,
-            record=text,
-            txn_state=None, raw=raw, source_file=str(path), byte_position=r.pos,
-        )
-        if source == "log":
-            self._track_txn(api_key, row)
-        if reg is not None and fields is not None and fields is not _NOT_PARSED:
-            if r.control:
-                if ctype == LEADER_CHANGE:
-                    reg.leader_change(fields["leaderId"])
-            else:
-                # a snapshot's records carry the snapshot's time, not their own: neither is kept
-                reg.apply(api_key, fields, offset_for_state, None if offset_for_state is None else r.timestamp)
-                self.stats.applied += 1
-        return ctype, fields
-
-    def _track_txn(self, api_key: int | None, row: int) -> None:
-        rows = self.rows
-        if api_key == BEGIN_TXN:
-            rows.txn_rows = []
-        elif api_key == END_TXN:
-            rows.txn_rows = None
-        elif api_key == ABORT_TXN:
-            for i in rows.txn_rows or []:
-                rows.cols["txn_state"][i] = "aborted"
-            rows.txn_rows = None
-        elif rows.txn_rows is not None:
-            rows.txn_rows.append(row)
-
-
-def _load_snapshot(reader: _Reader, snap: Snapshot, target: Target) -> tuple[Registry, int] | str:
-    """(registry, LastContainedLogTimestamp) of a usable snapshot, else why it is not used (its
-    bad parts quarantined). Its rows are kept only when it is used."""
-    read = read_records(snap.path)
-    mark = len(reader.rows.cols["offset"]), len(reader.quarantine), reader.stats.records, reader.stats.control
-    reg = Registry()
+            _reject(quarantine, fr.path, int(fr.pos[i]), err, fr.value(i))
+            keep[j] = False
+            continue
+        names[j], api[j], ver[j] = name, -1 if api_key is None else api_key, version
+        ctl[j] = -1 if ctype is None else ctype
+        slow_rows.append(j)
+        slow_texts.append(text)
+        if raw is not None:
+            raws[j] = raw
+        if fields is not None:
+            slow_fields[j] = fields
     header_ts = None
-    kinds = []
-    for pos, err, raw in read.bad:
-        reader.reject(snap.path, pos, err, raw)
-    for r in read.records:
-        got = reader.record(snap.path, r, "snapshot", reg, None)
-        kinds.append(got[0] if got else -1)
-        if got and got[0] == SNAPSHOT_HEADER and got[1] is not None:
-            header_ts = got[1]["lastContainedLogTimestamp"]
+    if reg is not None:
+        loads, text, starts = json.loads, fr.text, fr.text_offsets
+        offsets, stamps = fr.offset[sel].tolist(), fr.timestamp[sel].tolist()
+        wanted = (fast & np.isin(api, STATEFUL)) | np.isin(np.arange(n), list(slow_fields))
+        if apply is not None:
+            wanted &= apply
+        for j in np.flatnonzero(wanted).tolist():
+            fields = slow_fields.get(j)
+            if fields is None:
+                i = int(sel[j])
+                fields = loads(text[starts[i] : starts[i + 1]].tobytes())
+            if ctl[j] >= 0:
+                if ctl[j] == LEADER_CHANGE:
+                    reg.leader_change(fields["leaderId"])
+                elif ctl[j] == SNAPSHOT_HEADER:
+                    header_ts = fields["lastContainedLogTimestamp"]
+                continue
+            if source == "log":
+                reg.apply(int(api[j]), fields, offsets[j], stamps[j])
+            else:  # a snapshot's records carry the snapshot's time, not their own: neither is kept
+                reg.apply(int(api[j]), fields, None, None)
+            stats.applied += 1
+    starts = fr.text_offsets[sel]
+    lengths = np.where(fast, fr.text_offsets[sel + 1] - starts, -1)
+    record = _arrow_binary("string", fr.text, starts, lengths)
+    if slow_rows:
+        mask = np.zeros(n, dtype=bool)
+        mask[slow_rows] = True
+        record = pc.replace_with_mask(record, pa.array(mask), pa.array(slow_texts, record.type))
+    raw_col = [None] * n
+    for j, raw in raws.items():
+        raw_col[j] = raw
+    table = pa.Table.from_pydict({
+        "source": pa.array([source] * n, pa.string()),
+        "offset": pa.array(fr.offset[sel]),
+        "timestamp": pa.array(fr.timestamp[sel], pa.int64()).cast(TS),
+        "record_type": pa.array(names, pa.string()),
+        "api_key": pa.array(api.astype(np.int16), pa.int16(), mask=api < 0),
+        "control_type": pa.array(ctl.astype(np.int16), pa.int16(), mask=ctl < 0),
+        "version": pa.array(ver.astype(np.int16)),
+        "record": record,
+        "txn_state": pa.nulls(n, pa.string()),
+        "raw": pa.array(raw_col, pa.binary()),
+        "source_file": _repeat(str(fr.path), n),
+        "byte_position": pa.array(fr.pos[sel]),
+    })
+    if not keep.all():
+        table = table.filter(pa.array(keep))
+    return _Decoded(table.cast(RAW_METADATA_RECORDS), ctl[keep].tolist(), header_ts)
+
+
+def _load_snapshot(snap: Snapshot, target: Target, quarantine: list[dict], stats: _Stats):
+    """(registry, rows) of a usable snapshot, else why it is not used (its bad parts and the
+    reason quarantined)."""
+    fr = read_records(snap.path)
+    own_q, own_stats, reg = [], _Stats(), Registry()
+    for pos, err, raw in fr.bad:
+        _reject(own_q, snap.path, pos, err, raw)
+    done = _decode(fr, np.arange(len(fr.offset)), "snapshot", reg, None, own_q, own_stats)
+    kinds = done.control_types
     why = None
-    if read.bad or -1 in kinds:
+    if own_q:
         why = "it has corrupt parts"
     elif not kinds or kinds[0] != SNAPSHOT_HEADER:
         why = "it does not start with a snapshot header"
     elif kinds[-1] != SNAPSHOT_FOOTER:
         why = "it does not end with a snapshot footer (incomplete)"
-    elif target.time_ms is not None and header_ts > target.time_ms:
-        why = "its last record is after --at-time"
+    elif target.time_ms is not None and done.header_ts > target.time_ms:
+        return "its last record is after --at-time"
     if why is not None:
-        rows, q, n, c = mark
-        for col in reader.rows.cols.values():
-            del col[rows:]
-        reader.stats.records, reader.stats.control = n, c
-        if why == "its last record is after --at-time":
-            del reader.quarantine[q:]
-        else:
-            reader.reject(snap.path, 0, f"SnapshotSkipped: {why}", None)
+        quarantine += own_q
+        _reject(quarantine, snap.path, 0, f"SnapshotSkipped: {why}", None)
         return why
-    reg.last_offset, reg.last_timestamp = snap.end_offset - 1, header_ts
-    return reg, header_ts
+    stats.add(own_stats)
+    reg.last_offset, reg.last_timestamp = snap.end_offset - 1, done.header_ts
+    return reg, done.table
+
+
+def _txn_states(tables: list[pa.Table]) -> list[pa.Table]:
+    """``txn_state`` of the log rows: 'aborted' between BeginTransaction and AbortTransaction,
+    'pending' after a BeginTransaction that never ends."""
+    api = np.concatenate([t["api_key"].fill_null(-1).to_numpy() for t in tables]) if tables else np.zeros(0)
+    markers = np.flatnonzero(np.isin(api, (BEGIN_TXN, END_TXN, ABORT_TXN)))
+    if not len(markers):
+        return tables
+    state = np.full(len(api), None, dtype=object)
+    begin = None
+    for m in markers.tolist():
+        if api[m] == BEGIN_TXN:
+            begin = m
+        elif begin is not None:
+            if api[m] == ABORT_TXN:
+                state[begin + 1 : m] = "aborted"
+            begin = None
+    if begin is not None:
+        state[begin + 1 :] = "pending"
+    out, at = [], 0
+    for t in tables:
+        col = pa.array(state[at : at + t.num_rows], pa.string())
+        out.append(t.set_column(t.schema.get_field_index("txn_state"), "txn_state", col))
+        at += t.num_rows
+    return out
 
 
 @dataclass
@@ -272,57 +313,69 @@ class Replayed:
     files: MetadataFiles
     stats: _Stats
     quarantine: list[dict]
-    rows_written: int
     reached: bool  # the log reached the target (or its end without a target)
     gap: str | None
 
 
 def replay(files: MetadataFiles, target: Target, writer, say=lambda m: None, advance=lambda: None) -> Replayed:
     """Read the snapshot and the log, writing ``raw/metadata_records`` rows through ``writer``."""
-    rows, quarantine, stats = _Rows(), [], _Stats()
-    reader = _Reader(rows, quarantine, stats)
-    reg, chosen, start = None, None, 0
+    quarantine, stats = [], _Stats()
+    reg, chosen, start, snap_rows = None, None, 0, None
     for snap in reversed(files.snapshots):
         if target.offset is not None and snap.end_offset > target.offset + 1:
             continue
-        got = _load_snapshot(reader, snap, target)
+        got = _load_snapshot(snap, target, quarantine, stats)
         advance()
         if isinstance(got, str):
             say(f"kraft: snapshot {snap.path.name} not used: {got}")
             continue
-        reg, chosen, start = got[0], snap, snap.end_offset
+        (reg, snap_rows), chosen, start = got, snap, snap.end_offset
         break
     reg = reg or Registry()
-    rows.flush(writer)
+    if snap_rows is not None:
+        writer.write(snap_rows)
+    log_rows: list[pa.Table] = []
     last, reached, gap = start - 1, False, None
     for seg in files.segments:
-        read = read_records(seg)
+        fr = read_records(seg)
         advance()
-        for pos, err, raw in read.bad:
-            reader.reject(seg, pos, err, raw)
-        for r in read.records:
-            if r.offset > last + 1 and gap is None and r.offset >= start:
-                gap = f"offsets {last + 1}..{r.offset - 1} are in no file read (the log continues at {seg}:{r.pos})"
-                reader.reject(seg, r.pos, f"MissingRecords: {gap}; the state lacks their changes", None)
-            if not target.before(r.offset, r.timestamp):
-                reached = True
-                break
-            if r.offset < start:
-                stats.history_only += 1
-                reader.record(seg, r, "log", None, None)
-                continue
-            if r.offset <= last:
-                stats.duplicates += 1  # the same offset in two files (copies of one log)
-                continue
-            last = r.offset
-            reader.record(seg, r, "log", reg, r.offset)
-            rows.flush(writer)
-        if reached:
+        for pos, err, raw in fr.bad:
+            _reject(quarantine, seg, pos, err, raw)
+        off, ts = fr.offset, fr.timestamp
+        within = np.ones(len(off), dtype=bool)
+        if target.offset is not None:
+            within &= off <= target.offset
+        if target.time_ms is not None:
+            within &= ts <= target.time_ms
+        cut = int(np.argmin(within)) if not within.all() else len(off)
+        # a gap is reported up to the first record past the target
+        new = np.flatnonzero((off[: cut + 1] >= start) & (off[: cut + 1] > last))
+        if gap is None and len(new):
+            expect = last + 1 + np.arange(len(new))
+            jump = np.flatnonzero(off[new] != expect)
+            if len(jump):
+                k = int(new[jump[0]])
+                gap = (f"offsets {int(expect[jump[0]])}..{int(off[k]) - 1} are in no file read "
+                       f"(the log continues at {seg}:{int(fr.pos[k])})")
+                _reject(quarantine, seg, int(fr.pos[k]), f"MissingRecords: {gap}; the state lacks their changes", None)
+        head = np.arange(cut)
+        history = off[:cut] < start
+        fresh = ~history & (off[:cut] > last)
+        stats.history_only += int(history.sum())
+        stats.duplicates += int((~history & ~fresh).sum())
+        sel = head[history | fresh]
+        done = _decode(fr, sel, "log", reg, fresh[history | fresh], quarantine, stats)
+        log_rows.append(done.table)
+        if fresh.any():
+            last = max(last, int(off[:cut][fresh].max()))
+        if cut < len(off):
+            reached = True
             break
-    rows.flush(writer, force=True)
+    for table in _txn_states(log_rows):
+        writer.write(table)
     if target.offset is None and target.time_ms is None:
         reached = True
-    return Replayed(reg, chosen, files, stats, quarantine, rows.written, reached, gap)
+    return Replayed(reg, chosen, files, stats, quarantine, reached, gap)
 
 
 # --- the registry as tables ---------------------------------------------------------------------
