@@ -6,10 +6,12 @@ The files are ordinary magic-2 segments: the batch walk is kaudit's
 (:func:`pipelines.kafka.batches.walk_segment`, numba); the values of the flat record types (all
 the frequent ones) become their JSON text in a numba kernel (:mod:`pipelines.kraft.kernels`),
 parsed back only for the records the replay applies; every other value is decoded by
-:mod:`pipelines.kraft.decode`. Both read the same field tables. The replay starts from the newest usable snapshot at or before
-the target (a header control record first, a footer last, nothing corrupt; ``--at-time``: its
-header's ``LastContainedLogTimestamp`` at or before the time) and applies the log records from
-the snapshot's end offset on, to the end of the log or to the target (``--at-offset N``: every
+:mod:`pipelines.kraft.decode`. Both read the same field tables.
+
+The replay starts from the newest usable snapshot at or before the target (a header control
+record first, a footer last, nothing corrupt; ``--at-time``: its header's
+``LastContainedLogTimestamp`` at or before the time) and applies the log records from the
+snapshot's end offset on, to the end of the log or to the target (``--at-offset N``: every
 record at offset <= N; ``--at-time T``: up to the first record appended after T). Log records
 before the snapshot's end are written to ``raw/metadata_records`` as history but not applied.
 Corrupt parts and records go to ``raw/quarantine`` (source ``kraft``, file:byte, reason);
@@ -24,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
@@ -52,6 +53,7 @@ STEP = "extract_kraft"
 SOURCE = "kraft"
 LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 2, 3, 4
 _json = json.JSONEncoder(separators=(",", ":")).encode  # one encoder (json.dumps with options makes one per call)
+_parse = json.JSONDecoder().decode
 STATEFUL = np.array(sorted({*REPLAYED, BEGIN_TXN, END_TXN, ABORT_TXN}))  # the apiKeys the replay parses back
 
 
@@ -59,12 +61,6 @@ STATEFUL = np.array(sorted({*REPLAYED, BEGIN_TXN, END_TXN, ABORT_TXN}))  # the a
 class Target:
     offset: int | None = None  # apply records at offsets <= offset
     time_ms: int | None = None  # apply records appended at or before time_ms
-
-    def before(self, offset: int, timestamp: int) -> bool:
-        """Whether a log record is within the target."""
-        if self.offset is not None and offset > self.offset:
-            return False
-        return self.time_ms is None or timestamp <= self.time_ms
 
 
 @dataclass
@@ -203,16 +199,16 @@ def _decode(fr: FileRead, sel: np.ndarray, source: str, reg: Registry | None, ap
             slow_fields[j] = fields
     header_ts = None
     if reg is not None:
-        loads, text, starts = json.loads, fr.text, fr.text_offsets
-        offsets, stamps = fr.offset[sel].tolist(), fr.timestamp[sel].tolist()
+        loads, text, starts = _parse, fr.text.tobytes().decode("ascii"), fr.text_offsets.tolist()
+        offsets, stamps, at = fr.offset[sel].tolist(), fr.timestamp[sel].tolist(), sel.tolist()
         wanted = (fast & np.isin(api, STATEFUL)) | np.isin(np.arange(n), list(slow_fields))
         if apply is not None:
             wanted &= apply
         for j in np.flatnonzero(wanted).tolist():
             fields = slow_fields.get(j)
             if fields is None:
-                i = int(sel[j])
-                fields = loads(text[starts[i] : starts[i + 1]].tobytes())
+                i = at[j]
+                fields = loads(text[starts[i] : starts[i + 1]])
             if ctl[j] >= 0:
                 if ctl[j] == LEADER_CHANGE:
                     reg.leader_change(fields["leaderId"])
@@ -226,11 +222,14 @@ def _decode(fr: FileRead, sel: np.ndarray, source: str, reg: Registry | None, ap
             stats.applied += 1
     starts = fr.text_offsets[sel]
     lengths = np.where(fast, fr.text_offsets[sel + 1] - starts, -1)
-    record = _arrow_binary("string", fr.text, starts, lengths)
-    if slow_rows:
-        mask = np.zeros(n, dtype=bool)
-        mask[slow_rows] = True
-        record = pc.replace_with_mask(record, pa.array(mask), pa.array(slow_texts, record.type))
+    text = fr.text
+    if slow_rows:  # the Python decoder's texts go after the kernel's
+        encoded = [None if s is None else s.encode() for s in slow_texts]
+        sizes = np.array([-1 if e is None else len(e) for e in encoded], dtype=np.int64)
+        starts[slow_rows] = len(text) + np.concatenate([[0], np.cumsum(np.maximum(sizes, 0))[:-1]])
+        lengths[slow_rows] = sizes
+        text = np.concatenate([text, np.frombuffer(b"".join(e for e in encoded if e), dtype=np.uint8)])
+    record = _arrow_binary("string", text, starts, lengths)
     raw_col = [None] * n
     for j, raw in raws.items():
         raw_col[j] = raw
