@@ -69,11 +69,6 @@ def _take(b: bytes, p: int, n: int) -> int:
     return p + n
 
 
-def uuid_text(raw: bytes) -> str:
-    """Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, without padding."""
-    return _b64(raw)[:22].decode("ascii")
-
-
 def _fixed(b: bytes, p: int, spec: M.Spec):
     s = _FIXED[spec.kind]
     return s.unpack_from(b, p)[0], p + s.size

@@ -36,10 +36,6 @@ PRIMITIVES = {
 }
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID as Kafka prints it
 
-# Raft control record types (ControlRecordType); 0/1 are transaction markers, never in this log
-CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
-                 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
-
 _VOTER = [{"name": "VoterId", "type": "int32", "versions": "0+"}]
 _TRANSCRIBED = [
     {"apiKey": 28, "name": "ClearElrRecord", "validVersions": "0", "flexibleVersions": "0+",
