@@ -80,8 +80,8 @@ def require_extracted(ctx: RunContext) -> None:
     """:class:`InputError` unless the run holds ZooKeeper znodes or ``__consumer_offsets`` records."""
     if not any(ctx.warehouse.has_rows(t, ctx.run_id) for t in EXTRACTED):
         raise InputError(
-            f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets or KRaft "
-            f"metadata records in {ctx.warehouse.root}); run `kaudit extract zk-snapshot|zk|offsets|kraft ...` first"
+            f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records, no KRaft "
+            f"metadata in {ctx.warehouse.root}); run `kaudit extract zk-snapshot|zk|offsets|kraft ...` first"
         )
 
 
