@@ -265,3 +265,20 @@ def test_single_files_read_like_their_dir(tmp_path, cluster):
     assert meta["snapshot"] == snap.name
     for table in (*STATE, "raw/kraft_topics", "raw/kraft_cluster"):
         assert _rows(dir_wh, table, "dir") == _rows(files_wh, table, "files"), table
+
+
+def test_compressed_batches(tmp_path):
+    from builders.segments import batch
+
+    d = tmp_path / "__cluster_metadata-0"
+    d.mkdir()
+    values = [B.topic("z", T1), B.partition(T1, 0, [1, 2]), B.partition_change(T1, 0, leader=2)]
+    (d / B.segment_name(0)).write_bytes(b"".join(
+        batch([(None, v)], base_offset=i, timestamp_ms=1_750_000_000_000, codec=codec)
+        for i, (v, codec) in enumerate(zip(values, ("gzip", "zstd", "lz4")))))
+    wh, meta = _extract(tmp_path, [d])
+    (p,) = _rows(wh, "raw/kraft_partitions")
+    assert (p["topic"], p["leader"], p["leader_epoch"], p["partition_epoch"]) == ("z", 2, 1, 1)
+    assert [r["record_type"] for r in _rows(wh, "raw/metadata_records")] == ["TopicRecord", "PartitionRecord",
+                                                                              "PartitionChangeRecord"]
+    assert meta["quarantined"] == 0
