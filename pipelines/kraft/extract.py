@@ -309,7 +309,6 @@ def _txn_states(tables: list[pa.Table]) -> list[pa.Table]:
 class Replayed:
     registry: Registry
     snapshot: Snapshot | None
-    files: MetadataFiles
     stats: _Stats
     quarantine: list[dict]
     reached: bool  # the log reached the target (or its end without a target)
@@ -374,7 +373,7 @@ def replay(files: MetadataFiles, target: Target, writer, say=lambda m: None, adv
         writer.write(table)
     if target.offset is None and target.time_ms is None:
         reached = True
-    return Replayed(reg, chosen, files, stats, quarantine, reached, gap)
+    return Replayed(reg, chosen, stats, quarantine, reached, gap)
 
 
 # --- the registry as tables ---------------------------------------------------------------------
