@@ -147,6 +147,27 @@ def extract_log_end(
     steps.extract_log_end(_run(ctx, "extract"), paths=paths or [], offsets_file=offsets_file)
 
 
+@extract_app.command("kraft")
+def extract_kraft(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path], typer.Argument(help="__cluster_metadata-0 dirs (or log dirs holding one), .log or .checkpoint files.")
+    ],
+    at_offset: Annotated[Optional[str], typer.Option("--at-offset", help="State after this log offset.")] = None,
+    at_time: Annotated[
+        Optional[str], typer.Option("--at-time", help="State at this time (ISO 8601, UTC unless it says; or epoch ms).")
+    ] = None,
+) -> None:
+    """Read a KRaft metadata log into raw/metadata_records and the replayed registry."""
+    if at_offset is not None and at_time is not None:
+        raise UsageError("extract kraft: give --at-offset or --at-time, not both")
+    offset = _parse_int(at_offset, "--at-offset")
+    if offset is not None and offset < 0:
+        raise UsageError(f"--at-offset {offset}: expected 0 or more")
+    time_ms = _parse_time(at_time, "--at-time")
+    steps.extract_kraft(_run(ctx, "extract"), paths=paths, at_offset=offset, at_time_ms=time_ms)
+
+
 # --- build / validate / report ---------------------------------------------------------------
 
 
@@ -216,6 +237,23 @@ def _parse_int(value: str | None, option: str) -> int | None:
         return int(value, 0)
     except ValueError:
         raise typer.BadParameter(f"{value!r} is not a number", param_hint=option) from None
+
+
+def _parse_time(value: str | None, option: str) -> int | None:
+    """Epoch milliseconds of an ISO 8601 time (UTC when it names no zone) or of a number."""
+    if value is None:
+        return None
+    if value.isdigit():
+        return int(value)
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is neither an ISO 8601 time nor epoch milliseconds", param_hint=option) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return int(when.timestamp() * 1000)
 
 
 def hoist_global_options(argv: list[str]) -> list[str]:

@@ -11,7 +11,7 @@ from pipelines.errors import InputError, UsageError
 from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
 
 # what a run must hold for build to have something to audit
-EXTRACTED = ("raw/znodes", "raw/offset_commits", "raw/group_metadata")
+EXTRACTED = ("raw/znodes", "raw/offset_commits", "raw/group_metadata", "raw/metadata_records")
 BUILT = "core/assignment_audit"
 
 
@@ -63,6 +63,16 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     return counts
 
 
+def extract_kraft(ctx: RunContext, paths: list[Path], at_offset: int | None = None, at_time_ms: int | None = None) -> dict:
+    """``kaudit extract kraft``: a KRaft metadata log (segments and snapshots), replayed."""
+    from pipelines.kraft.extract import STEP, Target
+    from pipelines.kraft.extract import extract_kraft as run
+
+    meta = run(ctx, paths=paths, target=Target(at_offset, at_time_ms))
+    _show_quarantine(ctx, STEP, "kraft")
+    return meta
+
+
 # --- build / validate / report ---------------------------------------------------------------
 
 
@@ -70,8 +80,8 @@ def require_extracted(ctx: RunContext) -> None:
     """:class:`InputError` unless the run holds ZooKeeper znodes or ``__consumer_offsets`` records."""
     if not any(ctx.warehouse.has_rows(t, ctx.run_id) for t in EXTRACTED):
         raise InputError(
-            f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records "
-            f"in {ctx.warehouse.root}); run `kaudit extract zk-snapshot|zk|offsets ...` first"
+            f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records, no KRaft "
+            f"metadata in {ctx.warehouse.root}); run `kaudit extract zk-snapshot|zk|offsets|kraft ...` first"
         )
 
 

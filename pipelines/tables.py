@@ -128,7 +128,95 @@ RAW_QUARANTINE = pa.schema(
     ]
 )
 
+# --- KRaft metadata (issue 20): the records, and the registry they replay to ------------------
+
+I32_LIST = pa.list_(pa.int32())
+STR_LIST = pa.list_(pa.string())
+
+RAW_METADATA_RECORDS = pa.schema(
+    [
+        ("source", pa.string()),  # 'log' | 'snapshot'
+        ("offset", pa.int64()),  # log offset; in a snapshot, the record's position in it
+        ("timestamp", TS),  # the batch's append time
+        ("record_type", pa.string()),  # schema name (PartitionRecord, LeaderChangeMessage, ...); null if unknown
+        ("api_key", pa.int16()),  # metadata records; null for control records
+        ("control_type", pa.int16()),  # Raft control records; null for metadata records
+        ("version", pa.int16()),
+        ("record", pa.string()),  # decoded fields as JSON (Kafka's lower camel case names); null if unknown
+        ("txn_state", pa.string()),  # 'aborted' | 'pending' inside a metadata transaction, else null
+        ("raw", pa.binary()),  # the value, for records of an unknown apiKey/version only
+        ("source_file", pa.string()),
+        ("byte_position", pa.int64()),
+    ]
+)
+
+RAW_KRAFT_BROKERS = pa.schema(
+    [
+        ("broker_id", pa.int32()),
+        ("host", pa.string()),  # of the first endpoint
+        ("port", pa.int32()),
+        ("endpoints", STR_LIST),  # NAME://host:port
+        ("rack", pa.string()),
+        ("fenced", pa.bool_()),
+        ("in_controlled_shutdown", pa.bool_()),
+        ("broker_epoch", pa.int64()),
+        ("incarnation_id", pa.string()),
+        ("log_dirs", STR_LIST),
+    ]
+)
+
+RAW_KRAFT_TOPICS = pa.schema(
+    [
+        ("topic_id", pa.string()),
+        ("topic", pa.string()),
+        ("created_offset", pa.int64()),  # null when created before the snapshot the replay starts from
+        ("created_at", TS),
+        ("deleted_offset", pa.int64()),  # null while the topic exists
+        ("deleted_at", TS),
+    ]
+)
+
+RAW_KRAFT_PARTITIONS = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("topic_id", pa.string()),
+        ("partition", pa.int32()),
+        ("replicas", I32_LIST),
+        ("isr", I32_LIST),
+        ("leader", pa.int32()),
+        ("leader_epoch", pa.int32()),
+        ("partition_epoch", pa.int32()),
+        ("leader_recovery_state", pa.int8()),
+        ("removing_replicas", I32_LIST),
+        ("adding_replicas", I32_LIST),
+        ("directories", STR_LIST),
+        ("eligible_leader_replicas", I32_LIST),
+        ("last_known_elr", I32_LIST),
+    ]
+)
+
+RAW_KRAFT_CONFIGS = pa.schema(
+    [("resource_type", pa.string()), ("resource_name", pa.string()), ("name", pa.string()), ("value", pa.string())]
+)
+
+RAW_KRAFT_CLUSTER = pa.schema(
+    [
+        ("cluster_id", pa.string()),  # meta.properties of the metadata log dir, when present
+        ("controller_id", pa.int32()),  # the leader of the last LeaderChange record
+        ("metadata_offset", pa.int64()),  # the last offset the state includes
+        ("metadata_timestamp", TS),
+        ("snapshot", pa.string()),  # the snapshot the replay started from
+        ("features", pa.map_(pa.string(), pa.int16())),
+    ]
+)
+
 RAW = {
+    "raw/metadata_records": RAW_METADATA_RECORDS,
+    "raw/kraft_brokers": RAW_KRAFT_BROKERS,
+    "raw/kraft_topics": RAW_KRAFT_TOPICS,
+    "raw/kraft_partitions": RAW_KRAFT_PARTITIONS,
+    "raw/kraft_configs": RAW_KRAFT_CONFIGS,
+    "raw/kraft_cluster": RAW_KRAFT_CLUSTER,
     "raw/znodes": RAW_ZNODES,
     "raw/offset_commits": RAW_OFFSET_COMMITS,
     "raw/group_metadata": RAW_GROUP_METADATA,
@@ -139,12 +227,16 @@ RAW = {
     "raw/quarantine": RAW_QUARANTINE,
 }
 
-I32_LIST = pa.list_(pa.int32())
-STR_LIST = pa.list_(pa.string())
-
 CORE = {
     "core/brokers": pa.schema(
-        [("broker_id", pa.int32()), ("host", pa.string()), ("port", pa.int32()), ("endpoints", STR_LIST)]
+        [
+            ("broker_id", pa.int32()),
+            ("host", pa.string()),
+            ("port", pa.int32()),
+            ("endpoints", STR_LIST),
+            ("rack", pa.string()),  # KRaft only (ADDED_COLUMNS)
+            ("fenced", pa.bool_()),  # KRaft only
+        ]
     ),
     "core/topic_partitions": pa.schema(
         [
@@ -155,6 +247,9 @@ CORE = {
             ("leader", pa.int32()),
             ("leader_epoch", pa.int32()),
             ("isr", I32_LIST),
+            ("topic_id", pa.string()),  # KRaft only (ADDED_COLUMNS)
+            ("directories", STR_LIST),
+            ("eligible_leader_replicas", I32_LIST),
         ]
     ),
     "core/consumer_registrations": pa.schema(
@@ -208,6 +303,12 @@ CORE = {
 }
 
 SCHEMAS = {**RAW, **CORE}
+
+# core columns only a KRaft registry fills: null where the ZooKeeper registry builds the table
+ADDED_COLUMNS = {
+    "core/brokers": ("rack", "fenced"),
+    "core/topic_partitions": ("topic_id", "directories", "eligible_leader_replicas"),
+}
 
 # the ZooKeeper-era consumer's assignors kaudit recomputes (range is the default)
 ZOOKEEPER_ASSIGNORS = ("range", "roundrobin")

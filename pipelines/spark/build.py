@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
-from pipelines.spark import assignment_kafka, assignment_zk, registry
+from pipelines.spark import assignment_kafka, assignment_zk, kraft_registry, registry
 from pipelines.spark.audit import audit, range_audit, unowned
 from pipelines.spark.concurrent import Concurrent
 from pipelines.spark.io import (
@@ -135,6 +135,9 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         znodes = _znodes(spark, ctx)
         bulk = {t: side.submit("scan", _write_parsed, tx, {t: p}, znodes, advance) for t, p in registry.BULK_PARSERS.items()}
         bad = _small_registry(tx, znodes, advance)
+        if kraft_registry.used(ctx):  # no ZooKeeper registry: the KRaft replay's tables replace the empty ones
+            for table, frame in kraft_registry.frames(spark, ctx).items():
+                write_staged(tx, table, frame)
 
         # expected rows: ZooKeeper range groups through the small range tables; the other
         # groups (ZooKeeper round-robin, Kafka) in full, when the run has any

@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.spark.schemas import table_schema
+from pipelines.tables import ADDED_COLUMNS
 from pipelines.warehouse import Transaction, Warehouse
 
 
@@ -62,8 +63,11 @@ def row_group_bounds(warehouse: Warehouse, table: str, run_id: str, column: str)
 
 
 def conform(df: DataFrame, table: str) -> DataFrame:
-    """``df`` as exactly the declared columns of ``table`` (no run_id: the hive dir holds it)."""
-    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in table_schema(table).fields])
+    """``df`` as exactly the declared columns of ``table`` (no run_id: the hive dir holds it);
+    the KRaft-only columns of ``ADDED_COLUMNS`` are null when ``df`` lacks them (ZooKeeper)."""
+    optional = set(ADDED_COLUMNS.get(table, ())) - set(df.columns)
+    return df.select(*[(F.lit(None) if f.name in optional else F.col(f.name)).cast(f.dataType).alias(f.name)
+                       for f in table_schema(table).fields])
 
 
 def write_parquet(df: DataFrame, path: Path, mode: str = "overwrite") -> None:

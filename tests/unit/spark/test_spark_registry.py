@@ -65,21 +65,21 @@ def test_registry_tables_of_both_layouts(spark, znodes):
 
     assertDataFrameEqual(
         good("core/brokers"),
-        [
-            (1, "h1", 9092, ["PLAINTEXT://h1:9092"]),
-            (2, "h2", 9093, []),
-            (3, "h3", 9094, ["SASL_SSL://h3:9094"]),
-            (4, "h4", 9095, []),
+        [  # rack, fenced: KRaft only, null here
+            (1, "h1", 9092, ["PLAINTEXT://h1:9092"], None, None),
+            (2, "h2", 9093, [], None, None),
+            (3, "h3", 9094, ["SASL_SSL://h3:9094"], None, None),
+            (4, "h4", 9095, [], None, None),
         ],
     )
     assertDataFrameEqual(
         good("core/topic_partitions"),
-        [
-            ("t", 0, None, [1, 2], 1, 3, [1, 2]),
-            ("t", 1, None, [2, 1], None, None, None),
-            ("old", 0, 1, None, None, None, None),
-            ("old", 1, 1, None, None, None, None),
-            ("old", 0, 2, None, None, None, None),
+        [  # topic_id, directories, eligible_leader_replicas: KRaft only, null here
+            ("t", 0, None, [1, 2], 1, 3, [1, 2], None, None, None),
+            ("t", 1, None, [2, 1], None, None, None, None, None, None),
+            ("old", 0, 1, None, None, None, None, None, None, None),
+            ("old", 1, 1, None, None, None, None, None, None, None),
+            ("old", 0, 2, None, None, None, None, None, None, None),
         ],
     )
     assertDataFrameEqual(

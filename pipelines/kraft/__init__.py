@@ -1,0 +1,1 @@
+"""KRaft metadata (``__cluster_metadata``): record schemas as data, one decoder, the replay."""
