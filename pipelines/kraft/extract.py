@@ -37,6 +37,7 @@ from pipelines.kraft import kernels as KK
 from pipelines.kraft import messages as M
 from pipelines.kraft.decode import BadMetadataRecord, decode_control, decode_metadata
 from pipelines.kraft.files import MetadataFiles, Snapshot, metadata_files
+from pipelines.kraft.redact import REDACTED, redact_records, secret_config
 from pipelines.kraft.replay import ABORT_TXN, BEGIN_TXN, END_TXN, REPLAYED, RESOURCE_TYPES, Registry
 from pipelines.tables import (
     RAW_KRAFT_BROKERS,
@@ -249,7 +250,7 @@ def _decode(fr: FileRead, sel: np.ndarray, source: str, reg: Registry | None, ap
     })
     if not keep.all():
         table = table.filter(pa.array(keep))
-    return _Decoded(table.cast(RAW_METADATA_RECORDS), ctl[keep].tolist(), header_ts)
+    return _Decoded(redact_records(table).cast(RAW_METADATA_RECORDS), ctl[keep].tolist(), header_ts)
 
 
 def _load_snapshot(snap: Snapshot, target: Target, quarantine: list[dict], stats: _Stats):
@@ -399,7 +400,8 @@ def registry_tables(reg: Registry, cluster_id: str | None, snapshot: Snapshot | 
             partitions.append({"topic": reg.topics.get(tid), "topic_id": tid, "partition": pid, **p})
     partitions.sort(key=lambda p: (p["topic"] or "", p["partition"]))
     configs = [
-        {"resource_type": RESOURCE_TYPES.get(t, str(t)), "resource_name": name, "name": key, "value": value}
+        {"resource_type": RESOURCE_TYPES.get(t, str(t)), "resource_name": name, "name": key,
+         "value": REDACTED if value is not None and secret_config(key) else value}
         for (t, name, key), value in sorted(reg.configs.items())
     ]
     cluster = [{

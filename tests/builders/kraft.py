@@ -62,6 +62,12 @@ class Buf:
     def uvarint(self, v):
         return self._put(w.write_unsigned_varint, v)
 
+    def compact_bytes(self, v: bytes):
+        """Compact bytes: unsigned varint length + 1, then the bytes (kio writes the varint)."""
+        w.write_unsigned_varint(self.b, len(v) + 1)
+        self.b.write(v)
+        return self
+
     def _put(self, writer, value):
         writer(self.b, value)
         return self
@@ -181,6 +187,13 @@ def partition(topic_id: uuid.UUID, pid: int, replicas: list[int], *, version: in
 
 def config(resource_type: int, resource: str, name: str, value: str | None) -> bytes:
     return frame(4, 0, Buf().i8(resource_type).string(resource).string(name).string(value).done())
+
+
+def user_scram_credential(name: str, mechanism: int, salt: bytes, stored_key: bytes, server_key: bytes,
+                          iterations: int) -> bytes:
+    """UserScramCredentialRecord (apiKey 11) v0."""
+    b = Buf().string(name).i8(mechanism).compact_bytes(salt).compact_bytes(stored_key).compact_bytes(server_key)
+    return frame(11, 0, b.i32(iterations).done())
 
 
 def partition_change(topic_id: uuid.UUID, pid: int, *, version: int = 0, isr=None, leader=None, replicas=None,

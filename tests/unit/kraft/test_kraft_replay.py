@@ -282,3 +282,28 @@ def test_compressed_batches(tmp_path):
     assert [r["record_type"] for r in _rows(wh, "raw/metadata_records")] == ["TopicRecord", "PartitionRecord",
                                                                               "PartitionChangeRecord"]
     assert meta["quarantined"] == 0
+
+
+def test_secrets_are_redacted(tmp_path):
+    """SCRAM keys and password-like config values never reach the warehouse; other configs do."""
+    d = tmp_path / "__cluster_metadata-0"
+    log = B.Log()
+    log.append(B.register_broker(1), B.user_scram_credential("alice", 1, b"s4lt", b"stored", b"server", 4096))
+    log.append(B.config(4, "1", "listener.name.internal.ssl.keystore.password", "hunter2"),
+               B.config(4, "1", "sasl.jaas.config", "org.apache...PlainLoginModule required password=\"x\";"),
+               B.config(2, "orders", "retention.ms", "1000"))
+    log.write(d / B.segment_name(0))
+    wh, _ = _extract(tmp_path, [d])
+    records = {(r["record_type"], json.loads(r["record"]).get("name")): json.loads(r["record"])
+               for r in _rows(wh, "raw/metadata_records")}
+    scram = records[("UserScramCredentialRecord", "alice")]
+    assert (scram["salt"], scram["storedKey"], scram["serverKey"], scram["iterations"]) == (
+        "[redacted]", "[redacted]", "[redacted]", 4096)
+    assert records[("ConfigRecord", "listener.name.internal.ssl.keystore.password")]["value"] == "[redacted]"
+    assert records[("ConfigRecord", "sasl.jaas.config")]["value"] == "[redacted]"
+    assert records[("ConfigRecord", "retention.ms")]["value"] == "1000"
+    configs = {r["name"]: r["value"] for r in _rows(wh, "raw/kraft_configs")}
+    assert configs == {"listener.name.internal.ssl.keystore.password": "[redacted]",
+                       "sasl.jaas.config": "[redacted]", "retention.ms": "1000"}
+    every_text = json.dumps([_rows(wh, t) for t in ("raw/metadata_records", "raw/kraft_configs")], default=str)
+    assert "hunter2" not in every_text and "PlainLoginModule" not in every_text
