@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.context import RunContext
+from pipelines.errors import InputError, UsageError
 from pipelines.kafka.log_end import read_offsets_file, scan_partition
 from pipelines.kafka.offsets import TABLES, decode_file_to_parts, scan_markers
 from pipelines.kafka.paths import data_partition_dirs, offsets_segments
@@ -20,12 +24,26 @@ STEP_OFFSETS = "offsets"
 STEP_LOG_END = "log-end"
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with(parent: int) -> None:
+    """Pool initializer: the worker gets SIGKILL when its parent dies (Linux prctl
+    PR_SET_PDEATHSIG), and exits now if the parent is already gone (it died before the prctl)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _pool(workers: int | None, jobs: int):
     n = min(workers or os.cpu_count() or 1, jobs)
     if n <= 1:
         return None
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method))
+    return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method),
+                               initializer=_die_with, initargs=(os.getpid(),))
 
 
 def _decode_job(job) -> tuple[dict[str, int], dict[str, int], pa.Table]:
@@ -76,6 +94,10 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
             for t in TABLES:
                 if not counts[t] or t == "raw/quarantine":
                     tx.writer(t)  # every table gets its partition, empty or not
+            if stats["bytes"] and not stats["batches"]:  # nothing readable: no tables, exit 1
+                where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
+                raise InputError(f"{where}: no readable record batch in {stats['files']} segment files "
+                                 f"({stats['bytes']} bytes; expected Kafka log segments)")
     finally:
         if pool:
             pool.shutdown(cancel_futures=True)
@@ -95,9 +117,12 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
 
 def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None) -> dict:
     """Log start/end offsets per data-topic partition into ``raw/log_end_offsets``."""
+    if not paths and offsets_file is None:
+        raise UsageError("extract log-end: give Kafka log dirs or topic-partition dirs, or --offsets-file")
     rows: dict[tuple[str, int], dict] = {}
     quarantine: list[tuple[str, str]] = []
     dirs = data_partition_dirs(paths)
+    size = batches = 0
     with ctx.progress() as bar:
         task = bar.add_task("reading batch headers", total=len(dirs))
         for topic, partition, d in dirs:
@@ -105,6 +130,7 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
             bar.advance(task)
             if ends is None:
                 continue
+            size, batches = size + ends.bytes, batches + ends.batches
             quarantine.extend(ends.quarantine)
             row = dict(
                 topic=topic,
@@ -118,6 +144,10 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
             # replica that got furthest wins
             if old is None or (row["log_end_offset"] or -1) > (old["log_end_offset"] or -1):
                 rows[(topic, partition)] = row
+    if size and not batches:
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
+        raise InputError(f"{where}: no readable record batch in the segments of {len(dirs)} partition dirs "
+                         f"({size} bytes; expected Kafka log segments)")
     from_file = 0
     if offsets_file is not None:
         for topic, partition, offset in read_offsets_file(offsets_file):
