@@ -313,6 +313,8 @@ def records_error(code: int) -> DecodeError:
         return CorruptRecords("CRC-32 mismatch in a message inside a compressed wrapper")
     if code == K.E_OFFSET_DELTAS:
         return OffsetMismatch("record offsets do not increase up to the batch's last offset")
+    if code == K.E_OFFSET_ORDER:
+        return OffsetOutOfOrder("inner offsets of a compressed wrapper do not follow the batch before it")
     return CorruptRecords("records of a CRC-valid batch do not parse")
 
 
@@ -400,12 +402,33 @@ def walk_segment(buf: np.ndarray, check_crc: bool = True, bounds: OffsetBounds =
         buf = np.concatenate([buf, *blobs])
 
     records, errs = K.walk_records(buf, regions, K.CRC32_TABLE)
+    records = _wrapper_order(records, errs, regions, batches, bounds[0])
     for r in np.flatnonzero(errs):
         row = batches[regions[r, K.R_BATCH]]
         p = int(row[K.B_POS])
         bad.append((p, records_error(int(errs[r])), _raw(buf, p, int(row[K.B_SIZE]))))
     bad.sort(key=lambda x: x[0])
     return SegmentWalk(buf, batches, records, regions[:, K.R_BATCH].copy(), bad, file_size=file_size)
+
+
+def _wrapper_order(records: np.ndarray, errs: np.ndarray, regions: np.ndarray, batches: np.ndarray, lo: int) -> np.ndarray:
+    """A legacy compressed wrapper carries only its last offset, so ``check_offsets`` cannot
+    see where it starts: once decompressed, its first inner offset must follow the last offset
+    of the good batch before it (else errs = E_OFFSET_ORDER and its records are dropped)."""
+    wrappers = np.flatnonzero((regions[:, K.R_FILE_POS] >= 0) & (regions[:, K.R_KIND] != K.KIND_V2) & (errs == 0))
+    if not len(wrappers):
+        return records
+    good = np.flatnonzero(batches[:, K.B_ERR] == K.OK)
+    drop = []
+    for r in wrappers:
+        row = regions[r, K.R_BATCH]
+        before = good[good < row]
+        prev_last = batches[before[-1], K.B_LAST_OFFSET] if len(before) else lo - 1
+        mine = records[:, K.C_REGION] == r
+        if mine.any() and records[mine, K.C_OFFSET].min() <= prev_last:
+            errs[r] = K.E_OFFSET_ORDER
+            drop.append(r)
+    return records[~np.isin(records[:, K.C_REGION], drop)] if drop else records
 
 
 def _legacy_value(buf: np.ndarray, pos: int, end: int, magic: int) -> np.ndarray:
