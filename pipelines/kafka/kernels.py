@@ -225,7 +225,8 @@ def _resync_at(b, q, n, lo, hi, t32c, t32, budget):
 
 @njit(cache=True, nogil=True)
 def scan_batches(b, check_crc, t32c, t32, lo=0, hi=NO_OFFSET_LIMIT, newest=False):
-    """Top-level framing of one segment. Returns the batch table (see B_* columns).
+    """Top-level framing of one segment. Returns the batch table (see B_* columns). Without
+    ``check_crc`` a batch's CRC is checked only when no plausible header follows it.
 
     ``[lo, hi)`` is the segment's offset range (see :func:`check_offsets`). A bad batch gets
     one row with B_ERR set and B_SIZE = bytes up to where framing resumes: the claimed end if
@@ -242,6 +243,12 @@ def scan_batches(b, check_crc, t32c, t32, lo=0, hi=NO_OFFSET_LIMIT, newest=False
         if k >= out.shape[0]:
             out = _grow(out)
         code, length = _check_batch(b, pos, n, check_crc, t32c, t32)
+        if code == OK and not check_crc:
+            # headers only: a batch must end at the end of file or at a plausible header, or
+            # pass its CRC (a damaged length would otherwise skip the batches after it)
+            end = pos + 12 + length
+            if end < n and not _plausible(b, end, n, lo, hi):
+                code, length = _check_batch(b, pos, n, True, t32c, t32)
         row = out[k]
         row[B_POS] = pos
         row[B_CLAIMED_LEN] = length

@@ -23,6 +23,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import crc32c
 from builders.segments import (
@@ -34,7 +35,11 @@ from builders.segments import (
     offset_commit_key,
     offset_commit_value,
     segment_name,
+    write_segment,
 )
+
+if TYPE_CHECKING:
+    from pipelines.warehouse import Warehouse
 
 T0 = 1_700_000_000_000
 OFFSETS_PARTITIONS = (3, 17)
@@ -300,3 +305,63 @@ def _invisible(layout: Layout, f: SegmentFile, i: int, new_base: int, wrapper: b
     if i + 1 < len(f.batches) and last >= f.batches[i + 1].first:
         return False
     return not (i == 0 and not later)
+
+
+# --- what the tests and the sweep read back --------------------------------------------------
+
+
+def table_rows(w: Warehouse, run: str) -> list[tuple]:
+    """The rows of raw/offset_commits and raw/group_metadata, in the form kafka_damage writes."""
+    rows = []
+    for r in w.read_table("raw/offset_commits", run).to_pylist():
+        ts = int(r["commit_timestamp"].timestamp() * 1000)
+        rows.append(("commit", r["offsets_partition"], r["log_offset"], r["group_id"], r["topic"], r["partition"], r["committed_offset"], ts))
+    for r in w.read_table("raw/group_metadata", run).to_pylist():
+        rows.append(("group", r["offsets_partition"], r["log_offset"], r["group_id"]))
+    return rows
+
+
+def harmless(case, data: bytes) -> bool:
+    """Damage no reader needs to see: a magic-2 batch's partitionLeaderEpoch (outside the CRC,
+    unused here) or attribute bits no version defines."""
+    if case.kind == "bitflip" and case.note.startswith("byte "):
+        at = int(case.note.split()[1])
+        return data[case.file.batches[min(case.damaged)].pos + 16] == 2 and 12 <= at < 16
+    return case.kind == "attributes_crc" and data[case.at + 22] & 0x07 == 0
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def big_offsets_dir(root: Path, partitions: int = 4, batches: int = 3000) -> Path:
+    """Partitions of many copies of one batch of 20 commits (kafka-python), base offsets
+    rewritten (outside the CRC): enough to keep ``extract offsets`` busy for seconds."""
+    one = batch([(offset_commit_key(f"g{i}", "t", i), offset_commit_value(i, commit_ts=T0)) for i in range(20)], base_offset=0, timestamp_ms=T0)
+    for p in range(partitions):
+        data = bytearray(one * batches)
+        for i in range(batches):
+            struct.pack_into(">q", data, i * len(one), 20 * i)
+        write_segment(root / f"__consumer_offsets-{p}" / segment_name(0), [bytes(data)])
+    return root

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from builders.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
-from kafka_damage import KINDS, T0, bomb_batch, clean_logs, damage
+from kafka_damage import KINDS, T0, alive, big_offsets_dir, bomb_batch, clean_logs, damage, descendants, harmless, table_rows
 
 from pipelines.cli import main
 from pipelines.warehouse import Warehouse
@@ -43,26 +42,6 @@ def _run(args: list[str], capsys) -> tuple[int, str, float]:
     return ex.value.code, capsys.readouterr().err, time.perf_counter() - t
 
 
-def table_rows(w: Warehouse, run: str) -> list[tuple]:
-    """The rows of raw/offset_commits and raw/group_metadata, in the form kafka_damage writes."""
-    rows = []
-    for r in w.read_table("raw/offset_commits", run).to_pylist():
-        ts = int(r["commit_timestamp"].timestamp() * 1000)
-        rows.append(("commit", r["offsets_partition"], r["log_offset"], r["group_id"], r["topic"], r["partition"], r["committed_offset"], ts))
-    for r in w.read_table("raw/group_metadata", run).to_pylist():
-        rows.append(("group", r["offsets_partition"], r["log_offset"], r["group_id"]))
-    return rows
-
-
-def _harmless(case, data: bytes) -> bool:
-    """Damage no reader needs to see: a magic-2 batch's partitionLeaderEpoch (outside the CRC,
-    unused here) or attribute bits no version defines."""
-    if case.kind == "bitflip" and case.note.startswith("byte "):
-        at = int(case.note.split()[1])
-        return data[case.file.batches[min(case.damaged)].pos + 16] == 2 and 12 <= at < 16
-    return case.kind == "attributes_crc" and data[case.at + 22] & 0x07 == 0
-
-
 @pytest.mark.parametrize("n", range(CASES))
 def test_damaged_log_dir(n, corpus, tmp_path, capsys):
     clean, layout = corpus
@@ -86,7 +65,7 @@ def test_damaged_log_dir(n, corpus, tmp_path, capsys):
     assert not case.good_rows(layout) - set(got), (case, "good records lost")
     quarantine = w.read_table("raw/quarantine", "o").to_pylist()
     boundary_cut = case.kind == "truncate" and case.at == len(damaged_bytes)
-    if case.file.topic == "__consumer_offsets" and not case.undetectable and not boundary_cut and not _harmless(case, damaged_bytes):
+    if case.file.topic == "__consumer_offsets" and not case.undetectable and not boundary_cut and not harmless(case, damaged_bytes):
         assert where in [q["location"] for q in quarantine], (case, [(q["location"], q["reason"]) for q in quarantine])
 
     code, err, took = _run(["--warehouse", str(w.root), "--run-id", "e", "extract", "log-end", str(logs)], capsys)
@@ -174,56 +153,19 @@ def test_base_offset_bit_flip_is_quarantined(tmp_path, capsys):
         f"{logs / '__consumer_offsets-0' / segment_name(0)}:{where}"]
 
 
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    out, todo = set(), [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.add(c)
-            todo.append(c)
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def big_offsets_dir(root: Path, partitions: int = 4, batches: int = 3000) -> Path:
-    """Partitions of many copies of one batch of 20 commits (kafka-python), base offsets
-    rewritten (outside the CRC): enough to keep ``extract offsets`` busy for seconds."""
-    one = batch([(offset_commit_key(f"g{i}", "t", i), offset_commit_value(i, commit_ts=T0)) for i in range(20)], base_offset=0, timestamp_ms=T0)
-    for p in range(partitions):
-        data = bytearray(one * batches)
-        for i in range(batches):
-            struct.pack_into(">q", data, i * len(one), 20 * i)
-        write_segment(root / f"__consumer_offsets-{p}" / segment_name(0), [bytes(data)])
-    return root
-
-
 def test_kill_9_leaves_no_worker_behind(tmp_path):
     logs = big_offsets_dir(tmp_path / "logs")
     p = _kaudit("--warehouse", str(tmp_path / "wh"), "extract", "offsets", str(logs), "--workers", "2")
     family: set[int] = set()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and p.poll() is None:
-        family |= _descendants(p.pid)
+        family |= descendants(p.pid)
         if len(family) >= 2:
             break
         time.sleep(0.05)
     assert p.poll() is None and len(family) >= 2, "the pool did not start"
     time.sleep(0.3)  # mid-decode
-    family |= _descendants(p.pid)
+    family |= descendants(p.pid)
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     time.sleep(2)
