@@ -7,7 +7,7 @@ the CRC), default about 1 GB, then, in the same run, times
 - ``extract log-end``'s header scan (``log_end.scan_partition``: no CRC) and
 - the ``__consumer_offsets`` decoder's framing walk (``kernels.scan_batches`` with CRCs)
 
-on the segment as built and with the length of its second batch overwritten with -1 (so the
+on the segment as built and with the length of its first batch overwritten with -1 (so the
 scanner must resync inside the file), and prints the times and their ratio (damaged / clean;
 target: about 1x, i.e. linear). Then the same for 17 MiB of 0x01 bytes against a clean
 segment of 17 MiB.
@@ -38,8 +38,8 @@ def build(path: Path, size: int) -> int:
     """A segment of about ``size`` bytes; returns the batch size."""
     from builders.segments import batch, segment_name
 
-    rng = random.Random(11)
-    recs = [(f"key-{i}".encode(), f'{{"order":{rng.randrange(10**9)},"state":"{"x" * rng.randrange(40, 120)}"}}'.encode())
+    rng = random.Random(11)  # binary values (fixed-width ints, like Avro/Protobuf payloads)
+    recs = [(f"key-{i}".encode(), struct.pack(">qqi", rng.randrange(1 << 20), rng.randrange(1 << 40), i) + b"x" * rng.randrange(60))
             for i in range(RECORDS)]
     one = np.frombuffer(batch(recs, base_offset=0, timestamp_ms=1_700_000_000_000), np.uint8)
     n = max(2, size // len(one))
@@ -116,7 +116,7 @@ def main() -> None:
         size = build(clean, args.mb << 20)
         damaged.parent.mkdir(parents=True)
         data = bytearray(clean.read_bytes())
-        struct.pack_into(">i", data, size + 8, -1)  # the second batch's length
+        struct.pack_into(">i", data, 8, -1)  # the first batch's length
         damaged.write_bytes(data)
         del data
         print(f"segment: {clean.stat().st_size / 1e6:.0f} MB of {size}-byte batches ({time.perf_counter() - t:.1f}s to build)")
