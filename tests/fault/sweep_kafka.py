@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from kafka_damage import (  # noqa: E402
+from kafka_damage import (
     KINDS,
     alive,
     big_offsets_dir,
@@ -64,30 +64,28 @@ class Runner:
 
     def run(self, args: list[str], expect: int, kill_after: float | None = None) -> int | None:
         """One CLI process: counts tracebacks, hangs, RSS, exit codes and orphans."""
-        log = tempfile.TemporaryFile(mode="w+")
-        p = subprocess.Popen([sys.executable, "-m", "pipelines", *args], cwd=self.repo, stdout=subprocess.DEVNULL, stderr=log)
-        family: set[int] = set()
-        start = time.monotonic()
-        deadline = start + (kill_after if kill_after is not None else self.timeout)
-        status = None
-        while time.monotonic() < deadline:
-            family |= descendants(p.pid)
-            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            time.sleep(0.02)
-        else:
-            family |= descendants(p.pid)
-            os.kill(p.pid, signal.SIGKILL)
-            _, status, usage = os.wait4(p.pid, 0)
-            if kill_after is None:
-                self.t.hangs += 1
-                self.t.notes.append(f"hang: {' '.join(args[-4:])}")
+        with tempfile.TemporaryFile(mode="w+") as log:
+            p = subprocess.Popen([sys.executable, "-m", "pipelines", *args], cwd=self.repo, stdout=subprocess.DEVNULL, stderr=log)
+            family: set[int] = set()
+            deadline = time.monotonic() + (kill_after if kill_after is not None else self.timeout)
             status = None
-        p.returncode = 0
-        log.seek(0)
-        err = log.read()
-        log.close()
+            while time.monotonic() < deadline:
+                family |= descendants(p.pid)
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                time.sleep(0.02)
+            else:
+                family |= descendants(p.pid)
+                os.kill(p.pid, signal.SIGKILL)
+                _, _, usage = os.wait4(p.pid, 0)
+                if kill_after is None:
+                    self.t.hangs += 1
+                    self.t.notes.append(f"hang: {' '.join(args[-4:])}")
+                status = None
+            p.returncode = 0  # reaped above
+            log.seek(0)
+            err = log.read()
         self.t.max_rss_mb = max(self.t.max_rss_mb, usage.ru_maxrss // 1024)
         if "Traceback" in err:
             self.t.tracebacks += 1
