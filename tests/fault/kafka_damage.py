@@ -178,17 +178,19 @@ def clean_logs(root: Path, seed: int = 0, batches_per_segment: int = 12) -> Layo
 
 def bomb_batch(template: bytes, codec: str, zeros: int) -> bytes:
     """``template`` (a magic-2 batch) with its records replaced by ``zeros`` zero bytes
-    compressed with ``codec`` (gzip or zstd), the CRC fixed: kafka-python accepts it."""
+    compressed with ``codec`` (gzip or zstd), the CRC fixed: kafka-python accepts it. zstd is
+    one frame; gzip is members of 16 MiB each (as GZIPInputStream reads them), compressed once."""
     header = bytearray(template[:61])
     chunk = bytes(16 << 20)
+    assert zeros % len(chunk) == 0
     if codec == "zstd":
         import zstandard
 
         c = zstandard.ZstdCompressor(level=1).compressobj()
-        body = b"".join(c.compress(chunk[: min(len(chunk), zeros - i)]) for i in range(0, zeros, len(chunk))) + c.flush()
+        body = b"".join(c.compress(chunk) for _ in range(zeros // len(chunk))) + c.flush()
     else:
-        c = zlib.compressobj(1, zlib.DEFLATED, 31)
-        body = b"".join(c.compress(chunk[: min(len(chunk), zeros - i)]) for i in range(0, zeros, len(chunk))) + c.flush()
+        c = zlib.compressobj(9, zlib.DEFLATED, 31)
+        body = (c.compress(chunk) + c.flush()) * (zeros // len(chunk))
     base = struct.unpack_from(">q", header, 0)[0]
     attributes = (struct.unpack_from(">h", header, 21)[0] & ~0x07) | CODECS[codec]
     return _v2_finish(bytearray(header + body), base_offset=base, attributes=attributes)

@@ -1,7 +1,8 @@
 """The Kafka half of the fault sweep: ``kaudit extract offsets`` and ``extract log-end`` run as
 subprocesses (the CLI as users run it) on N damaged log dirs (``kafka_damage.py``), plus fixed
 cases: inputs that hold nothing readable, usage errors, 2 GiB decompression bombs and kill -9
-of ``extract offsets`` mid-run (each followed by a clean re-run of the same run id). Prints one
+of ``extract offsets`` 0-1.5 s after its pool's workers are up (each followed by a clean
+re-run of the same run id). Prints one
 table:
 
     cases, tracebacks, hangs, max RSS, good records lost, silent wrong rows, wrong exit codes,
@@ -63,14 +64,18 @@ class Runner:
         self.repo, self.timeout, self.t = repo, timeout, totals
 
     def run(self, args: list[str], expect: int, kill_after: float | None = None) -> int | None:
-        """One CLI process: counts tracebacks, hangs, RSS, exit codes and orphans."""
+        """One CLI process: counts tracebacks, hangs, RSS, exit codes and orphans. With
+        ``kill_after``, kill -9 it that many seconds after its pool's workers are up."""
         with tempfile.TemporaryFile(mode="w+") as log:
             p = subprocess.Popen([sys.executable, "-m", "pipelines", *args], cwd=self.repo, stdout=subprocess.DEVNULL, stderr=log)
             family: set[int] = set()
-            deadline = time.monotonic() + (kill_after if kill_after is not None else self.timeout)
-            status = None
+            deadline = time.monotonic() + self.timeout
+            status, killing = None, False
             while time.monotonic() < deadline:
                 family |= descendants(p.pid)
+                if kill_after is not None and len(family) >= 2:
+                    deadline, kill_after = time.monotonic() + kill_after, None
+                    killing = True
                 pid, status, usage = os.wait4(p.pid, os.WNOHANG)
                 if pid:
                     break
@@ -79,7 +84,7 @@ class Runner:
                 family |= descendants(p.pid)
                 os.kill(p.pid, signal.SIGKILL)
                 _, _, usage = os.wait4(p.pid, 0)
-                if kill_after is None:
+                if not killing:
                     self.t.hangs += 1
                     self.t.notes.append(f"hang: {' '.join(args[-4:])}")
                 status = None
@@ -90,7 +95,7 @@ class Runner:
         if "Traceback" in err:
             self.t.tracebacks += 1
             self.t.notes.append(f"traceback: {err.strip().splitlines()[-1][:160]}")
-        time.sleep(2 if kill_after is not None else 0)
+        time.sleep(2 if killing else 0)
         survivors = [c for c in family if alive(c)]
         self.t.orphans += len(survivors)
         for c in survivors:  # counted; not left to the next case
@@ -179,10 +184,10 @@ def fixed_cases(r: Runner, tmp: Path, rng: random.Random, kills: int) -> int:
         write_segment(seg, [commit(0), bomb_batch(commit(1), codec, 2 << 30), commit(2)])
         r.run(["--warehouse", wh, "--run-id", f"bomb-{codec}", "extract", "offsets", str(seg)], 0)
         n += 1
-    big = big_offsets_dir(tmp / "big")
+    big = big_offsets_dir(tmp / "big", batches=6000)
     for k in range(kills):
         kwh = str(tmp / f"kill-{k}")
-        r.run(["--warehouse", kwh, "--run-id", "k", "extract", "offsets", str(big)], 0, kill_after=rng.uniform(0.5, 4.0))
+        r.run(["--warehouse", kwh, "--run-id", "k", "extract", "offsets", str(big)], 0, kill_after=rng.uniform(0, 1.5))
         r.run(["--warehouse", kwh, "--run-id", "k", "extract", "offsets", str(big)], 0)
         r.t.debris += _debris(Path(kwh))
         n += 1
