@@ -154,7 +154,7 @@ def test_base_offset_bit_flip_is_quarantined(tmp_path, capsys):
 
 
 def test_kill_9_leaves_no_worker_behind(tmp_path):
-    logs = big_offsets_dir(tmp_path / "logs")
+    logs = big_offsets_dir(tmp_path / "logs", batches=6000)
     p = _kaudit("--warehouse", str(tmp_path / "wh"), "extract", "offsets", str(logs), "--workers", "2")
     family: set[int] = set()
     deadline = time.monotonic() + 60
@@ -164,8 +164,9 @@ def test_kill_9_leaves_no_worker_behind(tmp_path):
             break
         time.sleep(0.05)
     assert p.poll() is None and len(family) >= 2, "the pool did not start"
-    time.sleep(0.3)  # mid-decode
+    time.sleep(0.1)  # mid-decode
     family |= descendants(p.pid)
+    assert p.poll() is None, "finished before the kill"
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     time.sleep(2)
