@@ -118,9 +118,10 @@ def _commit_rows(part: int, base: int, n: int, rng: random.Random) -> tuple[list
         g, t, p = f"group-{rng.randrange(5)}", f"topic.{rng.randrange(3)}", rng.randrange(8)
         off, ts = rng.randrange(1 << 40), T0 + rng.randrange(10**9)
         if rng.random() < 0.15:
-            v = group_metadata_value(generation=rng.randrange(1, 100), protocol="range", leader="m", state_ts=ts, members=[])
+            gen = rng.randrange(1, 100)
+            v = group_metadata_value(generation=gen, protocol="range", leader="m", state_ts=ts, members=[])
             recs.append((group_metadata_key(g), v))
-            rows.append(("group", part, base + i, g))
+            rows.append(("group", part, base + i, g, gen))
         else:
             recs.append((offset_commit_key(g, t, p), offset_commit_value(off, commit_ts=ts, metadata=f"m{i}")))
             rows.append(("commit", part, base + i, g, t, p, off, ts))
@@ -148,7 +149,6 @@ def clean_logs(root: Path, seed: int = 0, batches_per_segment: int = 12) -> Layo
             if part == OFFSETS_PARTITIONS[0] and s == 0:  # an upgraded cluster: magic-1 messages first
                 for codec in ("none", "gzip"):
                     recs, rows = _commit_rows(part, offset, 2, rng)
-                    rows = [r for r in rows]
                     if codec == "none":  # one top-level message per record
                         for j, (rec, row) in enumerate(zip(recs, rows)):
                             parts.append((batch([rec], base_offset=offset + j, magic=1, timestamp_ms=T0), offset + j, offset + j, [row]))
@@ -319,7 +319,7 @@ def table_rows(w: Warehouse, run: str) -> list[tuple]:
         ts = int(r["commit_timestamp"].timestamp() * 1000)
         rows.append(("commit", r["offsets_partition"], r["log_offset"], r["group_id"], r["topic"], r["partition"], r["committed_offset"], ts))
     for r in w.read_table("raw/group_metadata", run).to_pylist():
-        rows.append(("group", r["offsets_partition"], r["log_offset"], r["group_id"]))
+        rows.append(("group", r["offsets_partition"], r["log_offset"], r["group_id"], r["generation"]))
     return rows
 
 
