@@ -95,6 +95,7 @@ def _kaudit(*args: str, **kw) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
+@pytest.mark.integration  # the CLI as a process, 2 GiB of zeros behind it
 @pytest.mark.parametrize("codec", ["zstd", "gzip"])
 def test_decompression_bomb_is_quarantined_in_little_memory(tmp_path, codec):
     """A batch of one record whose records are 2 GiB of zeros (65 KB of zstd, 2 MB of gzip):
@@ -153,6 +154,7 @@ def test_base_offset_bit_flip_is_quarantined(tmp_path, capsys):
         f"{logs / '__consumer_offsets-0' / segment_name(0)}:{where}"]
 
 
+@pytest.mark.integration  # the CLI and its pool as processes
 def test_kill_9_leaves_no_worker_behind(tmp_path):
     logs = big_offsets_dir(tmp_path / "logs", batches=6000)
     p = _kaudit("--warehouse", str(tmp_path / "wh"), "extract", "offsets", str(logs), "--workers", "2")
