@@ -22,6 +22,7 @@ driver and the executors read and write it directly.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from pipelines.context import RunContext
 from pipelines.errors import ExpectationsFailed, StepError, UsageError
+from pipelines.procs import die_with
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 JOBS_DIR = PACKAGE_DIR / "jobs"
@@ -152,8 +154,9 @@ def submit_job(
     log.parent.mkdir(parents=True, exist_ok=True)
     ctx.say(f"{step}: spark-submit --master {ctx.spark_master} ({log.name})")
     started = time.monotonic()
-    with open(log, "wb") as out:
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
+    with open(log, "wb") as out:  # spark-submit dies with kaudit (a kill -9 leaves no driver behind)
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False,
+                              preexec_fn=functools.partial(die_with, os.getpid()))
     took = time.monotonic() - started
     if proc.returncode == ExpectationsFailed.exit_code:  # validate.py --strict
         raise ExpectationsFailed(f"{step}: {_last_error(log)} (log: {log})")

@@ -29,29 +29,39 @@ Grammar (big-endian)::
                    key = version int16, type int16 (0 ABORT, 1 COMMIT);
                    value = version int16, coordinatorEpoch int32
     codecs       = 1 gzip, 2 snappy (xerial framing ``\\x82SNAPPY\\0`` + int32 version +
-                   int32 compat, then [int32 length][snappy block]*; or plain snappy),
-                   3 lz4 frame (magic 0: header checksum over magic+descriptor, KAFKA-3160),
-                   4 zstd
+                   int32 compat, then [int32 length][snappy block]*; or plain snappy:
+                   uncompressed length uvarint, then the block), 3 lz4 frame (magic 0: header
+                   checksum over magic+descriptor, KAFKA-3160), 4 zstd
+    offsets      = a segment's batches hold offsets in [its file name's base offset, the next
+                   segment's), strictly increasing (``kernels.check_offsets``); record
+                   offsetDeltas increase up to lastOffsetDelta
 
 The byte walks are the numba kernels of ``kernels.py``; this module drives them, decompresses
-(one library call per compressed batch) and turns error codes into typed errors.
+(streaming, each batch up to a size limit: :func:`decompression_limit`) and turns error codes
+into typed errors.
 """
 
 from __future__ import annotations
 
-import gzip
+import os
 import struct
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from pipelines.errors import UsageError
 from pipelines.kafka import kernels as K
 from pipelines.kafka.errors import (
     CorruptRecords,
     CrcMismatch,
     DecodeError,
+    DecompressionBomb,
     FramingError,
     ImpossibleLength,
+    OffsetMismatch,
+    OffsetOutOfOrder,
+    OffsetOutOfRange,
     TruncatedBatch,
     UnknownMagic,
     UnsupportedCodec,
@@ -63,6 +73,60 @@ LEGACY_KV = struct.Struct(">i")
 ATTR_CODEC, ATTR_TRANSACTIONAL, ATTR_CONTROL = 0x07, 0x10, 0x20
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 RAW_CAP = 1 << 20  # quarantine rows keep at most 1 MiB of the bad bytes
+
+# A segment's offset range: (lowest offset, first offset past it, newest segment of its dir).
+OffsetBounds = tuple[int, int, bool]
+NO_BOUNDS: OffsetBounds = (0, K.NO_OFFSET_LIMIT, False)
+
+# --- decompressed size limit -----------------------------------------------------------------
+
+MAX_RECORD_BYTES_ENV, MAX_BATCH_BYTES_ENV = "KAUDIT_MAX_RECORD_BYTES", "KAUDIT_MAX_BATCH_BYTES"
+MAX_RECORD_BYTES, MAX_BATCH_BYTES = 1 << 20, 256 << 20  # defaults
+CHUNK = 1 << 20  # streaming decompression step
+
+
+def _env_bytes(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise UsageError(f"{name}={value!r}: expected a positive number of bytes")
+    return n
+
+
+def decompression_limit(record_count: int | None) -> int:
+    """Most bytes one compressed batch may decompress to: its record count times the largest
+    record (``KAUDIT_MAX_RECORD_BYTES``, default 1 MiB), at most ``KAUDIT_MAX_BATCH_BYTES``
+    (default 256 MiB; also the limit of a legacy wrapper, whose count is unknown)."""
+    per_batch = _env_bytes(MAX_BATCH_BYTES_ENV, MAX_BATCH_BYTES)
+    if record_count is None:
+        return per_batch
+    return min(max(record_count, 1) * _env_bytes(MAX_RECORD_BYTES_ENV, MAX_RECORD_BYTES), per_batch)
+
+
+class _Output:
+    """Decompressed chunks, refused past ``limit`` bytes."""
+
+    def __init__(self, codec: str, limit: int):
+        self.codec, self.limit, self.size, self.parts = codec, limit, 0, []
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > self.limit:
+            raise DecompressionBomb(f"{self.codec} data decompresses to more than {self.limit} bytes; stopped there")
+        self.parts.append(chunk)
+
+    def reserve(self, n: int) -> None:
+        """A block that announces its size: refused before it is decompressed."""
+        if self.size + n > self.limit:
+            raise DecompressionBomb(f"{self.codec} data announces {self.size + n} bytes, more than {self.limit}; not decompressed")
+
+    def data(self) -> bytes:
+        return b"".join(self.parts)
 
 # --- codecs ----------------------------------------------------------------------------------
 
@@ -103,11 +167,39 @@ def _fix_lz4_header_checksum(data: bytes) -> bytes:
     return bytes(data[:end]) + bytes([hc]) + bytes(data[end + 1 :])
 
 
-def _snappy(data: bytes) -> bytes:
+def _gzip(data: bytes, limit: int) -> bytes:
+    out = _Output("gzip", limit)
+    data = bytes(data)
+    while data:  # members, and the zero padding gzip.decompress skips too
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        rest = data
+        while not d.eof:
+            chunk = d.decompress(rest, CHUNK)
+            rest = d.unconsumed_tail
+            if not chunk and not rest:
+                raise CorruptRecords("cannot decompress gzip: the stream is cut off")
+            out.add(chunk)
+        data = d.unused_data.lstrip(b"\x00")
+    return out.data()
+
+
+def _snappy_length(block: bytes) -> int:
+    """The uncompressed length a snappy block starts with (uvarint)."""
+    n = shift = 0
+    for x in block[:5]:
+        n |= (x & 0x7F) << shift
+        if x < 0x80:
+            return n
+        shift += 7
+    raise CorruptRecords("cannot decompress snappy: bad length preamble")
+
+
+def _snappy(data: bytes, limit: int) -> bytes:
     import snappy
 
+    out = _Output("snappy", limit)
     if data[:8] == _XERIAL_MAGIC and len(data) >= 16:
-        out, pos = [], 16
+        pos = 16
         while pos < len(data):
             if pos + 4 > len(data):
                 raise DecodeError("xerial snappy block length cut off")
@@ -115,40 +207,62 @@ def _snappy(data: bytes) -> bytes:
             pos += 4
             if n < 0 or pos + n > len(data):
                 raise DecodeError(f"xerial snappy block of {n} bytes runs past the data")
-            out.append(snappy.uncompress(bytes(data[pos : pos + n])))
+            block = bytes(data[pos : pos + n])
+            out.reserve(_snappy_length(block))
+            out.add(snappy.uncompress(block))
             pos += n
-        return b"".join(out)
-    return snappy.uncompress(bytes(data))
+        return out.data()
+    block = bytes(data)
+    out.reserve(_snappy_length(block))
+    out.add(snappy.uncompress(block))
+    return out.data()
 
 
-def _lz4(data: bytes, magic: int) -> bytes:
+def _lz4_frame(data: bytes, limit: int) -> bytes:
     import lz4.frame
 
+    out = _Output("lz4", limit)
+    d = lz4.frame.LZ4FrameDecompressor()
+    out.add(d.decompress(data, max_length=CHUNK))
+    while not d.eof:
+        if d.needs_input:
+            raise CorruptRecords("cannot decompress lz4: the frame is cut off")
+        out.add(d.decompress(b"", max_length=CHUNK))
+    return out.data()
+
+
+def _lz4(data: bytes, magic: int, limit: int) -> bytes:
     if magic == 0:
-        return lz4.frame.decompress(_fix_lz4_header_checksum(data))
+        return _lz4_frame(_fix_lz4_header_checksum(data), limit)
     try:
-        return lz4.frame.decompress(bytes(data))
+        return _lz4_frame(bytes(data), limit)
     except RuntimeError:  # a 0.10 broker keeping a 0.9 producer's frame: old checksum
-        return lz4.frame.decompress(_fix_lz4_header_checksum(data))
+        return _lz4_frame(_fix_lz4_header_checksum(data), limit)
 
 
-def _zstd(data: bytes) -> bytes:
+def _zstd(data: bytes, limit: int) -> bytes:
     import zstandard
 
-    return zstandard.ZstdDecompressor().decompressobj().decompress(bytes(data))
+    out = _Output("zstd", limit)
+    with zstandard.ZstdDecompressor().stream_reader(bytes(data), read_across_frames=True) as reader:
+        while chunk := reader.read(CHUNK):
+            out.add(chunk)
+    return out.data()
 
 
-def decompress(codec: int, data: bytes, magic: int) -> bytes:
-    """Uncompressed bytes of a batch body / wrapper value. Raises a DecodeError."""
+def decompress(codec: int, data: bytes, magic: int, limit: int | None = None) -> bytes:
+    """Uncompressed bytes of a batch body / wrapper value, streamed and stopped past ``limit``
+    bytes (default: :func:`decompression_limit` of an unknown count). Raises a DecodeError."""
+    limit = decompression_limit(None) if limit is None else limit
     try:
         if codec == 1:
-            return gzip.decompress(bytes(data))
+            return _gzip(data, limit)
         if codec == 2:
-            return _snappy(data)
+            return _snappy(data, limit)
         if codec == 3:
-            return _lz4(data, magic)
+            return _lz4(data, magic, limit)
         if codec == 4 and magic == 2:
-            return _zstd(data)
+            return _zstd(data, limit)
     except DecodeError:
         raise
     except Exception as err:  # each library raises its own types
@@ -159,7 +273,7 @@ def decompress(codec: int, data: bytes, magic: int) -> bytes:
 # --- the segment walk ------------------------------------------------------------------------
 
 
-def framing_error(row: np.ndarray) -> FramingError:
+def framing_error(row: np.ndarray, bounds: OffsetBounds = NO_BOUNDS) -> FramingError:
     """The typed error of a bad row of the batch table."""
     code, size, claimed, magic = (int(row[K.B_ERR]), int(row[K.B_SIZE]), int(row[K.B_CLAIMED_LEN]), int(row[K.B_MAGIC]))
     resume = f"skipped {size} bytes to the next valid batch"
@@ -176,7 +290,20 @@ def framing_error(row: np.ndarray) -> FramingError:
     if code == K.E_CRC:
         kind = "CRC-32C" if magic == 2 else "CRC-32"
         return CrcMismatch(f"{kind} mismatch in magic-{magic} batch of {claimed} bytes")
+    first, last, count = int(row[K.B_BASE_OFFSET]), int(row[K.B_LAST_OFFSET]), int(row[K.B_COUNT])
+    span = f"offsets {first}-{last}" if magic == 2 else f"offset {last}"
+    if code == K.E_OFFSET_RANGE:
+        if magic == 2 and last - first + 1 < count:
+            return OffsetOutOfRange(f"magic-2 batch of {count} records with lastOffsetDelta {last - first}")
+        return OffsetOutOfRange(f"{span} outside the segment's range {bounds_text(bounds)}")
+    if code == K.E_OFFSET_ORDER:
+        return OffsetOutOfOrder(f"{span} do not follow the offsets of the batches around it")
     return FramingError(f"bad batch (code {code})")
+
+
+def bounds_text(bounds: OffsetBounds) -> str:
+    lo, hi, _ = bounds
+    return f"[{lo}, {hi})" if hi != K.NO_OFFSET_LIMIT else f"[{lo}, ...)"
 
 
 def records_error(code: int) -> DecodeError:
@@ -184,6 +311,10 @@ def records_error(code: int) -> DecodeError:
         return CorruptRecords("compressed message inside a compressed wrapper")
     if code == K.E_INNER_CRC:
         return CorruptRecords("CRC-32 mismatch in a message inside a compressed wrapper")
+    if code == K.E_OFFSET_DELTAS:
+        return OffsetMismatch("record offsets do not increase up to the batch's last offset")
+    if code == K.E_OFFSET_ORDER:
+        return OffsetOutOfOrder("inner offsets of a compressed wrapper do not follow the batch before it")
     return CorruptRecords("records of a CRC-valid batch do not parse")
 
 
@@ -207,14 +338,19 @@ def _raw(buf: np.ndarray, start: int, size: int) -> bytes:
     return buf[start : start + min(size, RAW_CAP)].tobytes()
 
 
-def walk_segment(buf: np.ndarray, check_crc: bool = True) -> SegmentWalk:
+def scan(buf: np.ndarray, check_crc: bool, bounds: OffsetBounds) -> np.ndarray:
+    """The batch table of one segment (``kernels.scan_batches`` within ``bounds``)."""
+    return K.scan_batches(buf, check_crc, K.CRC32C_TABLE, K.CRC32_TABLE, *bounds)
+
+
+def walk_segment(buf: np.ndarray, check_crc: bool = True, bounds: OffsetBounds = NO_BOUNDS) -> SegmentWalk:
     """Frame, verify, decompress and walk the records of one segment's bytes."""
     file_size = len(buf)
-    batches = K.scan_batches(buf, check_crc, K.CRC32C_TABLE, K.CRC32_TABLE)
+    batches = scan(buf, check_crc, bounds)
     bad: list[tuple[int, DecodeError, bytes]] = []
     ok = batches[:, K.B_ERR] == K.OK
     for row in batches[~ok]:
-        bad.append((int(row[K.B_POS]), framing_error(row), _raw(buf, int(row[K.B_POS]), int(row[K.B_SIZE]))))
+        bad.append((int(row[K.B_POS]), framing_error(row, bounds), _raw(buf, int(row[K.B_POS]), int(row[K.B_SIZE]))))
 
     good = np.flatnonzero(ok)
     gb = batches[good]
@@ -232,6 +368,7 @@ def walk_segment(buf: np.ndarray, check_crc: bool = True) -> SegmentWalk:
     regions[:, K.R_END] = end
     regions[:, K.R_KIND] = np.where(v2, K.KIND_V2, K.KIND_LEGACY_ABSOLUTE)
     regions[:, K.R_OFFSET] = gb[:, K.B_BASE_OFFSET]
+    regions[:, K.R_LAST_OFFSET] = gb[:, K.B_LAST_OFFSET]
     regions[:, K.R_COUNT] = np.where(v2, gb[:, K.B_COUNT], -1)
     keep = np.ones(len(gb), dtype=bool)
 
@@ -245,7 +382,8 @@ def walk_segment(buf: np.ndarray, check_crc: bool = True) -> SegmentWalk:
                 body = buf[p + V2_HEADER_SIZE : int(end[i])]
             else:
                 body = _legacy_value(buf, p, int(end[i]), m)
-            data = decompress(int(codec[i]), memoryview(body), m)
+            limit = decompression_limit(int(gb[i, K.B_COUNT]) if m == 2 else None)
+            data = decompress(int(codec[i]), memoryview(body), m, limit)
         except DecodeError as err:
             bad.append((p, err, _raw(buf, p, int(end[i]) - p)))
             keep[i] = False
@@ -264,12 +402,33 @@ def walk_segment(buf: np.ndarray, check_crc: bool = True) -> SegmentWalk:
         buf = np.concatenate([buf, *blobs])
 
     records, errs = K.walk_records(buf, regions, K.CRC32_TABLE)
+    records = _wrapper_order(records, errs, regions, batches, bounds[0])
     for r in np.flatnonzero(errs):
         row = batches[regions[r, K.R_BATCH]]
         p = int(row[K.B_POS])
         bad.append((p, records_error(int(errs[r])), _raw(buf, p, int(row[K.B_SIZE]))))
     bad.sort(key=lambda x: x[0])
     return SegmentWalk(buf, batches, records, regions[:, K.R_BATCH].copy(), bad, file_size=file_size)
+
+
+def _wrapper_order(records: np.ndarray, errs: np.ndarray, regions: np.ndarray, batches: np.ndarray, lo: int) -> np.ndarray:
+    """A legacy compressed wrapper carries only its last offset, so ``check_offsets`` cannot
+    see where it starts: once decompressed, its first inner offset must follow the last offset
+    of the good batch before it (else errs = E_OFFSET_ORDER and its records are dropped)."""
+    wrappers = np.flatnonzero((regions[:, K.R_FILE_POS] >= 0) & (regions[:, K.R_KIND] != K.KIND_V2) & (errs == 0))
+    if not len(wrappers):
+        return records
+    good = np.flatnonzero(batches[:, K.B_ERR] == K.OK)
+    drop = []
+    for r in wrappers:
+        row = regions[r, K.R_BATCH]
+        before = good[good < row]
+        prev_last = batches[before[-1], K.B_LAST_OFFSET] if len(before) else lo - 1
+        mine = records[:, K.C_REGION] == r
+        if mine.any() and records[mine, K.C_OFFSET].min() <= prev_last:
+            errs[r] = K.E_OFFSET_ORDER
+            drop.append(r)
+    return records[~np.isin(records[:, K.C_REGION], drop)] if drop else records
 
 
 def _legacy_value(buf: np.ndarray, pos: int, end: int, magic: int) -> np.ndarray:

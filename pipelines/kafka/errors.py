@@ -28,12 +28,28 @@ class CrcMismatch(FramingError):
     pass
 
 
+class OffsetOutOfRange(FramingError):
+    """Offsets outside the segment's range (a base offset is outside Kafka's CRC)."""
+
+
+class OffsetOutOfOrder(FramingError):
+    """Offsets that do not follow those of the batches before and after."""
+
+
 class CorruptRecords(DecodeError):
     """A batch whose framing and CRC are fine but whose records do not parse."""
 
 
+class OffsetMismatch(CorruptRecords):
+    """Record offsets that disagree with their batch's."""
+
+
 class UnsupportedCodec(DecodeError):
     pass
+
+
+class DecompressionBomb(DecodeError):
+    """A compressed batch that decompresses past its size limit."""
 
 
 class UndecodableKey(DecodeError):

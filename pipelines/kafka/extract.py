@@ -11,9 +11,11 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.context import RunContext
+from pipelines.errors import InputError
 from pipelines.kafka.log_end import read_offsets_file, scan_partition
 from pipelines.kafka.offsets import TABLES, decode_file_to_parts, scan_markers
 from pipelines.kafka.paths import data_partition_dirs, offsets_segments
+from pipelines.procs import die_with
 from pipelines.tables import RAW_LOG_END_OFFSETS, RAW_QUARANTINE, TS
 
 STEP_OFFSETS = "offsets"
@@ -25,7 +27,8 @@ def _pool(workers: int | None, jobs: int):
     if n <= 1:
         return None
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method))
+    return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method),
+                               initializer=die_with, initargs=(os.getpid(),))
 
 
 def _decode_job(job) -> tuple[dict[str, int], dict[str, int], pa.Table]:
@@ -76,6 +79,10 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
             for t in TABLES:
                 if not counts[t] or t == "raw/quarantine":
                     tx.writer(t)  # every table gets its partition, empty or not
+            if stats["bytes"] and not stats["batches"]:  # nothing readable: no tables, exit 1
+                where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
+                raise InputError(f"{where}: no readable record batch in {stats['files']} segment files "
+                                 f"({stats['bytes']} bytes; expected Kafka log segments)")
     finally:
         if pool:
             pool.shutdown(cancel_futures=True)
@@ -88,16 +95,16 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
         "offsets: "
         + ", ".join(f"{short[k]} {k}" for k in ("offset_commits", "group_metadata", "group_members", "group_assignments", "coordinator_records"))
     )
-    if short["quarantine"]:
-        ctx.say(f"offsets: {short['quarantine']} quarantined (see raw/quarantine)")
     return {**short, **stats}
 
 
 def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None) -> dict:
-    """Log start/end offsets per data-topic partition into ``raw/log_end_offsets``."""
+    """Log start/end offsets per data-topic partition into ``raw/log_end_offsets`` (``paths`` or
+    ``offsets_file``: the command line asks for one of them)."""
     rows: dict[tuple[str, int], dict] = {}
     quarantine: list[tuple[str, str]] = []
     dirs = data_partition_dirs(paths)
+    size = batches = 0
     with ctx.progress() as bar:
         task = bar.add_task("reading batch headers", total=len(dirs))
         for topic, partition, d in dirs:
@@ -105,6 +112,7 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
             bar.advance(task)
             if ends is None:
                 continue
+            size, batches = size + ends.bytes, batches + ends.batches
             quarantine.extend(ends.quarantine)
             row = dict(
                 topic=topic,
@@ -118,6 +126,10 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
             # replica that got furthest wins
             if old is None or (row["log_end_offset"] or -1) > (old["log_end_offset"] or -1):
                 rows[(topic, partition)] = row
+    if size and not batches:
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
+        raise InputError(f"{where}: no readable record batch in the segments of {len(dirs)} partition dirs "
+                         f"({size} bytes; expected Kafka log segments)")
     from_file = 0
     if offsets_file is not None:
         for topic, partition, offset in read_offsets_file(offsets_file):

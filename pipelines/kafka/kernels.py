@@ -3,6 +3,9 @@
 - :func:`scan_batches`  top-level framing of a segment file: one row per batch (magic 2) or
   top-level message (magic 0/1), CRC checked (slice-by-8 tables), corrupt regions reported
   with the position where decodable framing resumes (see ``batches.py`` for the grammar).
+  Resync after a bad header is linear: a candidate position must pass the cheap header checks
+  of :func:`_plausible` before its CRC is computed, once, within a CRC budget per file.
+- :func:`check_offsets` the offsets that must hold between the batches of one segment.
 - :func:`walk_records`  records of the regions the caller hands over: magic-2 record lists and
   legacy message sets (the inner set of a compressed wrapper, or one uncompressed message).
 - :func:`decode_flat`   flat versioned structs (record keys, OffsetCommitValue) described by
@@ -33,6 +36,9 @@ E_STRUCT_SHORT = 10  # struct runs past its bytes
 E_UNKNOWN_VERSION = 11
 E_BAD_STRING = 12  # negative length below -1 / bad varint
 E_NULL = 13
+E_OFFSET_RANGE = 14  # base/last offset outside the segment's range, or lastOffsetDelta < recordCount - 1
+E_OFFSET_ORDER = 15  # offsets not after those of the batches before it (no longest chain keeps it)
+E_OFFSET_DELTAS = 16  # record offsets not increasing, or past the batch's last offset
 
 # --- batch table columns (scan_batches) ------------------------------------------------------
 B_POS, B_SIZE, B_MAGIC, B_BASE_OFFSET, B_LAST_OFFSET, B_ATTRS, B_PRODUCER_ID, B_PRODUCER_EPOCH = range(8)
@@ -40,8 +46,8 @@ B_COUNT, B_MAX_TS, B_ERR, B_CLAIMED_LEN, B_BASE_TS = range(8, 13)
 B_FIELDS = 13
 
 # --- region table columns (walk_records input) -----------------------------------------------
-R_START, R_END, R_KIND, R_OFFSET, R_COUNT, R_BATCH, R_FILE_POS, R_CHECK_CRC = range(8)
-R_FIELDS = 8
+R_START, R_END, R_KIND, R_OFFSET, R_COUNT, R_BATCH, R_FILE_POS, R_CHECK_CRC, R_LAST_OFFSET = range(9)
+R_FIELDS = 9
 KIND_LEGACY_ABSOLUTE = 0  # magic-0 wrapper inner set, or one top-level uncompressed message
 KIND_LEGACY_RELATIVE = 1  # magic-1 wrapper inner set: offsets 0..n-1 relative to the wrapper
 KIND_V2 = 2  # magic-2 record list
@@ -55,6 +61,16 @@ T_INT8, T_INT16, T_INT32, T_INT64, T_STRING, T_COMPACT_STRING, T_TAGGED, T_UUID 
 
 MIN_LENGTH = np.array([14, 22, 49], dtype=np.int64)  # bytes after the length field, per magic
 HEADER_PREFIX = 17  # offset, length, and enough to reach the magic byte of any version
+# Kafka keeps a segment's offsets within an int32 of its base offset (the index stores relative
+# offsets: ``LogSegment.canConvertToRelativeOffset``), so ``[base, base + 2**31)`` bounds it.
+MAX_RELATIVE_OFFSET = 2**31 - 1
+NO_OFFSET_LIMIT = 2**63 - 1
+# attribute bits a reader may meet: v2 bits 0-6 (codec, timestamp type, transactional, control,
+# delete horizon); magic 1 bits 0-3; magic 0 bits 0-2
+ATTR_MASK = np.array([0x07, 0x0F, 0x7F], dtype=np.int64)
+MAX_CODEC = np.array([3, 3, 4], dtype=np.int64)
+RESYNC_CRC_SLACK = 64 << 20  # bytes of failed-candidate CRCs allowed on top of 2x the file
+ORDER_WINDOW = 16  # a chain of batches may skip at most this many suspect batches in a row
 
 
 def _crc_tables(poly: int) -> np.ndarray:
@@ -154,31 +170,85 @@ def _grow(a):
     return out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _plausible(b, q, n, lo, hi):
+    """Cheap checks of a batch claimed to start at ``q`` (no CRC): true when its magic,
+    length, attributes and offsets could be those of a batch of this segment, for magic 0/1
+    also when its key and value lengths fill the message exactly."""
+    if n - q < HEADER_PREFIX:
+        return False
+    base = _i64(b, q)
+    magic = np.int64(b[q + 16])
+    if base < lo or base >= hi or magic > 2:
+        return False
+    length = _i32(b, q + 8)
+    end = q + 12 + length
+    if length < MIN_LENGTH[magic] or end > n:
+        return False
+    if magic == 2:
+        attrs = _i16(b, q + 21)
+        delta = _i32(b, q + 23)
+        count = _i32(b, q + 57)
+        if attrs < 0 or attrs & ~ATTR_MASK[2] != 0 or (attrs & 7) > MAX_CODEC[2] or _i32(b, q + 12) < -1:
+            return False
+        if delta < 0 or base + delta >= hi or count < 0 or count > delta + 1:
+            return False
+        return (attrs & 7) != 0 or count * 7 <= length - 49
+    attrs = np.int64(b[q + 17])
+    if attrs & ~ATTR_MASK[magic] != 0 or (attrs & 7) > MAX_CODEC[magic]:
+        return False
+    p = q + 18 + (8 if magic == 1 else 0)
+    klen = _i32(b, p)
+    if klen < -1 or p + 8 + max(klen, 0) > end:
+        return False
+    p += 4 + max(klen, 0)
+    vlen = _i32(b, p)
+    return vlen >= -1 and p + 4 + max(vlen, 0) == end
+
+
 @njit(cache=True, nogil=True)
-def _valid_at(b, q, n, t32c, t32):
+def _resync_at(b, q, n, lo, hi, t32c, t32, budget):
+    """Does a valid batch (or the end of file) start at ``q``? The CRC is computed only for a
+    plausible candidate, and only while ``budget[0]`` (bytes of failed CRCs left) lasts."""
     if q == n:
         return True
-    if b[q] > 127:  # offsets are never negative: cheap filter before the CRC
+    if not _plausible(b, q, n, lo, hi):
+        return False
+    length = _i32(b, q + 8)
+    if budget[0] < length:
         return False
     code, _ = _check_batch(b, q, n, True, t32c, t32)
+    if code != OK:
+        budget[0] -= length
     return code == OK
 
 
 @njit(cache=True, nogil=True)
-def scan_batches(b, check_crc, t32c, t32):
-    """Top-level framing of one segment. Returns the batch table (see B_* columns).
+def scan_batches(b, check_crc, t32c, t32, lo=0, hi=NO_OFFSET_LIMIT, newest=False):
+    """Top-level framing of one segment. Returns the batch table (see B_* columns). Without
+    ``check_crc`` a batch's CRC is checked only when no plausible header follows it.
 
-    A bad batch gets one row with B_ERR set and B_SIZE = bytes up to where framing resumes:
-    the claimed end if a valid batch (or EOF) is there, else the next position where a
-    CRC-valid batch starts (resync), else the end of file."""
+    ``[lo, hi)`` is the segment's offset range (see :func:`check_offsets`). A bad batch gets
+    one row with B_ERR set and B_SIZE = bytes up to where framing resumes: the claimed end if
+    a valid batch (or EOF) is there, else the next position where a plausible, CRC-valid
+    batch starts (resync), else the end of file. Resync is linear in the file size: cheap
+    checks first, a CRC once per candidate that passes them, and failed CRCs limited to
+    twice the file size (plus slack); past that the rest of the file is one bad region."""
     n = b.shape[0]
     out = np.zeros((256, B_FIELDS), dtype=np.int64)
+    budget = np.array([2 * n + RESYNC_CRC_SLACK], dtype=np.int64)
     k = 0
     pos = 0
     while pos < n:
         if k >= out.shape[0]:
             out = _grow(out)
         code, length = _check_batch(b, pos, n, check_crc, t32c, t32)
+        if code == OK and not check_crc:
+            # headers only: a batch must end at the end of file or at a plausible header, or
+            # pass its CRC (a damaged length would otherwise skip the batches after it)
+            end = pos + 12 + length
+            if end < n and not _plausible(b, end, n, lo, hi):
+                code, length = _check_batch(b, pos, n, True, t32c, t32)
         row = out[k]
         row[B_POS] = pos
         row[B_CLAIMED_LEN] = length
@@ -218,18 +288,113 @@ def scan_batches(b, check_crc, t32c, t32):
             k += 1
             break
         claimed_end = pos + 12 + length
-        if length >= 0 and claimed_end <= n and claimed_end > pos + HEADER_PREFIX and _valid_at(b, claimed_end, n, t32c, t32):
+        if length >= 0 and claimed_end <= n and claimed_end > pos + HEADER_PREFIX and _resync_at(b, claimed_end, n, lo, hi, t32c, t32, budget):
             row[B_SIZE] = claimed_end - pos
         else:
             q = pos + 1
-            while q < n and not _valid_at(b, q, n, t32c, t32):
+            while q < n:
+                # the cheapest filters inline (a call per byte costs more than they do): magic
+                # 0-2, base offset in range, length within the file
+                if q + HEADER_PREFIX <= n and b[q + 16] <= 2:
+                    base = _i64(b, q)
+                    claimed = _i32(b, q + 8)
+                    if lo <= base < hi and claimed >= 14 and q + 12 + claimed <= n and _resync_at(b, q, n, lo, hi, t32c, t32, budget):
+                        break
                 q += 1
             row[B_SIZE] = q - pos
             if q == n and code == E_LENGTH_EXCEEDS:
                 row[B_ERR] = E_TRUNCATED
         pos += row[B_SIZE]
         k += 1
-    return out[:k]
+    out = out[:k]
+    check_offsets(out, lo, hi, newest)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def check_offsets(bt, lo, hi, newest):
+    """Mark the good rows of a batch table whose offsets cannot hold (B_ERR, in place).
+
+    - range: ``lo <= baseOffset`` and ``lastOffset < hi`` (the segment's file-name base offset
+      and the next segment's, capped at base + 2**31), ``recordCount <= lastOffsetDelta + 1``;
+    - order: offsets strictly increase from batch to batch. Where they do not, the batches
+      kept are those of the longest increasing chain (a chain may skip up to ORDER_WINDOW
+      batches in a row), ties going to the chain with more contiguous neighbours
+      (lastOffset + 1 = next baseOffset) and, in the ``newest`` segment (never compacted
+      by Kafka, so it starts at its file name's offset), to a chain whose first batch starts
+      at ``lo``; the others are E_OFFSET_ORDER.
+
+    A legacy (magic 0/1) compressed wrapper carries only its last offset: its base is taken
+    as unknown (any gap before it is contiguous)."""
+    m = bt.shape[0]
+    idx = np.empty(m, dtype=np.int64)
+    c = 0
+    for r in range(m):
+        row = bt[r]
+        if row[B_ERR] != OK:
+            continue
+        first, last = row[B_BASE_OFFSET], row[B_LAST_OFFSET]
+        bad = first < lo or last >= hi or last < first
+        if row[B_MAGIC] == 2 and (row[B_COUNT] < 0 or row[B_COUNT] > last - first + 1):
+            bad = True
+        if bad:
+            row[B_ERR] = E_OFFSET_RANGE
+        else:
+            idx[c] = r
+            c += 1
+    # fast path: already in order (and the newest segment starts at its base)
+    ordered = True
+    for j in range(1, c):
+        if bt[idx[j], B_BASE_OFFSET] <= bt[idx[j - 1], B_LAST_OFFSET] and not _unknown_base(bt[idx[j]]):
+            ordered = False
+            break
+        if bt[idx[j], B_LAST_OFFSET] <= bt[idx[j - 1], B_LAST_OFFSET]:
+            ordered = False
+            break
+    if ordered and (not newest or c == 0 or idx[0] != 0 or _unknown_base(bt[idx[0]]) or bt[idx[0], B_BASE_OFFSET] == lo):
+        return
+    # longest chain, O(c * ORDER_WINDOW): score = (batches, contiguous links)
+    count = np.zeros(c, dtype=np.int64)
+    links = np.zeros(c, dtype=np.int64)
+    parent = np.full(c, -1, dtype=np.int64)
+    for j in range(c):
+        rj = bt[idx[j]]
+        count[j] = 1
+        links[j] = 0
+        if newest and idx[j] == 0 and not _unknown_base(rj):
+            if rj[B_BASE_OFFSET] == lo:
+                links[j] = 1
+            else:
+                count[j] = 0  # cannot open the newest segment: only a chain through others keeps it
+        for i in range(max(0, j - ORDER_WINDOW), j):
+            ri = bt[idx[i]]
+            if count[i] == 0:
+                continue
+            if ri[B_LAST_OFFSET] >= rj[B_LAST_OFFSET]:
+                continue
+            unknown = _unknown_base(rj)
+            if not unknown and ri[B_LAST_OFFSET] >= rj[B_BASE_OFFSET]:
+                continue
+            link = 1 if idx[i] + 1 == idx[j] and (unknown or ri[B_LAST_OFFSET] + 1 == rj[B_BASE_OFFSET]) else 0
+            ci, li = count[i] + 1, links[i] + link
+            if ci > count[j] or (ci == count[j] and li > links[j]):
+                count[j], links[j], parent[j] = ci, li, i
+    best = -1
+    for j in range(c):
+        if count[j] > 0 and (best < 0 or count[j] > count[best] or (count[j] == count[best] and links[j] > links[best])):
+            best = j
+    keep = np.zeros(c, dtype=np.bool_)
+    while best >= 0:
+        keep[best] = True
+        best = parent[best]
+    for j in range(c):
+        if not keep[j]:
+            bt[idx[j], B_ERR] = E_OFFSET_ORDER
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unknown_base(row):
+    return row[B_MAGIC] < 2 and (row[B_ATTRS] & 7) != 0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -262,9 +427,11 @@ def _uvarint(b, p, end):
 
 
 @njit(cache=True, nogil=True)
-def _walk_v2(b, start, end, count, base_offset, out, k, region, file_pos):
-    """Records of one magic-2 batch; returns the new row count, or -1 if they do not parse."""
+def _walk_v2(b, start, end, count, base_offset, last_delta, out, k, region, file_pos):
+    """Records of one magic-2 batch; returns the new row count, -1 if they do not parse, -2 if
+    their offset deltas do not increase within ``[0, lastOffsetDelta]``."""
     p = start
+    prev_delta = np.int64(-1)
     for _ in range(count):
         rec_len, p = _varint(b, p, end)
         if p < 0 or rec_len < 6 or p + rec_len > end:
@@ -302,6 +469,9 @@ def _walk_v2(b, start, end, count, base_offset, out, k, region, file_pos):
             p += max(hv, 0)
         if p != rec_end:
             return -1
+        if off_delta <= prev_delta or off_delta > last_delta:
+            return -2
+        prev_delta = off_delta
         row = out[k]
         row[C_REGION] = region
         row[C_OFFSET] = base_offset + off_delta
@@ -318,7 +488,8 @@ def _walk_v2(b, start, end, count, base_offset, out, k, region, file_pos):
 
 @njit(cache=True, nogil=True)
 def _walk_legacy(b, start, end, relative, wrapper_offset, check_crc, t32, out, k, region, file_pos):
-    """Messages of a legacy message set; returns the new row count or a negative error."""
+    """Messages of a legacy message set; returns the new row count or a negative error. Inner
+    offsets must increase; absolute ones (magic 0) end at the wrapper's offset."""
     p = start
     k0 = k
     while p < end:
@@ -346,6 +517,8 @@ def _walk_legacy(b, start, end, relative, wrapper_offset, check_crc, t32, out, k
         q += 4
         if vlen < -1 or q + max(vlen, 0) != mend:
             return -E_RECORDS
+        if k > k0 and _i64(b, p) <= out[k - 1, C_OFFSET]:
+            return -E_OFFSET_DELTAS
         row = out[k]
         row[C_REGION] = region
         row[C_OFFSET] = _i64(b, p)
@@ -356,6 +529,8 @@ def _walk_legacy(b, start, end, relative, wrapper_offset, check_crc, t32, out, k
         row[C_REC_POS] = file_pos if file_pos >= 0 else p
         k += 1
         p = mend
+    if file_pos >= 0 and not relative and k > k0 and out[k - 1, C_OFFSET] != wrapper_offset:
+        return -E_OFFSET_DELTAS
     if relative and k > k0:
         last = out[k - 1, C_OFFSET]
         for i in range(k0, k):
@@ -381,9 +556,12 @@ def walk_records(b, regions, t32):
         while out.shape[0] < k + need:
             out = _grow(out)
         if reg[R_KIND] == KIND_V2:
-            res = _walk_v2(b, reg[R_START], reg[R_END], reg[R_COUNT], reg[R_OFFSET], out, k, r, reg[R_FILE_POS])
+            last_delta = reg[R_LAST_OFFSET] - reg[R_OFFSET]
+            res = _walk_v2(b, reg[R_START], reg[R_END], reg[R_COUNT], reg[R_OFFSET], last_delta, out, k, r, reg[R_FILE_POS])
             if res == -1:
                 res = -E_RECORDS
+            elif res == -2:
+                res = -E_OFFSET_DELTAS
         else:
             res = _walk_legacy(
                 b,

@@ -9,6 +9,8 @@ or from a GetOffsetShell ``topic:partition:offset`` file.
 - end = last batch's base offset + lastOffsetDelta + 1 (magic 0/1: last message offset + 1).
 - max timestamp = greatest batch maxTimestamp (magic 1: message timestamp; magic 0 has none).
 - a partition with segments but no batch: start = end = base offset of its newest segment.
+- a batch whose offsets cannot hold (outside its segment's range, out of order: see
+  ``kernels.check_offsets``) is quarantined and counts for nothing, like a corrupt header.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import numpy as np
 
 from pipelines.errors import InputError
 from pipelines.kafka import kernels as K
-from pipelines.kafka.batches import ATTR_CODEC, framing_error
-from pipelines.kafka.paths import base_offset_of, segment_files
+from pipelines.kafka.batches import ATTR_CODEC, framing_error, scan
+from pipelines.kafka.paths import base_offset_of, neighbours, offset_bounds, segment_files
 
 
 @dataclass
@@ -33,6 +35,7 @@ class PartitionEnds:
     max_timestamp: int | None
     quarantine: list[tuple[str, str]] = field(default_factory=list)  # (location, reason)
     batches: int = 0
+    bytes: int = 0
 
 
 def _map(path: Path) -> np.ndarray:
@@ -49,11 +52,13 @@ def scan_partition(topic: str, partition: int, d: Path) -> PartitionEnds | None:
     if not files:
         return None
     out = PartitionEnds(topic, partition, None, None, None)
-    for f in files:
+    for f, nxt, newest in neighbours(files):
         buf = _map(f)
-        bt = K.scan_batches(buf, False, K.CRC32C_TABLE, K.CRC32_TABLE)
+        bounds = offset_bounds(base_offset_of(f), nxt, newest)
+        bt = scan(buf, False, bounds)
+        out.bytes += len(buf)
         for row in bt[bt[:, K.B_ERR] != K.OK]:
-            out.quarantine.append((f"{f}:{int(row[K.B_POS])}", f"{type(e := framing_error(row)).__name__}: {e}"))
+            out.quarantine.append((f"{f}:{int(row[K.B_POS])}", f"{type(e := framing_error(row, bounds)).__name__}: {e}"))
         good = bt[bt[:, K.B_ERR] == K.OK]
         if not len(good):
             continue

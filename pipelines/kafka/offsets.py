@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.kafka import kernels as K
-from pipelines.kafka.batches import ATTR_CODEC, ATTR_CONTROL, V2_HEADER_SIZE
+from pipelines.kafka.batches import ATTR_CODEC, ATTR_CONTROL, V2_HEADER_SIZE, scan
 from pipelines.kafka.paths import Segment
 from pipelines.kafka.segment import SegmentResult, decode_segment, read_bytes
 from pipelines.kafka.transactions import resolve, state_array
@@ -36,7 +36,7 @@ TABLES = (
 
 
 def decode_file(seg: Segment) -> SegmentResult:
-    return decode_segment(seg.path, seg.partition)
+    return decode_segment(seg.path, seg.partition, bounds=seg.bounds)
 
 
 # columns whose values repeat: dictionary pages pay there, not on offsets and timestamps
@@ -64,13 +64,14 @@ def scan_markers(seg: Segment) -> Markers:
     walk (CRCs checked), then the records of its control batches only. Corrupt batches are
     left to the full decode, which quarantines them."""
     buf = read_bytes(seg.path)
-    bt = K.scan_batches(buf, True, K.CRC32C_TABLE, K.CRC32_TABLE)
+    bt = scan(buf, True, seg.bounds)
     rows = np.flatnonzero((bt[:, K.B_ERR] == K.OK) & (bt[:, K.B_MAGIC] == 2) & ((bt[:, K.B_ATTRS] & ATTR_CONTROL) != 0))
     regions = np.zeros((len(rows), K.R_FIELDS), dtype=np.int64)
     regions[:, K.R_START] = bt[rows, K.B_POS] + V2_HEADER_SIZE
     regions[:, K.R_END] = bt[rows, K.B_POS] + bt[rows, K.B_SIZE]
     regions[:, K.R_KIND] = K.KIND_V2
     regions[:, K.R_OFFSET] = bt[rows, K.B_BASE_OFFSET]
+    regions[:, K.R_LAST_OFFSET] = bt[rows, K.B_LAST_OFFSET]
     regions[:, K.R_COUNT] = bt[rows, K.B_COUNT]
     regions[:, K.R_FILE_POS] = -1
     plain = (bt[rows, K.B_ATTRS] & ATTR_CODEC) == 0  # a broker never compresses a marker

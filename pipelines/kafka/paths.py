@@ -8,6 +8,10 @@ A single ``.log`` file takes its ``__consumer_offsets`` partition from its paren
 when the parent is not ``__consumer_offsets-N`` the partition is unknowable (the topic's
 partition count is not in the file), so ``offsets_partition`` is -1 and the file is its own
 transaction scope (it cannot be ordered against segments of other files).
+
+A segment's file name bounds its offsets: ``[its base offset, the next segment's base offset)``,
+and at most ``base + 2**31 - 1`` (``kernels.check_offsets``); the newest segment of a partition
+dir (never compacted) starts at its base offset.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.errors import InputError
+from pipelines.kafka.kernels import MAX_RELATIVE_OFFSET, NO_OFFSET_LIMIT
 
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPICS = frozenset(
@@ -33,11 +38,34 @@ class Segment:
     partition: int  # __consumer_offsets partition, -1 when not derivable
     scope: str  # transaction scope: the partition dir, or the file itself
     base_offset: int  # from the file name; -1 when the name is not a number
+    next_base: int = -1  # base offset of the next segment of its partition dir; -1 none/unknown
+    newest: bool = False  # the last segment of its partition dir
+
+    @property
+    def bounds(self) -> tuple[int, int, bool]:
+        return offset_bounds(self.base_offset, self.next_base, self.newest)
 
 
 def base_offset_of(path: Path) -> int:
     stem = path.name[: -len(".log")] if path.name.endswith(".log") else path.stem
     return int(stem) if stem.isdigit() else -1
+
+
+def offset_bounds(base: int, next_base: int, newest: bool) -> tuple[int, int, bool]:
+    """(lowest offset, first offset past the segment, newest) of a segment named ``base``."""
+    if base < 0:
+        return (0, next_base if next_base >= 0 else NO_OFFSET_LIMIT, False)
+    hi = base + MAX_RELATIVE_OFFSET + 1
+    return (base, min(hi, next_base) if next_base > base else hi, newest)
+
+
+def neighbours(files: list[Path]) -> list[tuple[Path, int, bool]]:
+    """(file, next segment's base offset, is the newest) of a partition dir's sorted segments."""
+    out = []
+    for i, f in enumerate(files):
+        nxt = base_offset_of(files[i + 1]) if i + 1 < len(files) else -1
+        out.append((f, nxt, i + 1 == len(files) and base_offset_of(f) >= 0))
+    return out
 
 
 def _check_dir(d: Path) -> None:
@@ -91,8 +119,12 @@ def offsets_segments(paths: list[Path]) -> list[Segment]:
                 dirs = [(int(m["partition"]), p)]
             else:
                 dirs = [(n, d) for t, n, d in partition_dirs(p) if t == OFFSETS_TOPIC]
+            found = 0
             for n, d in dirs:
-                replicas.setdefault(n, {}).setdefault(d.resolve(), segment_files(d))
+                files = replicas.setdefault(n, {}).setdefault(d.resolve(), segment_files(d))
+                found += len(files)
+            if not found:
+                raise InputError(f"{p}: no {OFFSETS_TOPIC} segments (expected a Kafka log dir, {OFFSETS_TOPIC}-N dirs or .log files)")
         elif p.is_file():
             if not p.name.endswith(".log"):
                 raise InputError(f"{p}: not a Kafka log segment (expected a .log file)")
@@ -100,7 +132,8 @@ def offsets_segments(paths: list[Path]) -> list[Segment]:
                 raise InputError(f"{p}: cannot read file (permission denied)")
             m = PARTITION_DIR.match(p.parent.name)
             if m and m["topic"] == OFFSETS_TOPIC:
-                seg = Segment(p, int(m["partition"]), str(p.parent.resolve()), base_offset_of(p))
+                _, nxt, newest = next(x for x in neighbours(segment_files(p.parent)) if x[0].name == p.name)
+                seg = Segment(p, int(m["partition"]), str(p.parent.resolve()), base_offset_of(p), nxt, newest)
             else:
                 seg = Segment(p, UNKNOWN_PARTITION, str(p.resolve()), base_offset_of(p))
             segs.setdefault(p.resolve(), seg)
@@ -108,8 +141,8 @@ def offsets_segments(paths: list[Path]) -> list[Segment]:
             raise InputError(f"{p}: not a file or directory")
     for n, dirs in replicas.items():
         d, files = max(dirs.items(), key=lambda item: (_replica_extent(item[1]), str(item[0])))
-        for f in files:
-            segs.setdefault(f.resolve(), Segment(f, n, str(d), base_offset_of(f)))
+        for f, nxt, newest in neighbours(files):
+            segs.setdefault(f.resolve(), Segment(f, n, str(d), base_offset_of(f), nxt, newest))
     return sorted(segs.values(), key=lambda s: (s.scope, s.base_offset < 0, s.base_offset, s.path.name))
 
 
@@ -126,5 +159,8 @@ def data_partition_dirs(paths: list[Path]) -> list[tuple[str, int, Path]]:
             found = [(m["topic"], int(m["partition"]), p)]
         else:
             found = partition_dirs(p)
-        out.extend(x for x in found if x[0] not in INTERNAL_TOPICS)
+        found = [x for x in found if x[0] not in INTERNAL_TOPICS]
+        if not found:
+            raise InputError(f"{p}: no topic-partition dirs of data topics (expected a Kafka log dir or <topic>-<N> dirs)")
+        out.extend(found)
     return out

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from pipelines.errors import InputError
 from pipelines.kafka import kernels as K
-from pipelines.kafka.batches import ATTR_CONTROL, ATTR_TRANSACTIONAL, walk_segment
+from pipelines.kafka.batches import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_BOUNDS, OffsetBounds, walk_segment
 from pipelines.kafka.consumer_protocol import assigned_partitions, subscribed_topics
 from pipelines.kafka.errors import DecodeError, UndecodableKey, UndecodableValue
 from pipelines.kafka.records import GROUP_METADATA_VALUE, decode, key_ops, offset_value_ops
@@ -177,11 +177,12 @@ def _records(name: str, partition: int, walk) -> _Records:
     )
 
 
-def decode_segment(path: str | Path, partition: int, data: np.ndarray | None = None) -> SegmentResult:
+def decode_segment(path: str | Path, partition: int, data: np.ndarray | None = None,
+                   bounds: OffsetBounds = NO_BOUNDS) -> SegmentResult:
     """Decode one segment file of ``__consumer_offsets`` partition ``partition`` (``data``:
-    its bytes when already in memory)."""
+    its bytes when already in memory; ``bounds``: its offset range, ``paths.offset_bounds``)."""
     path = Path(path)
-    walk = walk_segment(read_bytes(path) if data is None else data)
+    walk = walk_segment(read_bytes(path) if data is None else data, bounds=bounds)
     r = _records(str(path), partition, walk)
     markers = _markers(r)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 
@@ -91,15 +92,55 @@ def test_extract_offsets_cli(tmp_path, capsys):
 
 def test_extract_offsets_empty_and_unreadable(tmp_path, capsys):
     wh = tmp_path / "wh"
-    (tmp_path / "empty").mkdir()
-    assert _run(["--warehouse", str(wh), "--run-id", "e", "extract", "offsets", str(tmp_path / "empty")]) == 0
     w = Warehouse(wh)
+    # an empty partition (its active segment is an empty file) is readable: empty tables
+    (tmp_path / "logs" / "__consumer_offsets-0").mkdir(parents=True)
+    (tmp_path / "logs" / "__consumer_offsets-0" / segment_name(0)).write_bytes(b"")
+    assert _run(["--warehouse", str(wh), "--run-id", "e", "extract", "offsets", str(tmp_path / "logs")]) == 0
     for t in ("raw/offset_commits", "raw/group_metadata", "raw/group_members", "raw/group_assignments", "raw/coordinator_records", "raw/quarantine"):
         assert w.exists(t, "e") and w.read_table(t, "e").num_rows == 0
-    assert _run(["--warehouse", str(wh), "--run-id", "e2", "extract", "offsets", str(tmp_path / "nope")]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == f"kaudit: {tmp_path / 'nope'}: no such file or directory"
-    assert not w.exists("raw/offset_commits", "e2")
+    capsys.readouterr()
+    # paths that hold nothing readable: one line naming the path, exit 1, no table
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "dir.log").mkdir()
+    garbage = tmp_path / "garbage" / "__consumer_offsets-3" / segment_name(0)
+    garbage.parent.mkdir(parents=True)
+    garbage.write_bytes(random.Random(1).randbytes(1 << 20))
+    expected = {
+        tmp_path / "nope": "no such file or directory",
+        tmp_path / "empty": "no __consumer_offsets segments (expected a Kafka log dir, __consumer_offsets-N dirs or .log files)",
+        tmp_path / "dir.log": "no __consumer_offsets segments (expected a Kafka log dir, __consumer_offsets-N dirs or .log files)",
+        garbage: f"no readable record batch in 1 segment files ({1 << 20} bytes; expected Kafka log segments)",
+    }
+    for path, why in expected.items():
+        assert _run(["--warehouse", str(wh), "--run-id", "e2", "extract", "offsets", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert err.strip().splitlines()[-1] == f"kaudit: {path}: {why}" and "Traceback" not in err
+        assert not w.exists("raw/offset_commits", "e2") and not w.exists("raw/quarantine", "e2")
+    # some good batches and some garbage: readable, the garbage quarantined
+    mixed = tmp_path / "mixed" / "__consumer_offsets-3" / segment_name(0)
+    good = [batch([(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=T0))], base_offset=i, timestamp_ms=T0) for i in range(2)]
+    write_segment(mixed, [good[0], b"\x13" * 5000, good[1]])
+    assert _run(["--warehouse", str(wh), "--run-id", "e3", "extract", "offsets", str(mixed)]) == 0
+    assert w.read_table("raw/offset_commits", "e3")["log_offset"].to_pylist() == [0, 1]
+    assert w.read_table("raw/quarantine", "e3")["location"].to_pylist() == [f"{mixed}:{len(good[0])}"]
+
+
+def test_extract_log_end_unreadable_and_usage(tmp_path, capsys):
+    wh = tmp_path / "wh"
+    assert _run(["--warehouse", str(wh), "extract", "log-end"]) == 2
+    assert capsys.readouterr().err.strip() == "kaudit: extract log-end: give Kafka log dirs (PATH...) or --offsets-file FILE"
+    (tmp_path / "logs" / "__consumer_offsets-0").mkdir(parents=True)
+    assert _run(["--warehouse", str(wh), "extract", "log-end", str(tmp_path / "logs")]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (f"kaudit: {tmp_path / 'logs'}: no topic-partition dirs of data topics "
+                                               "(expected a Kafka log dir or <topic>-<N> dirs)")
+    seg = tmp_path / "logs" / "t-0" / segment_name(0)
+    seg.parent.mkdir()
+    seg.write_bytes(random.Random(2).randbytes(1 << 20))
+    assert _run(["--warehouse", str(wh), "extract", "log-end", str(tmp_path / "logs")]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (f"kaudit: {tmp_path / 'logs'}: no readable record batch in the segments of 1 "
+                                               f"partition dirs ({1 << 20} bytes; expected Kafka log segments)")
+    assert not Warehouse(wh).run_ids("raw/log_end_offsets")
 
 
 def test_extract_log_end_cli_with_offsets_file(tmp_path):

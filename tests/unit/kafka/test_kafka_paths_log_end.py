@@ -57,7 +57,21 @@ def test_offsets_unreadable_paths(tmp_path):
     other.write_bytes(b"")
     with pytest.raises(InputError, match=r"x.index: not a Kafka log segment"):
         offsets_segments([other])
-    assert offsets_segments([tmp_path]) == []  # a log dir without __consumer_offsets: nothing
+    # a path that holds no segment is an error naming it: empty, data topics only, a dir x.log
+    (tmp_path / "x.log").mkdir()
+    (tmp_path / "orders-0").mkdir()
+    for p in (tmp_path, tmp_path / "x.log", tmp_path / "orders-0"):
+        with pytest.raises(InputError, match=rf"^{p}: no __consumer_offsets segments \(expected a Kafka log dir"):
+            offsets_segments([p])
+    (tmp_path / "__consumer_offsets-1").mkdir()
+    with pytest.raises(InputError, match="no __consumer_offsets segments"):
+        offsets_segments([tmp_path / "__consumer_offsets-1"])
+
+
+def test_data_partition_dirs_none_found(tmp_path):
+    (tmp_path / "__consumer_offsets-0").mkdir()
+    with pytest.raises(InputError, match=rf"^{tmp_path}: no topic-partition dirs of data topics"):
+        data_partition_dirs([tmp_path])
 
 
 def test_data_partition_dirs_skip_internal_topics(tmp_path):
