@@ -9,7 +9,7 @@ APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-ins
 PYTEST_ARGS ?=
 ZK_KERNELS := $(VENV)/.zk-kernels
 
-.PHONY: demo test unit integration bench venv zookeeper chromium airflow-venv clean distclean
+.PHONY: demo test unit integration bench fuzz venv zookeeper chromium airflow-venv clean distclean
 
 demo: $(VENV)/.installed $(ZK_KERNELS)
 	$(BIN)/kaudit demo
@@ -22,6 +22,14 @@ unit: $(VENV)/.installed-test $(ZK_KERNELS)
 
 bench: $(VENV)/.installed-test $(ZK_KERNELS) zookeeper
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# The corruption corpus at full size, outside the suite (which runs a few dozen cases): the
+# fault tests with FUZZ_CASES damaged inputs each, then both sweeps over the command line.
+FUZZ_CASES ?= 300
+fuzz: $(VENV)/.installed-test $(ZK_KERNELS) zookeeper
+	KAUDIT_FUZZ_CASES=$(FUZZ_CASES) $(BIN)/python -m pytest tests/fault $(PYTEST_ARGS)
+	$(BIN)/python tests/fault/sweep_kafka.py --cases $(FUZZ_CASES)
+	$(BIN)/python tests/fault/sweep_zk.py --cases $(FUZZ_CASES)
 
 venv: $(VENV)/.installed-test
 
