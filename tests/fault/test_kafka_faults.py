@@ -80,6 +80,26 @@ def test_damaged_log_dir(n, corpus, tmp_path, capsys):
         assert where in w.read_table("raw/quarantine", "e")["location"].to_pylist()
 
 
+@pytest.mark.timeout(120)
+def test_resync_through_17_mib_of_ones_is_linear(corpus, tmp_path):
+    """17 MiB of 0x01 bytes: every position looks like the start of a magic-1 message of
+    16 MiB; resync must not check a CRC at each of them (it took over 120 s)."""
+    from pipelines.kafka.log_end import scan_partition
+    from pipelines.kafka.offsets import decode_file
+    from pipelines.kafka.paths import offsets_segments
+
+    seg = tmp_path / "__consumer_offsets-0" / segment_name(0)
+    seg.parent.mkdir()
+    seg.write_bytes(b"\x01" * (17 << 20))
+    t = time.perf_counter()
+    (one,) = offsets_segments([seg])
+    q = decode_file(one).tables["raw/quarantine"].to_pylist()
+    assert [(x["location"], x["reason"].split(":")[0]) for x in q] == [(f"{seg}:0", "CrcMismatch")]
+    ends = scan_partition("__consumer_offsets", 0, seg.parent)
+    assert ends.batches == 0 and [loc for loc, _ in ends.quarantine] == [f"{seg}:0"]
+    assert time.perf_counter() - t < 20
+
+
 def _bomb_segment(tmp_path: Path, codec: str) -> tuple[Path, list[bytes]]:
     def commit(i):
         return batch([(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=T0))], base_offset=i, timestamp_ms=T0)
