@@ -77,7 +77,9 @@ def extract_kraft(ctx: RunContext, paths: list[Path], at_offset: int | None = No
 
 
 def require_extracted(ctx: RunContext) -> None:
-    """:class:`InputError` unless the run holds ZooKeeper znodes or ``__consumer_offsets`` records."""
+    """:class:`InputError` unless the run holds ZooKeeper znodes or ``__consumer_offsets`` records
+    (read once every step of the run has published whole)."""
+    ctx.warehouse.settle(ctx.run_id)
     if not any(ctx.warehouse.has_rows(t, ctx.run_id) for t in EXTRACTED):
         raise InputError(
             f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records, no KRaft "
@@ -86,7 +88,9 @@ def require_extracted(ctx: RunContext) -> None:
 
 
 def require_built(ctx: RunContext, step: str) -> None:
-    """:class:`InputError` unless the run's core tables were built."""
+    """:class:`InputError` unless the run's core tables were built (read once every step of the
+    run has published whole)."""
+    ctx.warehouse.settle(ctx.run_id)
     if not ctx.warehouse.exists(BUILT, ctx.run_id):
         raise InputError(f"run {ctx.run_id}: not built yet (no {BUILT}), nothing to {step}; run `kaudit build` first")
 

@@ -7,6 +7,12 @@ renames, so a killed step never leaves a half-written partition and re-running a
 the same run id replaces its partition whole. A step that writes several tables publishes
 them together at the end of a :meth:`Warehouse.transaction`; if the step fails, none is.
 
+One process at a time writes a (run, step) (:class:`StepLock`, a lock file with the writer's pid;
+a dead writer's lock is taken over, its staging dirs removed). Publishing first writes a journal
+of its renames and completes it even after a kill (the next writer of the step, or the next
+reader of the run through :meth:`Warehouse.settle`, rolls it forward), so a step's tables are
+seen together: all of them or none.
+
 A few tables are written by several steps of one run (``raw/quarantine``, and ``raw/znodes``
 if both a live walk and a snapshot read feed a run): they are *shared*. Each step writes
 its own file ``part-<step>.parquet`` there and publishing replaces only that file (an atomic
@@ -19,6 +25,7 @@ import json
 import os
 import shutil
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -225,6 +232,24 @@ class Warehouse:
             self._roll_forward(run_id, moves)
             journal.unlink()
         self.runs.record_step(run_id, step)
+
+    def settle(self, run_id: str, wait: float = 30.0) -> None:
+        """Before a step reads the run: wait while another step of it is publishing (its
+        renames take milliseconds), and finish a publish whose writer was killed, so a reader
+        sees every table of a step or none of them."""
+        suffix = ".publishing.json"
+        deadline = time.monotonic() + wait
+        locks = self.root / LOCKS
+        for journal in sorted(locks.glob(f"{run_id}.*{suffix}")) if locks.is_dir() else []:
+            step = journal.name[len(run_id) + 1 : -len(suffix)]
+            while journal.exists():
+                try:
+                    with StepLock(self.root, run_id, step):  # its writer is gone: finish for it
+                        self._recover(run_id, step)
+                except StepBusy:
+                    if time.monotonic() > deadline:
+                        raise StepBusy(f"run {run_id}: step {step} is still publishing after {wait:.0f} s") from None
+                    time.sleep(0.05)
 
     def _journal(self, run_id: str, step: str) -> Path:
         return self.root / LOCKS / f"{run_id}.{step}.publishing.json"

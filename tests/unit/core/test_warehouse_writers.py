@@ -86,3 +86,24 @@ def test_a_publish_cut_by_a_kill_is_finished_by_the_next_writer(tmp_path):
     assert (tmp_path / "raw" / "quarantine" / "run_id=r1" / "part-log-end.parquet").exists()
     assert not any(p.exists() for p in staged.values())
     assert not (tmp_path / LOCKS / "r1.log-end.publishing.json").exists()
+
+
+def test_a_reader_settles_the_run_first(tmp_path):
+    """A step killed while publishing: the next reader of the run (build, validate, report)
+    finishes the publish before it reads, so it sees all of the step's tables or none."""
+    wh = Warehouse(tmp_path)
+    staged = tmp_path / LEO / ".staging.r1.log-end.deadbeef"
+    staged.mkdir(parents=True)
+    import pyarrow.parquet as pq
+
+    pq.write_table(_rows(4), staged / "part-log-end.parquet")
+    (tmp_path / LOCKS).mkdir()
+    (tmp_path / LOCKS / "r1.log-end.publishing.json").write_text(json.dumps([[LEO, str(staged)]]))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / LOCKS / "r1.log-end.lock").write_text(json.dumps({"host": __import__("socket").gethostname(),
+                                                                    "pid": int(dead.stdout), "start": "1"}))
+    wh.settle("r2")  # another run's journal is not this reader's business
+    assert not wh.exists(LEO, "r1")
+    wh.settle("r1")
+    assert wh.read_table(LEO, "r1").num_rows == 4
+    assert not any((tmp_path / LOCKS).iterdir())
