@@ -2,8 +2,9 @@
 
 Raw and core tables use the Arrow schemas of ``pipelines.tables``, marts those of
 ``pipelines.quality.marts`` (a mart file that is not its declared contract is an error, see
-``check_schema``). A table missing for the run (only one source ran, the mart was
-not built) is an empty frame with the same columns, so every suite still evaluates."""
+``check_schema``). A table missing for the run (only one source ran) is an empty frame with the
+same columns; :meth:`RunTables.rows` tells the suites whether a view has data to judge at all
+(``pipelines.quality.views.missing_data``)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,6 @@ class RunTables:
 
     def __init__(self, warehouse: Warehouse, run_id: str, spark: SparkSession | None = None):
         self.spark, self.warehouse, self.run_id = spark, warehouse, run_id
-        self.missing: list[str] = []
         self._cache: dict[str, DataFrame] = {}
 
     def __getitem__(self, table: str) -> DataFrame:
@@ -80,7 +80,6 @@ class RunTables:
         for f in files if mart else ():
             check_schema(mart, pq.read_schema(f), f)
         if not files:
-            self.missing.append(table)
             return self.spark.createDataFrame([], schema)
         # The files' own schema from their footers (no Spark inference job), then the contract's.
         try:
