@@ -67,3 +67,29 @@ def test_heat_scale_gives_1_and_6_different_colours_at_any_maximum():
         assert bins[0].low == 1 and bins[-1].high == top
         assert all(a.high + 1 == b.low for a, b in zip(bins, bins[1:]))
         assert charts.heat_color(1, bins) != charts.heat_color(6, bins), top
+
+
+def test_a_zookeeper_group_whose_offsets_stopped_while_the_log_moved_is_unhealthy(warehouse):
+    """The ZooKeeper side of Burrow's STOP: lag, and the last commit more than 10 minutes older
+    than the partition's newest message (a consumer still registered, so that is not the reason)."""
+    from datetime import timedelta
+
+    from pipelines.report.facts import _health
+
+    newest = T0 + timedelta(hours=3)
+    _table(warehouse, "raw/log_end_offsets", [
+        dict(topic="t", partition=p, log_start_offset=0, log_end_offset=100, max_timestamp=newest) for p in range(3)
+    ], step="log-end")
+    _table(warehouse, "core/consumer_registrations",
+           [dict(group_id=g, consumer_id="c1", topic="t", streams=1) for g in ("zk", "ok")])
+    lag = pa.Table.from_pylist([
+        dict(source="zookeeper", group_id="zk", topic="t", partition=0, lag=40, committed_at=T0),  # 3 h behind
+        dict(source="zookeeper", group_id="zk", topic="t", partition=1, lag=5, committed_at=newest - timedelta(minutes=9)),
+        dict(source="zookeeper", group_id="zk", topic="t", partition=2, lag=0, committed_at=T0),  # caught up
+        dict(source="zookeeper", group_id="ok", topic="t", partition=0, lag=7, committed_at=newest - timedelta(minutes=1)),
+    ])
+    health = {h.group_id: h for h in _health(warehouse, "r", lag, None, {})}
+    assert health["zk"].reasons == [
+        "offsets stopped while the log end moved on 1 partition(s): last commit up to 3 h before the newest message"
+    ]
+    assert health["ok"].reasons == []
