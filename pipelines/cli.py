@@ -164,7 +164,14 @@ def extract_kraft(
     offset = _parse_int(at_offset, "--at-offset")
     if offset is not None and offset < 0:
         raise UsageError(f"--at-offset {offset}: expected 0 or more")
-    time_ms = _parse_time(at_time, "--at-time")
+    time_ms = None
+    if at_time is not None:
+        from pipelines.kraft.extract import parse_time_ms
+
+        try:
+            time_ms = parse_time_ms(at_time)
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--at-time") from None
     steps.extract_kraft(_run(ctx, "extract"), paths=paths, at_offset=offset, at_time_ms=time_ms)
 
 
@@ -237,23 +244,6 @@ def _parse_int(value: str | None, option: str) -> int | None:
         return int(value, 0)
     except ValueError:
         raise typer.BadParameter(f"{value!r} is not a number", param_hint=option) from None
-
-
-def _parse_time(value: str | None, option: str) -> int | None:
-    """Epoch milliseconds of an ISO 8601 time (UTC when it names no zone) or of a number."""
-    if value is None:
-        return None
-    if value.isdigit():
-        return int(value)
-    from datetime import datetime, timezone
-
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(f"{value!r} is neither an ISO 8601 time nor epoch milliseconds", param_hint=option) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return int(when.timestamp() * 1000)
 
 
 def hoist_global_options(argv: list[str]) -> list[str]:

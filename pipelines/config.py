@@ -113,6 +113,31 @@ class KafkaSource(_Model):
     workers: Annotated[int, Field(ge=1)] | None = None
 
 
+class KraftSource(_Model):
+    """A KRaft metadata log (``kaudit extract kraft``): ``__cluster_metadata-0`` dirs, log dirs
+    holding one, or ``.log``/``.checkpoint`` files; replayed to the end, or to ``at_offset`` or
+    ``at_time`` (ISO 8601 or epoch ms)."""
+
+    paths: list[Path] = Field(default_factory=list)
+    at_offset: Annotated[int, Field(ge=0)] | None = None
+    at_time: str | None = None
+
+    @field_validator("at_time")
+    @classmethod
+    def _time(cls, v: str | None) -> str | None:
+        if v is not None:
+            from pipelines.kraft.extract import parse_time_ms
+
+            parse_time_ms(v)
+        return v
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "KraftSource":
+        if self.at_offset is not None and self.at_time is not None:
+            raise ValueError("give at_offset or at_time, not both")
+        return self
+
+
 def _zk_tag(v: Any) -> str | None:
     if isinstance(v, (ZkLive, ZkBackup)):
         return "live" if isinstance(v, ZkLive) else "backup"
@@ -125,6 +150,7 @@ ZkSource = Annotated[Annotated[ZkLive, Tag("live")] | Annotated[ZkBackup, Tag("b
 class Sources(_Model):
     zookeeper: list[ZkSource] = Field(default_factory=list)
     kafka: KafkaSource = Field(default_factory=KafkaSource)
+    kraft: KraftSource = Field(default_factory=KraftSource)
 
     @field_validator("zookeeper", mode="before")
     @classmethod
@@ -359,10 +385,11 @@ def _resolve_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
             "offsets_file": p(k.offsets_file),
         }
     )
+    kraft = cfg.sources.kraft.model_copy(update={"paths": [p(d) for d in cfg.sources.kraft.paths]})
     return cfg.model_copy(
         update={
             "warehouse": p(cfg.warehouse),
-            "sources": cfg.sources.model_copy(update={"zookeeper": zk, "kafka": kafka}),
+            "sources": cfg.sources.model_copy(update={"zookeeper": zk, "kafka": kafka, "kraft": kraft}),
         }
     )
 
@@ -383,6 +410,8 @@ def plan(cfg: AuditConfig) -> list[str]:
             units.append("extract:offsets")
         if k.log_dirs or k.offsets_file is not None:
             units.append("extract:log-end")
+        if cfg.sources.kraft.paths:
+            units.append("extract:kraft")
     units += [s for s in cfg.steps if s != "extract"]
     return units
 
@@ -477,6 +506,12 @@ def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
         steps.extract_offsets(ctx, paths=[*k.log_dirs, *k.consumer_offsets], workers=k.workers)
     elif unit == "extract:log-end":
         steps.extract_log_end(ctx, paths=list(k.log_dirs), offsets_file=k.offsets_file)
+    elif unit == "extract:kraft":
+        from pipelines.kraft.extract import parse_time_ms
+
+        kr = cfg.sources.kraft
+        at_time = None if kr.at_time is None else parse_time_ms(kr.at_time)
+        steps.extract_kraft(ctx, paths=list(kr.paths), at_offset=kr.at_offset, at_time_ms=at_time)
     elif unit == "build":
         steps.build(
             ctx, assignors=dict(cfg.assignors), run_dbt=False, spark_conf=dict(cfg.spark.conf) or None, submit=cfg.spark.submit

@@ -64,6 +64,20 @@ class Target:
     time_ms: int | None = None  # apply records appended at or before time_ms
 
 
+def parse_time_ms(value: str) -> int:
+    """Epoch milliseconds of an ISO 8601 time (UTC when it names no zone) or of a number of
+    milliseconds (``--at-time``, ``sources.kraft.at_time``); :class:`ValueError` otherwise."""
+    from datetime import datetime, timezone
+
+    if value.isdigit():
+        return int(value)
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is neither an ISO 8601 time nor epoch milliseconds") from None
+    return int((when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+
+
 @dataclass
 class FileRead:
     """Every record of one segment or snapshot file, in columns (the batch walk's, numba), with

@@ -49,6 +49,8 @@ def test_live_example_loads_and_resolves():
     assert live.tls is not None and live.tls.key == Path("/etc/kaudit/zk.key")
     assert cfg.assignors == {"legacy-billing": "roundrobin"}
     assert cfg.strict is True
+    assert cfg.sources.kraft.paths == [Path("/backups/kafka/controller-1/metadata")]
+    assert plan(cfg)[:4] == ["extract:zookeeper[0]", "extract:offsets", "extract:log-end", "extract:kraft"]
     with pytest.raises(UsageError, match="environment variable ZK_AUDIT_PASSWORD is not set"):
         load_config(EXAMPLE_LIVE, env={})
 
@@ -124,6 +126,11 @@ def test_empty_config_is_all_defaults(tmp_path):
         ("steps: [build, build]\n", "steps: 'build' listed twice"),
         ("run_id: 'a/b'\n", "run_id: a run id is letters, digits, '-' and '_' only"),
         ("run_id: 'v1.2'\n", "run_id: a run id is letters, digits, '-' and '_' only"),
+        ("sources: {kraft: {paths: [m], at_offset: 3, at_time: '2026-01-01'}}\n",
+         "sources.kraft: give at_offset or at_time, not both"),
+        ("sources: {kraft: {paths: [m], at_time: 'noon'}}\n",
+         "sources.kraft.at_time: 'noon' is neither an ISO 8601 time nor epoch milliseconds"),
+        ("sources: {kraft: {paths: [m], at_offset: -1}}\n", "sources.kraft.at_offset: input should be greater than or equal to 0"),
         ("validate: {strict: maybe}\n", "validate.strict: input should be a valid boolean, unable to interpret input, got 'maybe'"),
         ("- a\n- b\n", "audit.yaml: expected a mapping of keys at the top, got list"),
         ("sources: [\n", "audit.yaml: line 2, column 1: invalid YAML"),

@@ -59,3 +59,24 @@ def test_the_shipped_example_runs_on_the_demo_cluster(tmp_path, capsys, monkeypa
     run_id = first.split()[1]
     for table in ("raw/znodes", "raw/offset_commits", "raw/log_end_offsets"):
         assert any((tmp_path / "wh" / table / f"run_id={run_id}").glob("*.parquet")), table
+
+
+def test_a_kraft_source_is_an_extract_unit(tmp_path, capsys):
+    """sources.kraft: a metadata log (written with the independent test encoder) replayed to an
+    offset by `kaudit run`, as `extract kraft --at-offset` does."""
+    from builders import kraft as B
+
+    d = tmp_path / "metadata" / "__cluster_metadata-0"
+    log = B.Log()
+    log.append(B.register_broker(1), B.register_broker(2))
+    stop = log.append(B.unregister_broker(2))
+    log.append(B.register_broker(3))
+    log.write(d / B.segment_name(0))
+    config = tmp_path / "audit.yaml"
+    config.write_text(f"warehouse: wh\nrun_id: k1\nsteps: [extract]\nsources: {{kraft: {{paths: [metadata], at_offset: {stop}}}}}\n")
+    with pytest.raises(SystemExit) as done:
+        main(["run", "--config", str(config)])
+    assert done.value.code == 0, capsys.readouterr().err
+    assert "run k1: extract:kraft" in capsys.readouterr().err
+    brokers = pq.read_table(tmp_path / "wh" / "raw" / "kraft_brokers" / "run_id=k1")
+    assert sorted(brokers["broker_id"].to_pylist()) == [1]
