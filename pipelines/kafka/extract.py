@@ -31,6 +31,11 @@ def _pool(workers: int | None, jobs: int):
                                initializer=die_with, initargs=(os.getpid(),))
 
 
+def _named(paths: list[Path]) -> str:
+    """The input an error names: the path, or how many there were."""
+    return str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+
+
 def _decode_job(job) -> tuple[dict[str, int], dict[str, int], pa.Table]:
     return decode_file_to_parts(*job)
 
@@ -80,8 +85,7 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
                 if not counts[t] or t == "raw/quarantine":
                     tx.writer(t)  # every table gets its partition, empty or not
             if stats["bytes"] and not stats["batches"]:  # nothing readable: no tables, exit 1
-                where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
-                raise InputError(f"{where}: no readable record batch in {stats['files']} segment files "
+                raise InputError(f"{_named(paths)}: no readable record batch in {stats['files']} segment files "
                                  f"({stats['bytes']} bytes; expected Kafka log segments)")
     finally:
         if pool:
@@ -127,8 +131,7 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
             if old is None or (row["log_end_offset"] or -1) > (old["log_end_offset"] or -1):
                 rows[(topic, partition)] = row
     if size and not batches:
-        where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
-        raise InputError(f"{where}: no readable record batch in the segments of {len(dirs)} partition dirs "
+        raise InputError(f"{_named(paths)}: no readable record batch in the segments of {len(dirs)} partition dirs "
                          f"({size} bytes; expected Kafka log segments)")
     from_file = 0
     if offsets_file is not None:

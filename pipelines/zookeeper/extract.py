@@ -122,8 +122,6 @@ def extract_live(ctx: RunContext, *, hosts: str, chroot: str | None = None, auth
     then for any answer); servers that refuse connections fail the walk within seconds."""
     from pipelines.zookeeper import live
 
-    if timeout is not None and timeout <= 0:
-        raise UsageError("--timeout: expected a number of seconds > 0")
     connect_timeout = connect_timeout or timeout or live.CONNECT
     client, root = live.connect(hosts, chroot, auth, tls, ca, cert, key, timeout=connect_timeout)
     shown = hosts.partition("/")[0]
@@ -177,8 +175,7 @@ def read_order(path: Path, at_zxid: int | None = None, chroot: str | None = None
     rows, orphans = client_order(paths, data, stats, source="snapshot", chroot=root)
     if len(orphans):
         where = res.snapshot or str(path)
-        for i in orphans.tolist():
-            name = Spans.of(paths).take(np.array([i]), pa.large_binary())[0].as_py()
+        for name in Spans.of(paths).take(np.asarray(orphans, dtype=np.int64), pa.large_binary()).to_pylist():
             res.quarantined(text(name.decode("utf-8", "surrogateescape")),
                             f"{where}: invalid tree: this znode's parent is not in it (damage); left out with its subtree")
         res.warnings.append(f"invalid tree: {len(orphans)} znodes without a parent in {where}; "
