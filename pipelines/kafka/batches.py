@@ -49,6 +49,7 @@ import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
+import xxhash
 
 from pipelines.errors import UsageError
 from pipelines.kafka import kernels as K
@@ -131,30 +132,6 @@ class _Output:
 # --- codecs ----------------------------------------------------------------------------------
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XXH_P1, _XXH_P2, _XXH_P3, _XXH_P4, _XXH_P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-_M32 = 0xFFFFFFFF
-
-
-def _xxh32_small(data: bytes, seed: int = 0) -> int:
-    """XXH32 of a short input (< 16 bytes: an LZ4 frame descriptor)."""
-    assert len(data) < 16
-    h = (seed + _XXH_P5 + len(data)) & _M32
-    i = 0
-    while i + 4 <= len(data):
-        h = (h + int.from_bytes(data[i : i + 4], "little") * _XXH_P3) & _M32
-        h = (((h << 17) | (h >> 15)) & _M32) * _XXH_P4 & _M32
-        i += 4
-    while i < len(data):
-        h = (h + data[i] * _XXH_P5) & _M32
-        h = (((h << 11) | (h >> 21)) & _M32) * _XXH_P1 & _M32
-        i += 1
-    h ^= h >> 15
-    h = (h * _XXH_P2) & _M32
-    h ^= h >> 13
-    h = (h * _XXH_P3) & _M32
-    return h ^ (h >> 16)
-
-
 def _fix_lz4_header_checksum(data: bytes) -> bytes:
     """KAFKA-3160: 0.8/0.9 wrote the frame header checksum over magic + descriptor."""
     if len(data) < 7:
@@ -163,7 +140,7 @@ def _fix_lz4_header_checksum(data: bytes) -> bytes:
     end = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
     if len(data) <= end:
         return data
-    hc = (_xxh32_small(bytes(data[4:end])) >> 8) & 0xFF
+    hc = (xxhash.xxh32_intdigest(bytes(data[4:end])) >> 8) & 0xFF
     return bytes(data[:end]) + bytes([hc]) + bytes(data[end + 1 :])
 
 

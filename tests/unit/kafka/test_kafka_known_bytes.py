@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pipelines.kafka import kernels as K
-from pipelines.kafka.batches import _fix_lz4_header_checksum, _xxh32_small, decompress
+from pipelines.kafka.batches import _fix_lz4_header_checksum, decompress
 from pipelines.kafka.records import (
     GROUP_METADATA_VALUE,
     OFFSET_COMMIT_VALUE,
@@ -105,13 +105,6 @@ def test_crc_check_values():
     buf = np.frombuffer(b"123456789", dtype=np.uint8)
     assert K.crc32_slice8(K.CRC32C_TABLE, buf, 0, 9) == 0xE3069283  # CRC-32C check value
     assert K.crc32_slice8(K.CRC32_TABLE, buf, 0, 9) == 0xCBF43926  # CRC-32 check value
-
-
-def test_xxh32_known_values():
-    import xxhash
-
-    for data in (b"", b"a", b"abc", b"\x64\x40", b"\x64\x40" + bytes(8), bytes(range(15))):
-        assert _xxh32_small(data) == xxhash.xxh32(data).intdigest()
 
 
 def test_lz4_magic0_broken_header_checksum_is_accepted():
