@@ -21,6 +21,12 @@ changes only how bytes move:
   drains in batches (no callback thread, one wake-up per batch).
 
 Only the requests the caller builds are sent: this module never issues a write.
+
+It overrides private methods of kazoo's ``ConnectionHandler`` and uses the client's private
+request queues (``_queue`` of (request, async object), ``_pending`` of (request, async
+object, xid)) and ``_xid``: written against kazoo :data:`KAZOO_VERSION`, which
+``pyproject.toml`` pins exactly; ``tests/unit/zookeeper/test_kazoo_internals.py`` fails,
+naming what moved, when the installed kazoo no longer has them.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from kazoo.protocol.paths import _prefix_root
 from kazoo.protocol.serialization import Exists, GetChildren, GetChildren2, GetData
 from kazoo.protocol.states import KeeperState
 
+KAZOO_VERSION = "2.11.0"
 READ_TYPES = frozenset({GetData.type, GetChildren.type, GetChildren2.type, Exists.type})
 MAX_BATCH = 4096  # requests per send
 CHUNK = 1 << 18  # bytes per recv
