@@ -7,6 +7,9 @@ Per node one ``get`` (data + stat); ``get_children`` only for nodes whose stat s
 children. Only these two read calls are ever made (plus the session's own connect/auth).
 
 - a node deleted mid-walk (NoNode) is skipped;
+- TLS (``--tls``): the servers' certificates are verified against ``--ca`` (default: the
+  system's trust store), names included, and ``--cert``/``--key`` are the client's for mutual
+  TLS; a handshake every server fails ends the connect at once, naming why;
 - a node the walker may not read (NoAuth) becomes a quarantine row (source ``zk-live``,
   location = the path); its subtree cannot be listed;
 - a lost connection / expired session fails the reads in flight: they are re-issued with
@@ -27,13 +30,15 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from pipelines.errors import StepError, UsageError
+from pipelines.errors import InputError, StepError, UsageError
 from pipelines.zookeeper.rows import SYSTEM_ROOT, normalize_chroot
 
 QUARANTINE_SOURCE = "zk-live"
@@ -98,6 +103,42 @@ def refused(hosts: str, timeout: float = 1.0) -> bool:
     return True
 
 
+def tls_context(ca, cert, key) -> ssl.SSLContext:
+    """The client side of a TLS connection as kazoo makes it (chain verified against ``ca``, or
+    the system's trust store without one), and the server's name checked against its
+    certificate as ZooKeeper's own client does. Files that cannot be loaded are an error."""
+    for option, path in (("--ca", ca), ("--cert", cert), ("--key", key)):
+        if path is not None and not Path(path).is_file():
+            raise InputError(f"{option} {path}: no such file (expected a PEM file)")
+    ctx = ssl.create_default_context()
+    for option, load in (("--ca", lambda: ca and ctx.load_verify_locations(str(ca))),
+                         ("--cert/--key", lambda: cert and ctx.load_cert_chain(str(cert), str(key)))):
+        try:
+            load()
+        except (ssl.SSLError, ValueError) as err:
+            named = f"--ca {ca}" if option == "--ca" else f"--cert {cert} --key {key}"
+            why = getattr(err, "reason", None) or err
+            raise InputError(f"{named}: not a usable PEM {'CA bundle' if option == '--ca' else 'certificate and key'} ({why})") from None
+    return ctx
+
+
+def tls_refused(hosts: str, ctx: ssl.SSLContext, timeout: float = 5.0) -> str | None:
+    """Why every server fails the TLS handshake (certificate not trusted, not TLS, ...), or None
+    when one completes it or cannot be reached (kazoo's retries then decide)."""
+    reasons = []
+    for host, port in host_ports(hosts):
+        try:
+            with socket.create_connection((host, port), timeout=timeout) as raw, \
+                    ctx.wrap_socket(raw, server_hostname=host):
+                return None
+        except ssl.SSLError as err:
+            reasons.append(f"certificate verify failed: {err.verify_message}" if isinstance(err, ssl.SSLCertVerificationError) else
+                           (err.reason or str(err)).lower().replace("_", " "))
+        except OSError:
+            return None
+    return "; ".join(dict.fromkeys(reasons)) or None
+
+
 def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cert, key, timeout: float = CONNECT):
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
@@ -106,12 +147,12 @@ def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cer
 
     conn_hosts, root = _hosts_with_chroot(hosts, chroot)
     kwargs = {}
+    ctx = None
     if tls:
-        if ca is None:
-            raise UsageError("--tls needs --ca FILE (the CA that signed the servers' certificates)")
         if (cert is None) != (key is None):
             raise UsageError("--cert and --key go together")
-        kwargs.update(use_ssl=True, verify_certs=True, ca=str(ca),
+        ctx = tls_context(ca, cert, key)
+        kwargs.update(use_ssl=True, verify_certs=True, check_hostname=True, ca=str(ca) if ca else None,
                       certfile=str(cert) if cert else None, keyfile=str(key) if key else None)
     elif ca or cert or key:
         raise UsageError("--ca/--cert/--key need --tls")
@@ -125,6 +166,8 @@ def connect(hosts: str, chroot: str | None, auth: str | None, tls: bool, ca, cer
     shown = hosts.partition("/")[0]
     if refused(shown):
         raise StepError(f"ZooKeeper {shown}: connection refused (no server listening)")
+    if ctx is not None and (why := tls_refused(shown, ctx, min(5.0, timeout))):
+        raise StepError(f"ZooKeeper {shown}: TLS handshake failed: {why}")
     started = client.start_async()
     deadline = time.monotonic() + timeout
     while not started.wait(min(PROBE, max(0.0, deadline - time.monotonic()))):
