@@ -118,7 +118,8 @@ def tls_context(ca, cert, key) -> ssl.SSLContext:
         except (ssl.SSLError, ValueError) as err:
             named = f"--ca {ca}" if option == "--ca" else f"--cert {cert} --key {key}"
             why = getattr(err, "reason", None) or err
-            raise InputError(f"{named}: not a usable PEM {'CA bundle' if option == '--ca' else 'certificate and key'} ({why})") from None
+            what = "CA bundle" if option == "--ca" else "certificate and key"
+            raise InputError(f"{named}: not a usable PEM {what} ({why})") from None
     return ctx
 
 
@@ -132,8 +133,10 @@ def tls_refused(hosts: str, ctx: ssl.SSLContext, timeout: float = 5.0) -> str | 
                     ctx.wrap_socket(raw, server_hostname=host):
                 return None
         except ssl.SSLError as err:
-            reasons.append(f"certificate verify failed: {err.verify_message}" if isinstance(err, ssl.SSLCertVerificationError) else
-                           (err.reason or str(err)).lower().replace("_", " "))
+            if isinstance(err, ssl.SSLCertVerificationError):
+                reasons.append(f"certificate verify failed: {err.verify_message}")
+            else:
+                reasons.append((err.reason or str(err)).lower().replace("_", " "))
         except OSError:
             return None
     return "; ".join(dict.fromkeys(reasons)) or None

@@ -9,9 +9,9 @@ import subprocess
 import time
 
 import pytest
+from zk_server import free_port, start_zk
 
 from pipelines.warehouse import Warehouse
-from zk_server import free_port, start_zk
 
 pytestmark = pytest.mark.integration
 
@@ -32,8 +32,8 @@ def _ca(d, name):
 
 
 def _signed(d, name, ca, san=None):
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}",
-             cwd=d)
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+             "-subj", f"/CN={name}", cwd=d)
     ext = d / f"{name}.ext"
     ext.write_text(f"subjectAltName={san}\n" if san else "basicConstraints=CA:FALSE\n")
     _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
@@ -99,7 +99,8 @@ def test_tls_failures_are_one_line(tls_zk, tmp_path, capsys, case):
     args, expected = {
         "untrusted server": (["--hosts", hosts, "--ca", str(d / "other-ca.pem"), *client],
                              f"ZooKeeper {hosts}: TLS handshake failed: certificate verify failed"),
-        "no client certificate": (["--hosts", hosts, "--ca", str(d / "ca.pem")], f"ZooKeeper {hosts}: TLS handshake failed"),
+        "no client certificate": (["--hosts", hosts, "--ca", str(d / "ca.pem")],
+                                  f"ZooKeeper {hosts}: TLS handshake failed"),
         "plain port": (["--hosts", server.hosts, "--ca", str(d / "ca.pem"), *client],
                        f"ZooKeeper {server.hosts}: TLS handshake failed"),
         "missing CA file": (["--hosts", hosts, "--ca", str(d / "nope.pem")], f"--ca {d / 'nope.pem'}: no such file"),
