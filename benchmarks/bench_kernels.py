@@ -6,12 +6,15 @@ same run (issue 19: a kernel is kept only where this shows the library is the bo
   pieces are a few dozen bytes: the calls are the cost);
 - ZooKeeper path sort (``zookeeper/kernels.sort_strings``: MSD radix, 8 bytes a digit) vs
   ``pyarrow.compute.sort_indices`` and ``numpy.argsort`` of the same paths;
-- Kafka batch CRCs (``kafka/kernels.crc32_slice8`` over every batch, in one kernel call) vs
-  ``crc32c.crc32c`` / ``zlib.crc32`` per batch from Python;
+- Kafka batch CRCs (``kafka/kernels.crc32_slice8``): over random spans the size of
+  ``bench_offsets``' batches, in one kernel call vs ``crc32c.crc32c`` / ``zlib.crc32`` per span
+  from Python; then in place, the offsets decoder's framing of ``bench_offsets``' segments
+  (built once, cached) with the kernel's CRCs vs framed by headers only and ``crc32c.crc32c``
+  per batch;
 - a short ``kaudit extract zk-snapshot`` process with the snapshot kernels built ahead of time
   (``numba.pycc``, ``make``) vs numba's JIT with a warm on-disk cache.
 
-    .venv/bin/python benchmarks/bench_kernels.py [--nodes N] [--batches N] [--repeat R]
+    .venv/bin/python benchmarks/bench_kernels.py [--nodes N] [--spans N] [--records N] [--repeat R]
 
 Each figure is the best of R runs (default 3); ratios are library / kernel (above 1: the
 kernel is faster).
@@ -32,6 +35,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))  # bench_offsets: its segments, built with tests/builders
 
 SNAPSHOT = Path("/work/shared/fixtures/real/zookeeper/invalidsnap/version-2/snapshot.272")
 # the CLI with the ahead-of-time module hidden: numba's JIT (and its cache) serve the kernels
@@ -106,8 +110,9 @@ def bench_zookeeper(n: int, repeat: int) -> None:
     line("path sort", t_kernel, t_numpy, f"numpy argsort (S{fixed.itemsize})")
 
 
-def bench_kafka(n: int, repeat: int) -> None:
+def bench_kafka(n: int, records: int, repeat: int) -> None:
     import crc32c
+    from bench_offsets import build
     from numba import njit
 
     from pipelines.kafka import kernels as K
@@ -124,7 +129,7 @@ def bench_kafka(n: int, repeat: int) -> None:
     ends = np.cumsum(sizes)
     starts = ends - sizes
     buf = rng.integers(0, 256, int(ends[-1]), dtype=np.uint8)
-    print(f"Kafka, {n} batches, {buf.nbytes / 1e6:.0f} MB")
+    print(f"Kafka, {n} spans, {buf.nbytes / 1e6:.0f} MB")
     view = memoryview(buf)
     spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
     cases = (("CRC-32C (magic 2)", K.CRC32C_TABLE, crc32c.crc32c), ("CRC-32 (magic 0/1)", K.CRC32_TABLE, zlib.crc32))
@@ -133,7 +138,40 @@ def bench_kafka(n: int, repeat: int) -> None:
         t_kernel, a = best(lambda t=table: crc32_spans(t, buf, starts, ends), repeat)
         t_lib, b = best(lambda f=lib: np.array([f(view[s:e]) for s, e in spans], np.int64), repeat)
         assert np.array_equal(a, b)
-        line(f"{name} of every batch", t_kernel, t_lib, f"{lib.__module__}.{lib.__name__} per batch")
+        line(f"{name} of every span", t_kernel, t_lib, f"{lib.__module__}.{lib.__name__} per span")
+
+    # in place: the offsets decoder's framing of bench_offsets' segments, CRCs in the kernel, or
+    # framed by headers only and the CRC-32C of each batch from the library
+    data = Path(tempfile.gettempdir()) / "kaudit-bench-offsets" / str(records)
+    data.mkdir(parents=True, exist_ok=True)
+    build(data, records)
+    segments = [np.fromfile(f, np.uint8) for f in sorted(data.rglob("*.log"))]
+
+    def kernel_crc():
+        return [K.scan_batches(b, True, K.CRC32C_TABLE, K.CRC32_TABLE) for b in segments]
+
+    def library_crc():
+        out = []
+        for b in segments:
+            bt = K.scan_batches(b, False, K.CRC32C_TABLE, K.CRC32_TABLE)
+            pos = bt[:, K.B_POS]
+            word = b[(pos + 17)[:, None] + np.arange(4)].astype(np.int64)
+            stored = (word[:, 0] << 24) | (word[:, 1] << 16) | (word[:, 2] << 8) | word[:, 3]
+            v = memoryview(b)
+            spans = zip((pos + 21).tolist(), (pos + bt[:, K.B_SIZE]).tolist(), strict=True)
+            got = [crc32c.crc32c(v[s:e]) for s, e in spans]
+            assert np.array_equal(np.array(got, np.int64), stored)
+            out.append(bt)
+        return out
+
+    kernel_crc()
+    t_kernel, a = best(kernel_crc, repeat)
+    t_lib, b = best(library_crc, repeat)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    batches = sum(len(x) for x in a)
+    mb = sum(x.nbytes for x in segments) / 1e6
+    line(f"framing + CRC-32C of {records} offset commits ({batches} batches, {mb:.0f} MB)", t_kernel, t_lib,
+         "header-only framing + crc32c per batch")
 
 
 def bench_start(repeat: int) -> None:
@@ -162,12 +200,13 @@ def bench_start(repeat: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=1_000_000)
-    ap.add_argument("--batches", type=int, default=500_000)
+    ap.add_argument("--spans", type=int, default=500_000)
+    ap.add_argument("--records", type=int, default=1_000_000, help="offset commits of the in-place CRC figure")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     bench_zookeeper(args.nodes, args.repeat)
-    bench_kafka(args.batches, args.repeat)
+    bench_kafka(args.spans, args.records, args.repeat)
     bench_start(args.repeat)
     print(f"load average {os.getloadavg()[0]:.1f}")
 
