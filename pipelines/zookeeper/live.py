@@ -108,6 +108,14 @@ def refused(hosts: str, timeout: float = 1.0) -> bool:
     return True
 
 
+TLS_HINTS = {  # OpenSSL's reasons for a failed handshake -> what the user can do about it
+    "bad certificate": "the server refused the client certificate: --cert/--key",
+    "certificate required": "the server wants a client certificate: --cert/--key",
+    "unexpected eof": "the server closed the connection: is this its secureClientPort?",
+    "wrong version number": "not TLS: is this the server's secureClientPort?",
+}
+
+
 def tls_context(ca, cert, key) -> ssl.SSLContext:
     """The client side of a TLS connection as kazoo makes it (chain verified against ``ca``, or
     the system's trust store without one), and the server's name checked against its
@@ -141,7 +149,9 @@ def tls_refused(hosts: str, ctx: ssl.SSLContext, timeout: float = 5.0) -> str | 
             if isinstance(err, ssl.SSLCertVerificationError):
                 reasons.append(f"certificate verify failed: {err.verify_message}")
             else:
-                reasons.append((err.reason or str(err)).lower().replace("_", " "))
+                reason = (err.reason or str(err)).lower().replace("_", " ")
+                hint = next((h for k, h in TLS_HINTS.items() if k in reason), None)
+                reasons.append(f"{reason} ({hint})" if hint else reason)
         except OSError:
             return None
     return "; ".join(dict.fromkeys(reasons)) or None
