@@ -92,7 +92,8 @@ def test_walk_over_mutual_tls(tls_zk, tmp_path, capsys):
     assert {r["path"]: r["data"] for r in rows} == expected
 
 
-@pytest.mark.parametrize("case", ["untrusted server", "no client certificate", "plain port", "missing CA file"])
+@pytest.mark.parametrize("case", ["untrusted server", "no client certificate", "plain port", "missing CA file",
+                                  "CA file not PEM"])
 def test_tls_failures_are_one_line(tls_zk, tmp_path, capsys, case):
     d, server, hosts = tls_zk
     client = ["--cert", str(d / "client.pem"), "--key", str(d / "client.key")]
@@ -106,7 +107,10 @@ def test_tls_failures_are_one_line(tls_zk, tmp_path, capsys, case):
                        f"ZooKeeper {server.hosts}: TLS handshake failed: unexpected eof while reading (the server "
                        "closed the connection: is this its secureClientPort?)"),
         "missing CA file": (["--hosts", hosts, "--ca", str(d / "nope.pem")], f"--ca {d / 'nope.pem'}: no such file"),
+        "CA file not PEM": (["--hosts", hosts, "--ca", str(d / "not-a-ca.pem")],
+                            f"--ca {d / 'not-a-ca.pem'}: not a usable PEM CA bundle"),
     }[case]
+    (d / "not-a-ca.pem").write_bytes(b"\x30\x82 not a certificate")
     rc, err, took = _cli(tmp_path, capsys, *args, "--tls", "--timeout", "10")
     assert rc == 1 and expected in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert took < 8, f"{case}: {took:.1f}s, not at once"
