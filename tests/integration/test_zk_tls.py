@@ -1,7 +1,8 @@
 """``kaudit extract zk --tls``: a real ZooKeeper 3.8 serving its secureClientPort (Netty, mutual
 TLS) with a throwaway CA, server and client certificates made here with the openssl CLI. The
 walk over TLS reads what the test wrote; a CA that did not sign the server's certificate, a
-missing client certificate, a plain port and an unreadable CA file each end in one line, exit 1."""
+missing client certificate, a plain port, a missing CA file and one that is not PEM each end in
+one line, exit 1, at once."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def tls_zk(tmp_path_factory):
     _ca(d, "other-ca")
     _signed(d, "server", "ca", san="IP:127.0.0.1")
     _signed(d, "client", "ca")
+    (d / "not-a-ca.pem").write_bytes(b"\x30\x82 not a certificate")
     (d / "server-keystore.pem").write_bytes((d / "server.key").read_bytes() + (d / "server.pem").read_bytes())
     secure = free_port()
     conf = (f"secureClientPort={secure}\nsecureClientPortAddress=127.0.0.1\n"
@@ -110,7 +112,6 @@ def test_tls_failures_are_one_line(tls_zk, tmp_path, capsys, case):
         "CA file not PEM": (["--hosts", hosts, "--ca", str(d / "not-a-ca.pem")],
                             f"--ca {d / 'not-a-ca.pem'}: not a usable PEM CA bundle"),
     }[case]
-    (d / "not-a-ca.pem").write_bytes(b"\x30\x82 not a certificate")
     rc, err, took = _cli(tmp_path, capsys, *args, "--tls", "--timeout", "10")
     assert rc == 1 and expected in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert took < 8, f"{case}: {took:.1f}s, not at once"
