@@ -128,8 +128,13 @@ def submit_command(
     cmd += ["--py-files", str(py_files or build_package())]
     for key, value in sorted(ctx.spark_conf.items()):
         cmd += ["--conf", f"{key}={value}"]
-    cmd += [str(job_path(step)), "--warehouse", str(ctx.warehouse.root), "--run-id", ctx.run_id]
-    return cmd + list(args or [])
+    return cmd + job_command(ctx, step, args)
+
+
+def job_command(ctx: RunContext, step: str, args: list[str] | None = None) -> list[str]:
+    """The job's script and its arguments (the run's ``--warehouse`` and ``--run-id``, then
+    ``args``): what follows spark-submit's own options."""
+    return [str(job_path(step)), "--warehouse", str(ctx.warehouse.root), "--run-id", ctx.run_id, *(args or [])]
 
 
 def submit_job(ctx: RunContext, step: str, args: list[str] | None = None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipelines import steps
+from pipelines import cluster, steps
 from pipelines.config import AuditConfig, ZkLive, ZkTls, load_config
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
@@ -79,16 +79,10 @@ def run_context(cfg: AuditConfig, base, explicit: frozenset[str] = frozenset()) 
 
 def plan_json(cfg: AuditConfig, ctx: RunContext, units: list[str]) -> str:
     """The plan as JSON, for the Airflow DAG: units, and how to spark-submit the Spark ones."""
-    from pipelines import cluster
-
     def job(step: str, args: list[str]) -> dict:
-        return {
-            "application": str(cluster.JOBS_DIR / f"{step}.py"),
-            "application_args": ["--warehouse", str(ctx.warehouse.root), "--run-id", ctx.run_id, *args],
-        }
+        application, *application_args = cluster.job_command(ctx, step, args)
+        return {"application": application, "application_args": application_args}
 
-    assignor_args = [f"--assignor={g}={a}" for g, a in sorted(cfg.assignors.items())]
-    dbt_args = ["--target", ctx.dbt_target] if ctx.dbt_target else []
     return json.dumps(
         {
             "run_id": ctx.run_id,
@@ -97,7 +91,10 @@ def plan_json(cfg: AuditConfig, ctx: RunContext, units: list[str]) -> str:
             "spark_conf": ctx.spark_conf,
             "units": units,
             "extract_units": [u for u in units if u.startswith("extract:")],
-            "spark_jobs": {"build": job("build_core", assignor_args), "dbt": job("dbt_build", dbt_args)},
+            "spark_jobs": {
+                "build": job("build_core", steps.assignor_args(cfg.assignors)),
+                "dbt": job("dbt_build", steps.dbt_job_args(ctx)),
+            },
             "strict": cfg.strict,
         },
         indent=2,

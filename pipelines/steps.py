@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipelines import cluster
 from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
 from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
@@ -107,16 +108,24 @@ def parse_assignors(values: list[str]) -> dict[str, str]:
     return out
 
 
+def assignor_args(assignors: dict[str, str]) -> list[str]:
+    """``{group: assignor}`` as the ``--assignor`` options of ``build_core.py`` (:func:`parse_assignors`)."""
+    return [f"--assignor={g}={a}" for g, a in sorted(assignors.items())]
+
+
+def dbt_job_args(ctx: RunContext) -> list[str]:
+    """The options of ``dbt_build.py`` for ``ctx``: its dbt target, if it names one."""
+    return ["--target", ctx.dbt_target] if ctx.dbt_target else []
+
+
 def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: bool = True) -> None:
     """Spark core tables, then :func:`dbt` (unless ``run_dbt`` is False).
 
     With a non-local master (``spark://``, ``yarn``, ``k8s://``) each Spark step runs as
     ``spark-submit pipelines/jobs/<step>.py`` with the package shipped (``pipelines.cluster``)."""
-    from pipelines import cluster
-
     require_extracted(ctx)
     if cluster.submits(ctx):
-        cluster.submit_job(ctx, "build_core", [f"--assignor={g}={a}" for g, a in sorted((assignors or {}).items())])
+        cluster.submit_job(ctx, "build_core", assignor_args(assignors or {}))
     else:
         from pipelines.spark.build import build_core
 
@@ -128,10 +137,8 @@ def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: boo
 def dbt(ctx: RunContext) -> None:
     """``dbt build`` of the marts and snapshots on ``ctx.dbt_target`` (in this process, or as
     ``spark-submit pipelines/jobs/dbt_build.py`` like the Spark steps)."""
-    from pipelines import cluster
-
     if cluster.submits(ctx):
-        cluster.submit_job(ctx, "dbt_build", ["--target", ctx.dbt_target] if ctx.dbt_target else [])
+        cluster.submit_job(ctx, "dbt_build", dbt_job_args(ctx))
         return
     from pipelines.transform.dbt_runner import run_dbt
 
@@ -140,8 +147,6 @@ def dbt(ctx: RunContext) -> None:
 
 def validate(ctx: RunContext, strict: bool = False) -> None:
     """Great Expectations suites; raises ExpectationsFailed (exit 3) with ``strict``."""
-    from pipelines import cluster
-
     require_built(ctx, "validate")
     if cluster.submits(ctx):
         cluster.submit_job(ctx, "validate", ["--strict"] if strict else [])
