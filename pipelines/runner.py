@@ -79,6 +79,7 @@ def run_context(cfg: AuditConfig, base, explicit: frozenset[str] = frozenset()) 
 
 def plan_json(cfg: AuditConfig, ctx: RunContext, units: list[str]) -> str:
     """The plan as JSON, for the Airflow DAG: units, and how to spark-submit the Spark ones."""
+
     def job(step: str, args: list[str]) -> dict:
         application, *application_args = cluster.job_command(ctx, step, args)
         return {"application": application, "application_args": application_args}

@@ -30,7 +30,8 @@ def test_package_is_deterministic_and_importable(tmp_path):
 def test_submit_command(tmp_path, monkeypatch):
     monkeypatch.delenv("SPARK_HOME", raising=False)
     ctx = RunContext(
-        Warehouse(tmp_path / "wh"), "r1", spark_master="spark://10.0.0.1:7077", spark_conf={"spark.executor.memory": "2g"}
+        Warehouse(tmp_path / "wh"), "r1", spark_master="spark://10.0.0.1:7077",
+        spark_conf={"spark.executor.memory": "2g"},
     )
     zip_path = tmp_path / "p.zip"
     cmd = cluster.submit_command(ctx, "build_core", ["--assignor=g=range"], zip_path)

@@ -229,8 +229,8 @@ def test_spark_and_dbt_settings_travel_in_the_run_context(tmp_path, monkeypatch)
     process environment; the command line's dbt target (KAUDIT_DBT_TARGET) holds unless the
     config names one."""
     monkeypatch.delenv("KAUDIT_DBT_TARGET", raising=False)
-    text = "warehouse: wh\nrun_id: r1\nspark: {conf: {spark.executor.memory: 2g}, submit: true}\ndbt: {target: thrift}\n"
-    cfg = load_config(write(tmp_path, text))
+    spark = "spark: {conf: {spark.executor.memory: 2g}, submit: true}\n"
+    cfg = load_config(write(tmp_path, "warehouse: wh\nrun_id: r1\n" + spark + "dbt: {target: thrift}\n"))
     base = RunContext(warehouse=Warehouse(tmp_path / "cli"), run_id=None, dbt_target="elsewhere")
     ctx, _ = run_context(cfg, base)
     assert (ctx.spark_conf, ctx.spark_submit, ctx.dbt_target) == ({"spark.executor.memory": "2g"}, True, "thrift")
