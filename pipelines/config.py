@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from pipelines.errors import UsageError
 from pipelines.runs import RUN_ID, RUN_ID_RULE
+from pipelines.tables import ZOOKEEPER_ASSIGNORS
 from pipelines.zookeeper.hosts import check_hosts
 
 STEPS = ("extract", "build", "dbt", "validate", "report")
@@ -214,11 +215,11 @@ class ValidateConfig(_Model):
 class AuditConfig(_Model):
     warehouse: Path | None = None
     run_id: str | None = None
-    steps: list[Literal["extract", "build", "dbt", "validate", "report"]] = Field(default_factory=lambda: list(STEPS))
+    steps: list[Literal[STEPS]] = Field(default_factory=lambda: list(STEPS))
     sources: Sources = Field(default_factory=Sources)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     dbt: DbtConfig = Field(default_factory=DbtConfig)
-    assignors: dict[str, Literal["range", "roundrobin"]] = Field(default_factory=dict)
+    assignors: dict[str, Literal[ZOOKEEPER_ASSIGNORS]] = Field(default_factory=dict)
     validate_: ValidateConfig = Field(default_factory=ValidateConfig, alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
