@@ -3,6 +3,7 @@ function; the work lives in the packages (``kafka/``, ``zookeeper/``, ``spark/``
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ app.add_typer(extract_app, name="extract")
 
 GLOBAL_FLAGS = ("--quiet", "--verbose")
 GLOBAL_OPTIONS = ("--warehouse", "--run-id", "--spark-master")
+DBT_TARGET_ENV = "KAUDIT_DBT_TARGET"  # a profiles.yml target for every dbt build (the config's dbt.target wins)
 
 
 @app.callback()
@@ -51,7 +53,8 @@ def _global(
 ) -> None:
     if run_id is not None and run_id != LATEST:
         check_run_id(run_id)  # a usage error before any work, whatever the command
-    ctx.obj = _Options(Warehouse(warehouse), run_id, spark_master, quiet, verbose)
+    dbt_target = os.environ.get(DBT_TARGET_ENV) or None
+    ctx.obj = _Options(Warehouse(warehouse), run_id, spark_master, quiet, verbose, dbt_target)
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,17 @@ class _Options:
     spark_master: str | None
     quiet: bool
     verbose: bool
+    dbt_target: str | None
 
     def context(self, run_id: str) -> RunContext:
-        return RunContext(self.warehouse, run_id, spark_master=self.spark_master, quiet=self.quiet, verbose=self.verbose)
+        return RunContext(
+            self.warehouse,
+            run_id,
+            spark_master=self.spark_master,
+            quiet=self.quiet,
+            verbose=self.verbose,
+            dbt_target=self.dbt_target,
+        )
 
 
 def _run(ctx: typer.Context, kind: str) -> RunContext:
@@ -219,8 +230,10 @@ def run(
     """Every step the config names, in order (global options given here win over the config)."""
     sources = {n: ctx.parent.get_parameter_source(n) for n in ("warehouse", "run_id", "spark_master")}
     given = {n for n, src in sources.items() if src is not None and src.name not in ("DEFAULT", "DEFAULT_MAP")}
+    from pipelines.runner import run_config
+
     opts: _Options = ctx.find_object(_Options)
-    steps.run_config(opts, config, only=only, show_plan=show_plan, explicit=frozenset(given))
+    run_config(opts, config, only=only, show_plan=show_plan, explicit=frozenset(given))
 
 
 @app.command()

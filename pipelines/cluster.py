@@ -55,12 +55,12 @@ def inside_spark_submit() -> bool:
     return bool(os.environ.get("SPARK_ENV_LOADED")) or "pyspark-shell" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
 
-def submits(ctx: RunContext, force: bool | None = None) -> bool:
-    """Whether a Spark step of ``ctx`` runs through spark-submit (a non-local master, or
-    ``force``), rather than in this process. Never from inside a spark-submit driver."""
+def submits(ctx: RunContext) -> bool:
+    """Whether a Spark step of ``ctx`` runs through spark-submit (``ctx.spark_submit``; unset: a
+    non-local master), rather than in this process. Never from inside a spark-submit driver."""
     if inside_spark_submit():
         return False
-    return (not is_local(ctx.spark_master)) if force is None else force
+    return (not is_local(ctx.spark_master)) if ctx.spark_submit is None else ctx.spark_submit
 
 
 # --- the shipped package -----------------------------------------------------------------------
@@ -120,30 +120,27 @@ def job_path(step: str) -> Path:
 
 
 def submit_command(
-    ctx: RunContext,
-    step: str,
-    args: list[str] | None = None,
-    conf: dict[str, str] | None = None,
-    py_files: Path | None = None,
+    ctx: RunContext, step: str, args: list[str] | None = None, py_files: Path | None = None
 ) -> list[str]:
-    """The spark-submit command line of one job (what Airflow's SparkSubmitHook also builds)."""
+    """The spark-submit command line of one job (what Airflow's SparkSubmitHook also builds), with
+    ``ctx.spark_conf`` as ``--conf``."""
     cmd = [str(spark_submit_binary()), "--master", ctx.spark_master or "local[*]", "--name", f"kaudit-{step}-{ctx.run_id}"]
     cmd += ["--py-files", str(py_files or build_package())]
-    for key, value in sorted((conf or {}).items()):
+    for key, value in sorted(ctx.spark_conf.items()):
         cmd += ["--conf", f"{key}={value}"]
-    cmd += [str(job_path(step)), "--warehouse", str(ctx.warehouse.root), "--run-id", ctx.run_id]
-    return cmd + list(args or [])
+    return cmd + job_command(ctx, step, args)
 
 
-def submit_job(
-    ctx: RunContext,
-    step: str,
-    args: list[str] | None = None,
-    conf: dict[str, str] | None = None,
-) -> None:
+def job_command(ctx: RunContext, step: str, args: list[str] | None = None) -> list[str]:
+    """The job's script and its arguments (the run's ``--warehouse`` and ``--run-id``, then
+    ``args``): what follows spark-submit's own options."""
+    return [str(job_path(step)), "--warehouse", str(ctx.warehouse.root), "--run-id", ctx.run_id, *(args or [])]
+
+
+def submit_job(ctx: RunContext, step: str, args: list[str] | None = None) -> None:
     """Run ``pipelines/jobs/<step>.py`` through spark-submit on ``ctx.spark_master``; the job's
     output goes to ``runs/run_id=<id>/spark-<step>.log``. :class:`StepError` when it fails."""
-    cmd = submit_command(ctx, step, args, conf)
+    cmd = submit_command(ctx, step, args)
     env = dict(os.environ)
     # Executors and the driver run the same Python as kaudit unless the cluster says otherwise.
     env.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -11,14 +11,12 @@ Every key is documented in ``examples/audit.yaml``. Loading does, in order:
 Any problem raises :class:`pipelines.errors.UsageError` (exit 2) naming the file, the key path
 and the problem, e.g. ``audit.yaml: sources.zookeeper[0].hosts: expected H:P[,H:P], got 'x'``.
 
-The config turns into a *plan*: an ordered list of units (one per configured source to
-extract, then ``build``, ``dbt``, ``validate``, ``report``) that ``kaudit run`` executes and that
-the Airflow DAG maps onto tasks (extract units in parallel).
+What ``kaudit run`` and the Airflow DAG do with a config (its plan of units, the run's context)
+is :mod:`pipelines.runner`'s business; this module is the file's schema and its loading only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -27,9 +25,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
-from pipelines.context import RunContext
 from pipelines.errors import UsageError
-from pipelines.runs import RUN_ID, RUN_ID_RULE, Choice, choose
+from pipelines.runs import RUN_ID, RUN_ID_RULE
+from pipelines.tables import ZOOKEEPER_ASSIGNORS
 from pipelines.zookeeper.hosts import check_hosts
 
 STEPS = ("extract", "build", "dbt", "validate", "report")
@@ -217,11 +215,11 @@ class ValidateConfig(_Model):
 class AuditConfig(_Model):
     warehouse: Path | None = None
     run_id: str | None = None
-    steps: list[Literal["extract", "build", "dbt", "validate", "report"]] = Field(default_factory=lambda: list(STEPS))
+    steps: list[Literal[STEPS]] = Field(default_factory=lambda: list(STEPS))
     sources: Sources = Field(default_factory=Sources)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     dbt: DbtConfig = Field(default_factory=DbtConfig)
-    assignors: dict[str, Literal["range", "roundrobin"]] = Field(default_factory=dict)
+    assignors: dict[str, Literal[ZOOKEEPER_ASSIGNORS]] = Field(default_factory=dict)
     validate_: ValidateConfig = Field(default_factory=ValidateConfig, alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -392,150 +390,3 @@ def _resolve_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
             "sources": cfg.sources.model_copy(update={"zookeeper": zk, "kafka": kafka, "kraft": kraft}),
         }
     )
-
-
-# --- the plan --------------------------------------------------------------------------------
-
-
-def plan(cfg: AuditConfig) -> list[str]:
-    """The units ``kaudit run`` executes, in order: extract units first (independent of each
-    other, the DAG runs them in parallel), then ``build`` (Spark core), ``dbt``, ``validate``,
-    ``report``."""
-    units: list[str] = []
-    if "extract" in cfg.steps:
-        for i, z in enumerate(cfg.sources.zookeeper):
-            units.append(f"extract:zookeeper[{i}]")
-        k = cfg.sources.kafka
-        if k.log_dirs or k.consumer_offsets:
-            units.append("extract:offsets")
-        if k.log_dirs or k.offsets_file is not None:
-            units.append("extract:log-end")
-        if cfg.sources.kraft.paths:
-            units.append("extract:kraft")
-    units += [s for s in cfg.steps if s != "extract"]
-    return units
-
-
-def select(units: list[str], only: list[str]) -> list[str]:
-    """``units`` named by ``only`` (a unit, or a step name selecting all its units)."""
-    if not only:
-        return units
-    known = set(units) | {u.split(":", 1)[0] for u in units}
-    for o in only:
-        if o not in known:
-            raise UsageError(f"--only {o!r}: not a unit of this config (units: {', '.join(units)})")
-    return [u for u in units if u in only or u.split(":", 1)[0] in only]
-
-
-# --- running it ------------------------------------------------------------------------------
-
-
-def run_context(cfg: AuditConfig, base, explicit: frozenset[str] = frozenset()) -> tuple[RunContext, Choice]:
-    """The run's context: ``base``'s options (the command line's; ``run_id`` may be None or
-    ``latest``) with the config's warehouse, run id and Spark master, except where the command
-    line gave them (``explicit``); the run chosen as :mod:`pipelines.runs` says for ``run``: the
-    one named, else a new one. The dbt target goes to ``KAUDIT_DBT_TARGET`` (read by
-    ``pipelines.transform.dbt_runner``, also inside a spark-submitted ``dbt_build.py``)."""
-    from pipelines.warehouse import Warehouse
-
-    warehouse = base.warehouse
-    if cfg.warehouse is not None and "warehouse" not in explicit:
-        warehouse = Warehouse(cfg.warehouse)
-    run_id = base.run_id
-    if cfg.run_id is not None and "run_id" not in explicit:
-        run_id = cfg.run_id
-    master = base.spark_master
-    if cfg.spark.master is not None and "spark_master" not in explicit:
-        master = cfg.spark.master
-    if cfg.dbt.target:
-        os.environ["KAUDIT_DBT_TARGET"] = cfg.dbt.target
-    choice = choose(warehouse.root, run_id, "new")
-    ctx = RunContext(warehouse, choice.run_id, spark_master=master, quiet=base.quiet, verbose=base.verbose)
-    return ctx, choice
-
-
-def _submits(cfg: AuditConfig, ctx: RunContext) -> bool:
-    from pipelines import cluster
-
-    return cluster.submits(ctx, cfg.spark.submit)
-
-
-def plan_json(cfg: AuditConfig, ctx: RunContext, units: list[str]) -> str:
-    """The plan as JSON, for the Airflow DAG: units, and how to spark-submit the Spark ones."""
-    from pipelines import cluster
-
-    def job(step: str, args: list[str]) -> dict:
-        return {
-            "application": str(cluster.JOBS_DIR / f"{step}.py"),
-            "application_args": ["--warehouse", str(ctx.warehouse.root), "--run-id", ctx.run_id, *args],
-        }
-
-    assignor_args = [f"--assignor={g}={a}" for g, a in sorted(cfg.assignors.items())]
-    return json.dumps(
-        {
-            "run_id": ctx.run_id,
-            "warehouse": str(ctx.warehouse.root),
-            "spark_master": ctx.spark_master,
-            "spark_conf": dict(cfg.spark.conf),
-            "units": units,
-            "extract_units": [u for u in units if u.startswith("extract:")],
-            "spark_jobs": {"build": job("build_core", assignor_args), "dbt": job("dbt_build", [])},
-            # environment the Spark jobs need (set by kaudit itself when it runs them)
-            "env": {"KAUDIT_DBT_TARGET": cfg.dbt.target} if cfg.dbt.target else {},
-            "strict": cfg.strict,
-        },
-        indent=2,
-    )
-
-
-def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
-    """Run one unit of the plan (see :func:`plan`)."""
-    from pipelines import steps
-
-    k = cfg.sources.kafka
-    if unit.startswith("extract:zookeeper["):
-        z = cfg.sources.zookeeper[int(unit[len("extract:zookeeper[") : -1])]
-        if isinstance(z, ZkLive):
-            tls = z.tls or ZkTls()
-            steps.extract_zk(
-                ctx, hosts=z.hosts, chroot=z.chroot, auth=z.auth, tls=z.tls is not None, ca=tls.ca, cert=tls.cert, key=tls.key
-            )
-        else:
-            steps.extract_zk_snapshot(ctx, path=z.data_dir, at_zxid=z.at_zxid)
-    elif unit == "extract:offsets":
-        steps.extract_offsets(ctx, paths=[*k.log_dirs, *k.consumer_offsets], workers=k.workers)
-    elif unit == "extract:log-end":
-        steps.extract_log_end(ctx, paths=list(k.log_dirs), offsets_file=k.offsets_file)
-    elif unit == "extract:kraft":
-        from pipelines.kraft.extract import parse_time_ms
-
-        kr = cfg.sources.kraft
-        at_time = None if kr.at_time is None else parse_time_ms(kr.at_time)
-        steps.extract_kraft(ctx, paths=list(kr.paths), at_offset=kr.at_offset, at_time_ms=at_time)
-    elif unit == "build":
-        steps.build(
-            ctx, assignors=dict(cfg.assignors), run_dbt=False, spark_conf=dict(cfg.spark.conf) or None, submit=cfg.spark.submit
-        )
-    elif unit == "dbt":
-        if _submits(cfg, ctx):
-            from pipelines import cluster
-
-            cluster.submit_job(ctx, "dbt_build", [], dict(cfg.spark.conf))
-        else:
-            from pipelines.transform.dbt_runner import run_dbt
-
-            ctx.spark(dict(cfg.spark.conf))
-            run_dbt(ctx)
-    elif unit == "validate":
-        if _submits(cfg, ctx):
-            from pipelines import cluster
-
-            cluster.submit_job(ctx, "validate", ["--strict"] if cfg.strict else [], dict(cfg.spark.conf))
-        else:
-            if cfg.spark.conf:
-                ctx.spark(dict(cfg.spark.conf))
-            steps.validate(ctx, strict=cfg.strict)
-    elif unit == "report":
-        steps.report(ctx)
-    else:  # pragma: no cover - plan() makes only the units above
-        raise UsageError(f"unknown unit {unit!r}")

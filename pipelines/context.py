@@ -1,4 +1,7 @@
-"""What every step gets: the warehouse, the run id, where Spark runs, how to speak."""
+"""What every step gets: the warehouse, the run id, where and how Spark and dbt run, how to speak.
+
+The Spark and dbt settings travel here, from the command line or the config file to the steps
+(never through the process environment); a spark-submitted job gets them as arguments."""
 
 from __future__ import annotations
 
@@ -18,6 +21,9 @@ class RunContext:
     spark_master: str | None = None  # None: local[*], or what spark-submit set
     quiet: bool = False
     verbose: bool = False
+    spark_conf: dict[str, str] = field(default_factory=dict)  # spark.* properties of every session and spark-submit
+    spark_submit: bool | None = None  # None: spark-submit for every non-local master
+    dbt_target: str | None = None  # a profiles.yml target; None: session
     console: Console = field(default_factory=make_console)
 
     def say(self, message: str) -> None:
@@ -25,15 +31,15 @@ class RunContext:
         if not self.quiet:
             self.console.print(message)
 
-    def spark(self, conf: dict[str, str] | None = None):
-        """The step's SparkSession (kaudit's conf, this run's master); Spark's own catalog dir
-        lives under the warehouse, never in the cwd, and the JVM's log in ``logs/spark.log``
-        (on stderr with ``--verbose``). A session that already exists is reused."""
+    def spark(self):
+        """The step's SparkSession (kaudit's conf, this run's master and ``spark_conf``); Spark's
+        own catalog dir lives under the warehouse, never in the cwd, and the JVM's log in
+        ``logs/spark.log`` (on stderr with ``--verbose``). A session that already exists is reused."""
         from pipelines.spark.session import get_spark
 
         catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
         log = None if self.verbose else self.warehouse.root / "logs" / "spark.log"
-        return get_spark(self.spark_master, conf={**catalog, **(conf or {})}, log=log)
+        return get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log)
 
     def progress(self):
         """Progress of a long step: bars on a terminal, plain lines in a log, none with --quiet."""

@@ -1,11 +1,13 @@
-"""The pipeline steps as the CLI, the demo, ``kaudit run`` and Airflow call them. Each step
-reads the run's tables from the warehouse and writes its own partition; a step with nothing to
-work on says so (:class:`InputError`, exit 1) instead of producing an empty result."""
+"""The pipeline steps as the CLI, the demo and :mod:`pipelines.runner` (``kaudit run``, the
+Airflow DAG) call them. Each step reads the run's tables from the warehouse and writes its own
+partition; a step with nothing to work on says so (:class:`InputError`, exit 1) instead of
+producing an empty result."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from pipelines import cluster
 from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
 from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
@@ -106,41 +108,45 @@ def parse_assignors(values: list[str]) -> dict[str, str]:
     return out
 
 
-def build(
-    ctx: RunContext,
-    assignors: dict[str, str] | None = None,
-    run_dbt: bool = True,
-    spark_conf: dict[str, str] | None = None,
-    submit: bool | None = None,
-) -> None:
-    """Spark core tables, then ``dbt build`` of the marts and snapshots.
+def assignor_args(assignors: dict[str, str]) -> list[str]:
+    """``{group: assignor}`` as the ``--assignor`` options of ``build_core.py`` (:func:`parse_assignors`)."""
+    return [f"--assignor={g}={a}" for g, a in sorted(assignors.items())]
+
+
+def dbt_job_args(ctx: RunContext) -> list[str]:
+    """The options of ``dbt_build.py`` for ``ctx``: its dbt target, if it names one."""
+    return ["--target", ctx.dbt_target] if ctx.dbt_target else []
+
+
+def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: bool = True) -> None:
+    """Spark core tables, then :func:`dbt` (unless ``run_dbt`` is False).
 
     With a non-local master (``spark://``, ``yarn``, ``k8s://``) each Spark step runs as
     ``spark-submit pipelines/jobs/<step>.py`` with the package shipped (``pipelines.cluster``)."""
-    from pipelines import cluster
-
     require_extracted(ctx)
-    if cluster.submits(ctx, submit):
-        args = [f"--assignor={g}={a}" for g, a in sorted((assignors or {}).items())]
-        cluster.submit_job(ctx, "build_core", args, spark_conf)
-        if run_dbt:
-            cluster.submit_job(ctx, "dbt_build", [], spark_conf)
-        return
-    if spark_conf:
-        ctx.spark(spark_conf)  # build_core's ctx.spark() reuses this session
-    from pipelines.spark.build import build_core
+    if cluster.submits(ctx):
+        cluster.submit_job(ctx, "build_core", assignor_args(assignors or {}))
+    else:
+        from pipelines.spark.build import build_core
 
-    build_core(ctx, assignors or {})
+        build_core(ctx, assignors or {})
     if run_dbt:
-        from pipelines.transform.dbt_runner import run_dbt as dbt_build
+        dbt(ctx)
 
-        dbt_build(ctx)
+
+def dbt(ctx: RunContext) -> None:
+    """``dbt build`` of the marts and snapshots on ``ctx.dbt_target`` (in this process, or as
+    ``spark-submit pipelines/jobs/dbt_build.py`` like the Spark steps)."""
+    if cluster.submits(ctx):
+        cluster.submit_job(ctx, "dbt_build", dbt_job_args(ctx))
+        return
+    from pipelines.transform.dbt_runner import run_dbt
+
+    run_dbt(ctx)
 
 
 def validate(ctx: RunContext, strict: bool = False) -> None:
     """Great Expectations suites; raises ExpectationsFailed (exit 3) with ``strict``."""
-    from pipelines import cluster
-
     require_built(ctx, "validate")
     if cluster.submits(ctx):
         cluster.submit_job(ctx, "validate", ["--strict"] if strict else [])
@@ -155,33 +161,3 @@ def report(ctx: RunContext) -> None:
 
     require_built(ctx, "report on")
     write_report(ctx)
-
-
-def run_config(
-    opts,
-    config: Path,
-    only: list[str] | None = None,
-    show_plan: bool = False,
-    explicit: frozenset[str] = frozenset(),
-) -> None:
-    """Every unit of ``config``'s plan (or the ``only`` ones), in order. ``opts`` are the global
-    options (``pipelines.cli``); those named in ``explicit`` were given on the command line and
-    win over the config's values. The run: the one named (or ``latest``), else a new one."""
-    from pipelines.config import (
-        load_config,
-        plan,
-        plan_json,
-        run_context,
-        run_unit,
-        select,
-    )
-
-    cfg = load_config(config)
-    ctx, choice = run_context(cfg, opts, explicit)
-    units = select(plan(cfg), only or [])
-    if show_plan:
-        print(plan_json(cfg, ctx, units))
-        return
-    ctx.say(f"{choice.line()}: {', '.join(units)}")
-    for unit in units:
-        run_unit(cfg, ctx, unit)

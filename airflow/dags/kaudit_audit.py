@@ -132,7 +132,6 @@ def kaudit_audit():
         os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
         os.environ.setdefault("PYSPARK_PYTHON", python)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", python)
-        os.environ.update(plan.get("env", {}))
         py_files = _run([python, "-m", "pipelines.cluster", "package"]).strip().splitlines()[-1]
         job = plan["spark_jobs"][unit]  # application + args (--warehouse, --run-id, ...) from kaudit's plan
         hook = SparkSubmitHook(

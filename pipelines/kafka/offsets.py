@@ -3,7 +3,7 @@ resolved across the partition's segments in log order. No Spark here.
 
 Two ways to run it:
 
-- :func:`decode_scope`: one partition in one call (the Spark job's tasks, tests);
+- :func:`decode_scope`: one partition in one call, in memory (the decoder's tests);
 - per file, in parallel (``kaudit extract offsets``): :func:`scan_markers` first reads only
   the transaction markers of every segment (batch headers + the control batches), then
   :func:`decode_file_to_parts` decodes each file independently, resolves its transactional
@@ -114,14 +114,3 @@ def assemble_scope(results: list[SegmentResult]) -> tuple[dict[str, pa.Table], d
 
 def decode_scope(segments: list[Segment]) -> tuple[dict[str, pa.Table], dict[str, int]]:
     return assemble_scope([decode_file(s) for s in segments])
-
-
-def to_ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def from_ipc(data: bytes) -> pa.Table:
-    return pa.ipc.open_stream(data).read_all()

@@ -77,7 +77,7 @@ def get_spark(
     if master:
         builder = builder.master(master)
     elif not submitted and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
-        builder = builder.master(os.environ.get("KAUDIT_SPARK_MASTER", "local[*]"))
+        builder = builder.master("local[*]")
     own = {} if submitted else {**LOOPBACK_DRIVER, **(QUIET_DRIVER_JVM if log else OWN_DRIVER_JVM)}
     for key, value in {**CONF, **own, **(conf or {})}.items():
         builder = builder.config(key, value)

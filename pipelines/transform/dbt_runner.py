@@ -96,10 +96,11 @@ class _Progress:
 
 
 def run_dbt(ctx: RunContext, target: str | None = None, select: list[str] | None = None) -> None:
-    """``dbt build`` (models, data tests, unit tests, snapshots) for the run.
+    """``dbt build`` (models, data tests, unit tests, snapshots) for the run, on ``target``
+    (default: ``ctx.dbt_target``, else ``session``).
 
     Raises :class:`StepError` naming the first failed node and why."""
-    target = target or os.environ.get("KAUDIT_DBT_TARGET") or "session"
+    target = target or ctx.dbt_target or "session"
     if target == "session":
         ctx.spark()  # dbt-spark's getOrCreate() reuses this session
     os.environ.setdefault("DO_NOT_TRACK", "1")

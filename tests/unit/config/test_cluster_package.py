@@ -29,9 +29,12 @@ def test_package_is_deterministic_and_importable(tmp_path):
 
 def test_submit_command(tmp_path, monkeypatch):
     monkeypatch.delenv("SPARK_HOME", raising=False)
-    ctx = RunContext(Warehouse(tmp_path / "wh"), "r1", spark_master="spark://10.0.0.1:7077")
+    ctx = RunContext(
+        Warehouse(tmp_path / "wh"), "r1", spark_master="spark://10.0.0.1:7077",
+        spark_conf={"spark.executor.memory": "2g"},
+    )
     zip_path = tmp_path / "p.zip"
-    cmd = cluster.submit_command(ctx, "build_core", ["--assignor=g=range"], {"spark.executor.memory": "2g"}, zip_path)
+    cmd = cluster.submit_command(ctx, "build_core", ["--assignor=g=range"], zip_path)
     assert Path(cmd[0]).name == "spark-submit" and Path(cmd[0]).exists()
     assert cmd[1:3] == ["--master", "spark://10.0.0.1:7077"]
     assert cmd[cmd.index("--py-files") + 1] == str(zip_path)
@@ -60,5 +63,5 @@ def test_when_steps_are_submitted(tmp_path, monkeypatch, master, force, env, exp
     monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    ctx = RunContext(Warehouse(tmp_path), "r1", spark_master=master)
-    assert cluster.submits(ctx, force) is expected
+    ctx = RunContext(Warehouse(tmp_path), "r1", spark_master=master, spark_submit=force)
+    assert cluster.submits(ctx) is expected

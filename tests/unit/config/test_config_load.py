@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
-from pipelines.config import AuditConfig, ZkBackup, ZkLive, load_config, plan, run_context, select
+from pipelines.config import AuditConfig, ZkBackup, ZkLive, load_config
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
+from pipelines.runner import plan, run_context, select
 from pipelines.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parents[3]
@@ -222,6 +224,21 @@ def test_command_line_wins_over_config(tmp_path):
     assert (ctx.warehouse.root, ctx.run_id, ctx.spark_master) == (tmp_path / "cli", "cli-run", None)
 
 
+def test_spark_and_dbt_settings_travel_in_the_run_context(tmp_path, monkeypatch):
+    """spark.conf, spark.submit and dbt.target reach the steps in the RunContext, not through the
+    process environment; the command line's dbt target (KAUDIT_DBT_TARGET) holds unless the
+    config names one."""
+    monkeypatch.delenv("KAUDIT_DBT_TARGET", raising=False)
+    spark = "spark: {conf: {spark.executor.memory: 2g}, submit: true}\n"
+    cfg = load_config(write(tmp_path, "warehouse: wh\nrun_id: r1\n" + spark + "dbt: {target: thrift}\n"))
+    base = RunContext(warehouse=Warehouse(tmp_path / "cli"), run_id=None, dbt_target="elsewhere")
+    ctx, _ = run_context(cfg, base)
+    assert (ctx.spark_conf, ctx.spark_submit, ctx.dbt_target) == ({"spark.executor.memory": "2g"}, True, "thrift")
+    assert "KAUDIT_DBT_TARGET" not in os.environ
+    ctx, _ = run_context(load_config(write(tmp_path, "warehouse: wh\nrun_id: r1\n")), base)
+    assert (ctx.spark_conf, ctx.spark_submit, ctx.dbt_target) == ({}, None, "elsewhere")
+
+
 def test_cli_bad_config_exits_2_with_one_line(tmp_path, capsys):
     from pipelines.cli import main
 
@@ -246,3 +263,17 @@ def test_cli_plan_json(tmp_path, capsys):
     assert out["spark_jobs"]["build"]["application_args"] == [
         "--warehouse", str(tmp_path / "wh"), "--run-id", "r7", "--assignor=g=roundrobin"
     ]
+    assert out["spark_jobs"]["dbt"]["application_args"] == ["--warehouse", str(tmp_path / "wh"), "--run-id", "r7"]
+
+
+def test_cli_plan_json_passes_the_dbt_target_as_an_argument(tmp_path, capsys, monkeypatch):
+    from pipelines.cli import main
+
+    monkeypatch.delenv("KAUDIT_DBT_TARGET", raising=False)
+    path = write(tmp_path, "warehouse: wh\ndbt: {target: thrift}\nspark: {conf: {spark.executor.cores: 2}}\n")
+    with pytest.raises(SystemExit) as done:
+        main(["--run-id", "r7", "run", "--config", str(path), "--plan"])
+    assert done.value.code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["spark_jobs"]["dbt"]["application_args"][-2:] == ["--target", "thrift"]
+    assert out["spark_conf"] == {"spark.executor.cores": "2"} and "env" not in out
