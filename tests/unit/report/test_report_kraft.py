@@ -50,7 +50,8 @@ def _run(tmp_path, warehouse):
     extract_kraft(ctx, [d])
     s = timedelta(milliseconds=100)
     commits = [_commit("g", "old", 0, 10, deleted - s), _commit("g", "old", 0, 11, deleted + s),
-               _commit("g", "old", 0, 12, deleted + 2 * s, tombstone=True), _commit("g", "old", 0, 13, deleted + 3 * s),
+               _commit("g", "old", 0, 12, deleted + 2 * s, tombstone=True),
+               _commit("g", "old", 0, 13, deleted + 3 * s),
                _commit("g", "old", 0, 14, recreated + s), _commit("h", "a", 0, 5, recreated + s)]
     warehouse.write_table("raw/offset_commits", "r", pa.Table.from_pylist(commits, schema=SCHEMAS["raw/offset_commits"]),
                           step="offsets")
