@@ -85,9 +85,10 @@ class Registry:
         if not n:
             return
         ids = records["topicId"].combine_chunks().dictionary_encode()
+        tid = ids.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         pid = records["partitionId"].to_numpy(zero_copy_only=False).astype(np.int64)
-        order = np.argsort((ids.indices.to_numpy(zero_copy_only=False).astype(np.int64) << 32) | pid, kind="stable")
-        key = (ids.indices.to_numpy(zero_copy_only=False).astype(np.int64)[order] << 32) | pid[order]
+        order = np.argsort((tid << 32) | pid, kind="stable")
+        key = ((tid << 32) | pid)[order]
         first = np.r_[True, key[1:] != key[:-1]]
         starts = np.flatnonzero(first)
         group = np.cumsum(first) - 1
@@ -117,7 +118,7 @@ class Registry:
 
         base_rows = iter(records.take(pa.array(order[base[base >= 0]])).to_pylist())
         names = ids.dictionary.to_pylist()
-        tids = [names[i] for i in ids.indices.to_numpy(zero_copy_only=False)[order[starts]].tolist()]
+        tids = [names[i] for i in tid[order[starts]].tolist()]
         pids = pid[order[starts]].tolist()
         got = {k: values(name, list_last[k]) for name, k in _CHANGE_LISTS}
         for key, col in (("leader", leader), ("leader_recovery_state", lrs)):
@@ -263,7 +264,7 @@ _HANDLERS = {
     CONFIG: Registry._config,
     FEATURE_LEVEL: Registry._feature,
 }
-REPLAYED = tuple(_HANDLERS)
+REPLAYED = tuple(_HANDLERS)  # the apiKeys that change the registry
 # PartitionChangeRecord lists: JSON name -> state key (null = unchanged)
 _CHANGE_LISTS = (("replicas", "replicas"), ("isr", "isr"), ("removingReplicas", "removing_replicas"),
                  ("addingReplicas", "adding_replicas"), ("directories", "directories"),
@@ -273,4 +274,4 @@ PARTITION_FIELDS = pa.schema([
     ("topicId", pa.string()), ("partitionId", pa.int32()), ("leader", pa.int32()), ("leaderRecoveryState", pa.int8()),
     ("leaderEpoch", pa.int32()), ("partitionEpoch", pa.int32()),
     *[(name, pa.list_(pa.string() if name == "directories" else pa.int32())) for name, _ in _CHANGE_LISTS],
-])  # the apiKeys that change the registry
+])
