@@ -43,6 +43,8 @@ from pipelines.kraft.replay import (
     ABORT_TXN,
     BEGIN_TXN,
     CLEAR_ELR,
+    CONFIG,
+    CONFIG_FIELDS,
     END_TXN,
     PARTITION,
     PARTITION_CHANGE,
@@ -71,6 +73,15 @@ STATEFUL = np.array(sorted({*REPLAYED, BEGIN_TXN, END_TXN, ABORT_TXN}))  # the a
 PARTITION_KEYS = np.array([PARTITION, PARTITION_CHANGE])
 BARRIERS = np.array([REMOVE_TOPIC, CLEAR_ELR, BEGIN_TXN, END_TXN, ABORT_TXN])  # end a run of partition records
 _PARTITION_JSON = pa_json.ParseOptions(explicit_schema=PARTITION_FIELDS, unexpected_field_behavior="ignore")
+_CONFIG_JSON = pa_json.ParseOptions(explicit_schema=CONFIG_FIELDS, unexpected_field_behavior="ignore")
+
+
+def _apply_partitions(reg: Registry, fields: pa.Table, api: np.ndarray) -> None:
+    reg.apply_partitions(fields, api == PARTITION)
+
+
+def _apply_configs(reg: Registry, fields: pa.Table, api: np.ndarray) -> None:
+    reg.apply_configs(fields)
 
 
 @dataclass(frozen=True)
@@ -267,12 +278,13 @@ def _replay_records(reg: Registry, fr: FileRead, sel: np.ndarray, source: str, f
     """Apply the records ``sel`` of ``fr`` (where ``apply``) to ``reg`` in log order; returns
     the snapshot header's time when there is one.
 
-    The kernel-decoded PartitionRecords / PartitionChangeRecords (nearly all of a busy log) are
-    applied in runs (:meth:`Registry.apply_partitions`, vectorised): a run ends at a record
-    that touches partitions otherwise (RemoveTopic, ClearElr, the transaction markers, a
-    partition record only Python decodes). Every other record between them changes no
-    partition, so it is applied one by one (parsed back from its JSON) without changing the
-    result; inside a metadata transaction everything goes one by one (it may abort)."""
+    The kernel-decoded PartitionRecords / PartitionChangeRecords (nearly all of a busy log) and
+    ConfigRecords are applied in runs (:meth:`Registry.apply_partitions`,
+    :meth:`Registry.apply_configs`: their JSON lines read by Arrow): a run ends at a record that
+    touches partitions or configs otherwise (RemoveTopic, ClearElr, the transaction markers, a
+    partition or config record only Python decodes). Every other record between them changes neither, so
+    it is applied one by one (parsed back from its JSON) without changing the result; inside a
+    metadata transaction everything goes one by one (it may abort)."""
     n = len(sel)
     wanted = (fast & np.isin(api, STATEFUL)) | np.isin(np.arange(n), list(slow_fields))
     if apply is not None:
@@ -281,8 +293,11 @@ def _replay_records(reg: Registry, fr: FileRead, sel: np.ndarray, source: str, f
     if not len(rows):
         return None
     partition = np.isin(api[rows], PARTITION_KEYS) & (ctl[rows] < 0)
-    batched = partition & fast[rows]
-    barrier = np.isin(api[rows], BARRIERS) & (ctl[rows] < 0) | (partition & ~fast[rows])
+    config = (api[rows] == CONFIG) & (ctl[rows] < 0) & fast[rows]
+    batched = partition & fast[rows] | config
+    # Python-decoded partition and config records keep their place: they end a run too
+    slow = np.isin(api[rows], (PARTITION, PARTITION_CHANGE, CONFIG)) & (ctl[rows] < 0) & ~fast[rows]
+    barrier = np.isin(api[rows], BARRIERS) & (ctl[rows] < 0) | slow
     text, starts = fr.text, fr.text_offsets
     header_ts = None
 
@@ -313,11 +328,13 @@ def _replay_records(reg: Registry, fr: FileRead, sel: np.ndarray, source: str, f
         elif len(run):
             for j in run[~batched[lo:hi]].tolist():
                 one(j)
-            mine = run[batched[lo:hi]]
-            lines = KK.gather_lines(fr.text, fr.text_offsets, sel[mine])
-            fields = pa_json.read_json(pa.BufferReader(pa.py_buffer(lines)), parse_options=_PARTITION_JSON)
-            reg.apply_partitions(fields, api[mine] == PARTITION)
-            stats.applied += len(mine)
+            for kind, parse, use in ((partition, _PARTITION_JSON, _apply_partitions),
+                                     (config, _CONFIG_JSON, _apply_configs)):
+                mine = run[(batched & kind)[lo:hi]]
+                if len(mine):
+                    lines = KK.gather_lines(fr.text, fr.text_offsets, sel[mine])
+                    use(reg, pa_json.read_json(pa.BufferReader(pa.py_buffer(lines)), parse_options=parse), api[mine])
+                    stats.applied += len(mine)
             last = int(run[ctl[run] < 0][-1])  # control records mark nothing
             at = sel[last]
             reg.last_offset, reg.last_timestamp = ((int(fr.offset[at]), int(fr.timestamp[at])) if source == "log"

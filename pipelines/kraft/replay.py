@@ -138,6 +138,20 @@ class Registry:
             p["leader_epoch"] += int(n_leaders[g])
             p["partition_epoch"] += int(n_changes[g])
 
+    def apply_configs(self, records: pa.Table) -> None:
+        """Apply a run of ConfigRecords (``records``: their fields, in log order) with nothing
+        between them that drops configs: the last value of each (resource type, resource,
+        name) wins; a null value deletes the config. The caller marks the offset."""
+        key = ["resourceType", "resourceName", "name"]
+        at = pa.array(np.arange(records.num_rows))
+        last = records.select(key).append_column("at", at).group_by(key, use_threads=False).aggregate([("at", "max")])
+        final = records.take(last["at_max"])
+        for t, name, config, value in zip(*(final[c].to_pylist() for c in (*key, "value")), strict=True):
+            if value is None:
+                self.configs.pop((t, name, config), None)
+            else:
+                self.configs[(t, name, config)] = value
+
     def leader_change(self, leader_id: int) -> None:
         self.controller_id = leader_id if leader_id >= 0 else None
 
@@ -269,7 +283,9 @@ REPLAYED = tuple(_HANDLERS)  # the apiKeys that change the registry
 _CHANGE_LISTS = (("replicas", "replicas"), ("isr", "isr"), ("removingReplicas", "removing_replicas"),
                  ("addingReplicas", "adding_replicas"), ("directories", "directories"),
                  ("eligibleLeaderReplicas", "eligible_leader_replicas"), ("lastKnownElr", "last_known_elr"))
-# the fields of PartitionRecord / PartitionChangeRecord as Arrow reads their JSON lines
+# the fields of ConfigRecord and of PartitionRecord / PartitionChangeRecord as Arrow reads their JSON lines
+CONFIG_FIELDS = pa.schema([("resourceType", pa.int8()), ("resourceName", pa.string()), ("name", pa.string()),
+                           ("value", pa.string())])
 PARTITION_FIELDS = pa.schema([
     ("topicId", pa.string()), ("partitionId", pa.int32()), ("leader", pa.int32()), ("leaderRecoveryState", pa.int8()),
     ("leaderEpoch", pa.int32()), ("partitionEpoch", pa.int32()),

@@ -23,6 +23,7 @@ class Model:
 
     def __init__(self):
         self.parts: dict = {}
+        self.configs: dict = {}  # (resource type, resource, name) -> value
 
     def create(self, tid, pid, replicas):
         self.parts.setdefault(tid, {})[pid] = {"replicas": replicas, "isr": list(replicas), "leader": replicas[0],
@@ -61,7 +62,13 @@ def _churn(rng: random.Random, model: Model, topics: list, n: int, *, apply=True
             if apply:
                 model.create(tid, pid, replicas)
         elif r < 0.9:
-            out.append(B.config(2, "t", "min.insync.replicas", str(rng.randint(1, 3))))
+            key = (rng.choice((2, 4)), rng.choice(("t0", "t1", "")), rng.choice(("min.insync.replicas", "segment.ms")))
+            value = str(rng.randint(1, 3)) if rng.random() < 0.8 else None
+            out.append(B.config(*key, value))
+            if apply and value is None:
+                model.configs.pop(key, None)
+            elif apply:
+                model.configs[key] = value
         else:
             out.append(B.broker_registration_change(rng.choice(BROKERS), fenced=rng.choice((-1, 1))))
     return out
@@ -89,6 +96,7 @@ def test_partition_churn_replays_change_by_change(tmp_path, seed):
     gone = topics.pop(0)
     log.append(*_churn(rng, model, [gone], 5), B.remove_topic(gone), B.partition_change(gone, 0, isr=[1]))
     del model.parts[gone]
+    model.configs = {k: v for k, v in model.configs.items() if k[:2] != (2, "t0")}  # the topic's configs go with it
     again = B.topic_uuid(99)
     log.append(B.topic("t0", again), B.partition(again, 0, [1, 2, 3]))
     model.create(again, 0, [1, 2, 3])
@@ -104,3 +112,7 @@ def test_partition_churn_replays_change_by_change(tmp_path, seed):
            for p in wh.read_table("raw/kraft_partitions", "r1").to_pylist()}
     want = {(B.uuid_text(t), pid): p for t, parts in model.parts.items() for pid, p in parts.items()}
     assert got == want
+    types = {2: "topic", 4: "broker"}
+    assert {(c["resource_type"], c["resource_name"], c["name"]): c["value"]
+            for c in wh.read_table("raw/kraft_configs", "r1").to_pylist()} == {
+        (types[t], name, key): value for (t, name, key), value in model.configs.items()}
