@@ -71,7 +71,7 @@ LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 2, 3, 4
 _json = json.JSONEncoder(separators=(",", ":")).encode  # one encoder (json.dumps with options makes one per call)
 STATEFUL = np.array(sorted({*REPLAYED, BEGIN_TXN, END_TXN, ABORT_TXN}))  # the apiKeys the replay parses back
 PARTITION_KEYS = np.array([PARTITION, PARTITION_CHANGE])
-BARRIERS = np.array([REMOVE_TOPIC, CLEAR_ELR, BEGIN_TXN, END_TXN, ABORT_TXN])  # end a run of partition records
+BARRIERS = np.array([REMOVE_TOPIC, CLEAR_ELR, BEGIN_TXN, END_TXN, ABORT_TXN])  # end a run of partition / config records
 _PARTITION_JSON = pa_json.ParseOptions(explicit_schema=PARTITION_FIELDS, unexpected_field_behavior="ignore")
 _CONFIG_JSON = pa_json.ParseOptions(explicit_schema=CONFIG_FIELDS, unexpected_field_behavior="ignore")
 
@@ -282,9 +282,9 @@ def _replay_records(reg: Registry, fr: FileRead, sel: np.ndarray, source: str, f
     ConfigRecords are applied in runs (:meth:`Registry.apply_partitions`,
     :meth:`Registry.apply_configs`: their JSON lines read by Arrow): a run ends at a record that
     touches partitions or configs otherwise (RemoveTopic, ClearElr, the transaction markers, a
-    partition or config record only Python decodes). Every other record between them changes neither, so
-    it is applied one by one (parsed back from its JSON) without changing the result; inside a
-    metadata transaction everything goes one by one (it may abort)."""
+    partition or config record only Python decodes). Every other record between them changes
+    neither, so it is applied one by one (parsed back from its JSON) without changing the
+    result; inside a metadata transaction everything goes one by one (it may abort)."""
     n = len(sel)
     wanted = (fast & np.isin(api, STATEFUL)) | np.isin(np.arange(n), list(slow_fields))
     if apply is not None:
