@@ -53,8 +53,8 @@ def _run(tmp_path, warehouse):
                _commit("g", "old", 0, 12, deleted + 2 * s, tombstone=True),
                _commit("g", "old", 0, 13, deleted + 3 * s),
                _commit("g", "old", 0, 14, recreated + s), _commit("h", "a", 0, 5, recreated + s)]
-    warehouse.write_table("raw/offset_commits", "r", pa.Table.from_pylist(commits, schema=SCHEMAS["raw/offset_commits"]),
-                          step="offsets")
+    table = pa.Table.from_pylist(commits, schema=SCHEMAS["raw/offset_commits"])
+    warehouse.write_table("raw/offset_commits", "r", table, step="offsets")
     return ctx, deleted, recreated
 
 
@@ -92,3 +92,25 @@ def test_min_insync_replicas_resolution_order():
 def test_no_kraft_section_without_metadata(warehouse):
     html = write_report(RunContext(warehouse, "r", quiet=True)).read_text()
     assert 'id="kraft"' not in html
+
+
+def test_timeline_counts_events_and_lists_the_latest_notable_ones():
+    from pipelines.quality.marts import MARTS
+    from pipelines.report.metadata import _timeline
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    rows = [dict(metadata_offset=o, event_at=t0 + timedelta(minutes=o), event=e, topic="t" if "topic" in e else None,
+                 topic_id="A" if "topic" in e else None, broker_id=1 if "broker" in e else None)
+            for o, e in ((1, "broker_registered"), (2, "topic_created"), (3, "isr_changed"), (4, "isr_changed"),
+                         (5, "topic_deleted"))]
+    history = pa.Table.from_pylist(rows, schema=MARTS["metadata_history"])
+    timeline, notable, total = _timeline(history)
+    assert [(t["event"], t["count"], t["first_at"], t["last_at"]) for t in timeline] == [
+        ("topic_created", 1, t0 + timedelta(minutes=2), t0 + timedelta(minutes=2)),
+        ("topic_deleted", 1, t0 + timedelta(minutes=5), t0 + timedelta(minutes=5)),
+        ("broker_registered", 1, t0 + timedelta(minutes=1), t0 + timedelta(minutes=1)),
+        ("isr_changed", 2, t0 + timedelta(minutes=3), t0 + timedelta(minutes=4)),
+    ]
+    assert [(e["metadata_offset"], e["event"]) for e in notable] == [(5, "topic_deleted"), (2, "topic_created"),
+                                                                     (1, "broker_registered")]
+    assert total == 3
