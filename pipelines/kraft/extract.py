@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.json as pa_json
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
@@ -38,7 +39,21 @@ from pipelines.kraft import messages as M
 from pipelines.kraft.decode import BadMetadataRecord, decode_control, decode_metadata
 from pipelines.kraft.files import MetadataFiles, Snapshot, metadata_files
 from pipelines.kraft.redact import REDACTED, redact_records, secret_config
-from pipelines.kraft.replay import ABORT_TXN, BEGIN_TXN, END_TXN, REPLAYED, RESOURCE_TYPES, Registry
+from pipelines.kraft.replay import (
+    ABORT_TXN,
+    BEGIN_TXN,
+    CLEAR_ELR,
+    CONFIG,
+    CONFIG_FIELDS,
+    END_TXN,
+    PARTITION,
+    PARTITION_CHANGE,
+    PARTITION_FIELDS,
+    REMOVE_TOPIC,
+    REPLAYED,
+    RESOURCE_TYPES,
+    Registry,
+)
 from pipelines.tables import (
     RAW_KRAFT_BROKERS,
     RAW_KRAFT_CLUSTER,
@@ -54,8 +69,19 @@ STEP = "extract_kraft"
 SOURCE = "kraft"
 LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 2, 3, 4
 _json = json.JSONEncoder(separators=(",", ":")).encode  # one encoder (json.dumps with options makes one per call)
-_parse = json.JSONDecoder().decode
 STATEFUL = np.array(sorted({*REPLAYED, BEGIN_TXN, END_TXN, ABORT_TXN}))  # the apiKeys the replay parses back
+PARTITION_KEYS = np.array([PARTITION, PARTITION_CHANGE])
+BARRIERS = np.array([REMOVE_TOPIC, CLEAR_ELR, BEGIN_TXN, END_TXN, ABORT_TXN])  # end a run of partition / config records
+_PARTITION_JSON = pa_json.ParseOptions(explicit_schema=PARTITION_FIELDS, unexpected_field_behavior="ignore")
+_CONFIG_JSON = pa_json.ParseOptions(explicit_schema=CONFIG_FIELDS, unexpected_field_behavior="ignore")
+
+
+def _apply_partitions(reg: Registry, fields: pa.Table, api: np.ndarray) -> None:
+    reg.apply_partitions(fields, api == PARTITION)
+
+
+def _apply_configs(reg: Registry, fields: pa.Table, api: np.ndarray) -> None:
+    reg.apply_configs(fields)
 
 
 @dataclass(frozen=True)
@@ -212,29 +238,8 @@ def _decode(fr: FileRead, sel: np.ndarray, source: str, reg: Registry | None, ap
             raws[j] = raw
         if fields is not None:
             slow_fields[j] = fields
-    header_ts = None
-    if reg is not None:
-        loads, text, starts = _parse, fr.text.tobytes().decode("ascii"), fr.text_offsets.tolist()
-        offsets, stamps, at = fr.offset[sel].tolist(), fr.timestamp[sel].tolist(), sel.tolist()
-        wanted = (fast & np.isin(api, STATEFUL)) | np.isin(np.arange(n), list(slow_fields))
-        if apply is not None:
-            wanted &= apply
-        for j in np.flatnonzero(wanted).tolist():
-            fields = slow_fields.get(j)
-            if fields is None:
-                i = at[j]
-                fields = loads(text[starts[i] : starts[i + 1]])
-            if ctl[j] >= 0:
-                if ctl[j] == LEADER_CHANGE:
-                    reg.leader_change(fields["leaderId"])
-                elif ctl[j] == SNAPSHOT_HEADER:
-                    header_ts = fields["lastContainedLogTimestamp"]
-                continue
-            if source == "log":
-                reg.apply(int(api[j]), fields, offsets[j], stamps[j])
-            else:  # a snapshot's records carry the snapshot's time, not their own: neither is kept
-                reg.apply(int(api[j]), fields, None, None)
-            stats.applied += 1
+    header_ts = _replay_records(reg, fr, sel, source, fast, api, ctl, slow_fields, apply, stats) if reg is not None \
+        else None
     starts = fr.text_offsets[sel]
     lengths = np.where(fast, fr.text_offsets[sel + 1] - starts, -1)
     text = fr.text
@@ -265,6 +270,78 @@ def _decode(fr: FileRead, sel: np.ndarray, source: str, reg: Registry | None, ap
     if not keep.all():
         table = table.filter(pa.array(keep))
     return _Decoded(redact_records(table).cast(RAW_METADATA_RECORDS), ctl[keep].tolist(), header_ts)
+
+
+def _replay_records(reg: Registry, fr: FileRead, sel: np.ndarray, source: str, fast: np.ndarray, api: np.ndarray,
+                    ctl: np.ndarray, slow_fields: dict[int, dict], apply: np.ndarray | None,
+                    stats: _Stats) -> int | None:
+    """Apply the records ``sel`` of ``fr`` (where ``apply``) to ``reg`` in log order; returns
+    the snapshot header's time when there is one.
+
+    The kernel-decoded PartitionRecords / PartitionChangeRecords (nearly all of a busy log) and
+    ConfigRecords are applied in runs (:meth:`Registry.apply_partitions`,
+    :meth:`Registry.apply_configs`: their JSON lines read by Arrow): a run ends at a record that
+    touches partitions or configs otherwise (RemoveTopic, ClearElr, the transaction markers, a
+    partition or config record only Python decodes). Every other record between them changes
+    neither, so it is applied one by one (parsed back from its JSON) without changing the
+    result; inside a metadata transaction everything goes one by one (it may abort)."""
+    n = len(sel)
+    wanted = (fast & np.isin(api, STATEFUL)) | np.isin(np.arange(n), list(slow_fields))
+    if apply is not None:
+        wanted &= apply
+    rows = np.flatnonzero(wanted)
+    if not len(rows):
+        return None
+    partition = np.isin(api[rows], PARTITION_KEYS) & (ctl[rows] < 0)
+    config = (api[rows] == CONFIG) & (ctl[rows] < 0) & fast[rows]
+    batched = partition & fast[rows] | config
+    # Python-decoded partition and config records keep their place: they end a run too
+    slow = np.isin(api[rows], (PARTITION, PARTITION_CHANGE, CONFIG)) & (ctl[rows] < 0) & ~fast[rows]
+    barrier = np.isin(api[rows], BARRIERS) & (ctl[rows] < 0) | slow
+    text, starts = fr.text, fr.text_offsets
+    header_ts = None
+
+    def one(j: int) -> None:
+        nonlocal header_ts
+        fields = slow_fields.get(j)
+        if fields is None:
+            i = sel[j]
+            fields = json.loads(text[starts[i] : starts[i + 1]].tobytes())
+        if ctl[j] >= 0:
+            if ctl[j] == LEADER_CHANGE:
+                reg.leader_change(fields["leaderId"])
+            elif ctl[j] == SNAPSHOT_HEADER:
+                header_ts = fields["lastContainedLogTimestamp"]
+            return
+        if source == "log":
+            reg.apply(int(api[j]), fields, int(fr.offset[sel[j]]), int(fr.timestamp[sel[j]]))
+        else:  # a snapshot's records carry the snapshot's time, not their own: neither is kept
+            reg.apply(int(api[j]), fields, None, None)
+        stats.applied += 1
+
+    cuts = np.flatnonzero(barrier)
+    for lo, hi in zip(np.r_[0, cuts + 1].tolist(), np.r_[cuts, len(rows)].tolist(), strict=True):
+        run = rows[lo:hi]
+        if len(run) and (reg.in_txn or not batched[lo:hi].any()):
+            for j in run.tolist():
+                one(j)
+        elif len(run):
+            for j in run[~batched[lo:hi]].tolist():
+                one(j)
+            for kind, parse, use in ((partition, _PARTITION_JSON, _apply_partitions),
+                                     (config, _CONFIG_JSON, _apply_configs)):
+                mine = run[(batched & kind)[lo:hi]]
+                if len(mine):
+                    lines = KK.gather_lines(fr.text, fr.text_offsets, sel[mine])
+                    use(reg, pa_json.read_json(pa.BufferReader(pa.py_buffer(lines)), parse_options=parse), api[mine])
+                    stats.applied += len(mine)
+            last = int(run[ctl[run] < 0][-1])  # control records mark nothing
+            at = sel[last]
+            reg.last_offset, reg.last_timestamp = ((int(fr.offset[at]), int(fr.timestamp[at])) if source == "log"
+                                                   else (None, None))
+        if hi < len(rows):
+            one(int(rows[hi]))
+    return header_ts
 
 
 def _load_snapshot(snap: Snapshot, target: Target, quarantine: list[dict], stats: _Stats):

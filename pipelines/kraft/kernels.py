@@ -326,3 +326,21 @@ def transcode(b, vpos, vlen, prog, ops, text, max_fields):
         offsets[i + 1] = o
         status[i] = ST_OK
     return offsets, out[:o], api, ver, status
+
+
+@njit(cache=True, nogil=True)
+def gather_lines(text, offsets, rows):
+    """The texts ``text[offsets[r]:offsets[r + 1]]`` of ``rows``, each followed by a newline
+    (JSON lines for Arrow's reader)."""
+    size = 0
+    for r in rows:
+        size += offsets[r + 1] - offsets[r] + 1
+    out = np.empty(size, dtype=np.uint8)
+    o = 0
+    for r in rows:
+        a, b = offsets[r], offsets[r + 1]
+        out[o : o + b - a] = text[a:b]
+        o += b - a
+        out[o] = 10
+        o += 1
+    return out

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+import pyarrow as pa
+
 REGISTER_BROKER, UNREGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE = 0, 1, 2, 3, 4, 5
 FENCE_BROKER, UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, BROKER_REGISTRATION_CHANGE = 7, 8, 9, 12, 17
 BEGIN_TXN, END_TXN, ABORT_TXN, CLEAR_ELR = 23, 24, 25, 28
@@ -69,6 +72,85 @@ class Registry:
             return "in"
         self._apply(api_key, r, offset, timestamp)
         return None
+
+    def apply_partitions(self, records: pa.Table, is_record: np.ndarray) -> None:
+        """Apply a run of PartitionRecords / PartitionChangeRecords (``records``: their fields,
+        in log order; ``is_record``: which are PartitionRecords) outside any metadata
+        transaction, with nothing between them that touches partitions - as :meth:`apply`
+        would one by one, but per partition: the last PartitionRecord of each partition (or its
+        current state), then of the changes after it the last value of each field and the
+        counts of leader changes and changes (leader and partition epochs). The caller marks
+        the offset."""
+        n = records.num_rows
+        if not n:
+            return
+        ids = records["topicId"].combine_chunks().dictionary_encode()
+        tid = ids.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        pid = records["partitionId"].to_numpy(zero_copy_only=False).astype(np.int64)
+        order = np.argsort((tid << 32) | pid, kind="stable")
+        key = ((tid << 32) | pid)[order]
+        first = np.r_[True, key[1:] != key[:-1]]
+        starts = np.flatnonzero(first)
+        group = np.cumsum(first) - 1
+        pos = np.arange(n)
+        rec = is_record[order]
+        base = np.maximum.reduceat(np.where(rec, pos, -1), starts)
+        change = ~rec & (pos > base[group])
+
+        def last(mask: np.ndarray) -> np.ndarray:  # sorted position of the group's last row in mask, else -1
+            return np.maximum.reduceat(np.where(mask, pos, -1), starts)
+
+        def column(name: str) -> np.ndarray:
+            return records[name].to_numpy(zero_copy_only=False)[order]
+
+        leader, lrs = column("leader"), column("leaderRecoveryState")
+        leader_set = change & (leader != NO_LEADER_CHANGE)
+        n_changes, n_leaders = np.add.reduceat(change, starts), np.add.reduceat(leader_set, starts)
+        scalar_last = {"leader": last(leader_set), "leader_recovery_state": last(change & (lrs != -1))}
+        list_last = {key: last(change & records[name].is_valid().to_numpy(zero_copy_only=False)[order])
+                     for name, key in _CHANGE_LISTS}
+
+        def values(name: str, at: np.ndarray) -> list:  # per group: the field at a sorted position (-1: None)
+            out, hit = [None] * len(at), np.flatnonzero(at >= 0)
+            for g, v in zip(hit.tolist(), records[name].take(pa.array(order[at[hit]])).to_pylist(), strict=True):
+                out[g] = v
+            return out
+
+        base_rows = iter(records.take(pa.array(order[base[base >= 0]])).to_pylist())
+        names = ids.dictionary.to_pylist()
+        tids = [names[i] for i in tid[order[starts]].tolist()]
+        pids = pid[order[starts]].tolist()
+        got = {k: values(name, list_last[k]) for name, k in _CHANGE_LISTS}
+        for key, col in (("leader", leader), ("leader_recovery_state", lrs)):
+            at = scalar_last[key]
+            got[key] = np.where(at >= 0, col[np.maximum(at, 0)], 0).tolist()
+            for g in np.flatnonzero(at < 0).tolist():
+                got[key][g] = None
+        for g, (tid, p_id, b) in enumerate(zip(tids, pids, base.tolist(), strict=True)):
+            if b >= 0:
+                self._partition(next(base_rows), None, None)
+            p = self.partitions.get(tid, {}).get(p_id)
+            if p is None:
+                continue
+            for key, vals in got.items():
+                if vals[g] is not None:
+                    p[key] = vals[g]
+            p["leader_epoch"] += int(n_leaders[g])
+            p["partition_epoch"] += int(n_changes[g])
+
+    def apply_configs(self, records: pa.Table) -> None:
+        """Apply a run of ConfigRecords (``records``: their fields, in log order) with nothing
+        between them that drops configs: the last value of each (resource type, resource,
+        name) wins; a null value deletes the config. The caller marks the offset."""
+        key = ["resourceType", "resourceName", "name"]
+        at = pa.array(np.arange(records.num_rows))
+        last = records.select(key).append_column("at", at).group_by(key, use_threads=False).aggregate([("at", "max")])
+        final = records.take(last["at_max"])
+        for t, name, config, value in zip(*(final[c].to_pylist() for c in (*key, "value")), strict=True):
+            if value is None:
+                self.configs.pop((t, name, config), None)
+            else:
+                self.configs[(t, name, config)] = value
 
     def leader_change(self, leader_id: int) -> None:
         self.controller_id = leader_id if leader_id >= 0 else None
@@ -151,9 +233,7 @@ class Registry:
         p = self.partitions.get(r["topicId"], {}).get(r["partitionId"])
         if p is None:
             return
-        for name, key in (("replicas", "replicas"), ("isr", "isr"), ("removingReplicas", "removing_replicas"),
-                          ("addingReplicas", "adding_replicas"), ("directories", "directories"),
-                          ("eligibleLeaderReplicas", "eligible_leader_replicas"), ("lastKnownElr", "last_known_elr")):
+        for name, key in _CHANGE_LISTS:
             if r[name] is not None:
                 p[key] = r[name]
         if r["leader"] != NO_LEADER_CHANGE:
@@ -199,3 +279,15 @@ _HANDLERS = {
     FEATURE_LEVEL: Registry._feature,
 }
 REPLAYED = tuple(_HANDLERS)  # the apiKeys that change the registry
+# PartitionChangeRecord lists: JSON name -> state key (null = unchanged)
+_CHANGE_LISTS = (("replicas", "replicas"), ("isr", "isr"), ("removingReplicas", "removing_replicas"),
+                 ("addingReplicas", "adding_replicas"), ("directories", "directories"),
+                 ("eligibleLeaderReplicas", "eligible_leader_replicas"), ("lastKnownElr", "last_known_elr"))
+# the fields of ConfigRecord and of PartitionRecord / PartitionChangeRecord as Arrow reads their JSON lines
+CONFIG_FIELDS = pa.schema([("resourceType", pa.int8()), ("resourceName", pa.string()), ("name", pa.string()),
+                           ("value", pa.string())])
+PARTITION_FIELDS = pa.schema([
+    ("topicId", pa.string()), ("partitionId", pa.int32()), ("leader", pa.int32()), ("leaderRecoveryState", pa.int8()),
+    ("leaderEpoch", pa.int32()), ("partitionEpoch", pa.int32()),
+    *[(name, pa.list_(pa.string() if name == "directories" else pa.int32())) for name, _ in _CHANGE_LISTS],
+])

@@ -152,6 +152,40 @@ def pending_topic_deletions(df: DataFrame) -> DataFrame:
     return df.select("cluster_id", F.explode("pending_topic_deletions").alias("topic"))
 
 
+def metadata_partition_records(records: DataFrame) -> DataFrame:
+    """Applied PartitionRecords / PartitionChangeRecords of ``raw/metadata_records`` (log and
+    snapshot) with ``topic_known``: a TopicRecord of the same run (log or snapshot) created
+    their topic id."""
+    applied = ~F.coalesce(F.col("txn_state").isin("aborted", "pending"), F.lit(False))
+    topic_id = F.get_json_object("record", "$.topicId")
+    known = (
+        records.where((F.col("record_type") == "TopicRecord") & applied)
+        .select(topic_id.alias("topic_id"))
+        .distinct()
+        .withColumn("_known", F.lit(True))
+    )
+    return (
+        records.where(F.col("record_type").isin("PartitionRecord", "PartitionChangeRecord") & applied)
+        .select(
+            "source",
+            "offset",
+            "record_type",
+            topic_id.alias("topic_id"),
+            F.get_json_object("record", "$.partitionId").cast("int").alias("partition"),
+            "source_file",
+        )
+        .join(known, "topic_id", "left")
+        .select(
+            "source", "offset", "record_type", "topic_id", "partition", "source_file",
+            F.coalesce("_known", F.lit(False)).alias("topic_known"),
+        )
+    )
+
+
+def kraft_partitions(df: DataFrame) -> DataFrame:
+    return df.select("topic", "topic_id", "partition", "replicas", "isr", "leader")
+
+
 def identity(df: DataFrame) -> DataFrame:
     return df
 
@@ -189,6 +223,10 @@ VIEWS: dict[str, View] = {
     "cluster": View(("core/cluster",), cluster, evidence=("core/cluster",)),
     "pending_topic_deletions": View(("core/cluster",), pending_topic_deletions, evidence=("core/cluster",)),
     "quarantine": View(("raw/quarantine",), identity, present=("raw/quarantine",)),
+    "metadata_partition_records": View(
+        ("raw/metadata_records",), metadata_partition_records, evidence=("raw/metadata_records",)
+    ),
+    "kraft_partitions": View(("raw/kraft_partitions",), kraft_partitions, evidence=("raw/kraft_partitions",)),
     "coordinator_records": View(("raw/coordinator_records",), identity, present=("raw/coordinator_records",)),
 }
 

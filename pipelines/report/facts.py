@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from pipelines.quality.marts import read_mart
 from pipelines.quality.run import VALIDATION, read_results
+from pipelines.report.metadata import MetadataFacts, gather_metadata
 from pipelines.tables import ASSIGNMENT_STATUSES, SCHEMAS
 from pipelines.warehouse import Warehouse
 
@@ -142,6 +143,7 @@ class Facts:
     quarantine: list[dict]  # source, reason, count, example
     expectations: list[Expectation] | None
     drift: list[dict] | None = None
+    metadata: MetadataFacts | None = None  # KRaft metadata (None: the run has none)
 
     @property
     def audited(self) -> int:
@@ -453,4 +455,5 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         quarantine=_quarantine(wh.read_table("raw/quarantine", run_id)),
         expectations=_expectations(wh, run_id),
         drift=drift,
+        metadata=gather_metadata(wh, run_id, _read),
     )

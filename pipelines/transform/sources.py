@@ -17,6 +17,7 @@ from pipelines.warehouse import Warehouse
 SOURCES: dict[str, str] = {
     "kaudit_raw.offset_commits": "raw/offset_commits",
     "kaudit_raw.log_end_offsets": "raw/log_end_offsets",
+    "kaudit_raw.metadata_records": "raw/metadata_records",
     "kaudit_core.zk_offsets": "core/zk_offsets",
     "kaudit_core.partition_owners": "core/partition_owners",
     "kaudit_core.assignment_audit": "core/assignment_audit",

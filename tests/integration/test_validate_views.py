@@ -83,3 +83,22 @@ def test_zk_offset_znodes_parses_paths_and_values(spark):
     expected = spark.createDataFrame([("g", "t", "0", " 12\n"), ("g", "t", "1", "x1")],
                                      "group_id string, topic string, partition string, value string")
     assertDataFrameEqual(got, expected)
+
+
+def test_metadata_partition_records_know_their_topics(spark):
+    from builders import kraft as B
+
+    t1, t2 = B.uuid_text(B.topic_uuid(1)), B.uuid_text(B.topic_uuid(2))
+
+    def part(pid, tid):
+        return f'{{"partitionId":{pid},"topicId":"{tid}"}}'
+
+    records = _df(spark, "raw/metadata_records", [
+        ("snapshot", 1, None, "TopicRecord", 2, None, 0, f'{{"name":"a","topicId":"{t1}"}}', None),
+        ("log", 5, None, "PartitionRecord", 3, None, 0, part(0, t1), None),
+        ("log", 6, None, "PartitionChangeRecord", 5, None, 0, part(0, t2), None),  # no TopicRecord for t2
+        ("log", 7, None, "TopicRecord", 2, None, 0, f'{{"name":"b","topicId":"{t2}"}}', "aborted"),
+        ("log", 8, None, "PartitionChangeRecord", 5, None, 0, part(1, t2), "aborted"),  # never applied
+    ])
+    got = views.metadata_partition_records(records).select("offset", "topic_id", "partition", "topic_known")
+    assertDataFrameEqual(got, [(5, t1, 0, True), (6, t2, 0, False)])

@@ -26,6 +26,8 @@ REQUIRED = {
     "no_pending_topic_deletions": WARNING,
     "no_quarantined_inputs": WARNING,
     "no_unknown_record_types": WARNING,
+    "partition_records_name_known_topics": WARNING,
+    "kraft_partitions_have_a_topic": ERROR,
 }
 
 
