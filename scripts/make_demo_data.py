@@ -25,7 +25,6 @@ import os
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -34,7 +33,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
 
 DATA = REPO / "pipelines" / "demo" / "data"
 MANIFEST = REPO / "pipelines" / "demo" / "faults.json"
@@ -625,7 +623,7 @@ def roll_snapshot(admin, version2: Path) -> None:
 def build_zookeeper(work: Path) -> tuple[dict, dict]:
     """Drive a real server into a Kafka-shaped tree; returns ({path: data}, zk facts)."""
     from kazoo.client import KazooClient
-    from zk_server import start_zk
+    from testkit.zk_server import start_zk
 
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     server = start_zk(work, extra_conf=ZK_CONF)
@@ -836,7 +834,7 @@ def build_zookeeper(work: Path) -> tuple[dict, dict]:
 
 def build_data_segments() -> dict:
     """Data-topic segments: batches of tiny records; returns {topic-p: log start/end, max ts}."""
-    from builders.segments import batch, segment_name, write_segment
+    from testkit.segments import batch, segment_name, write_segment
 
     sizes = [37, 50, 23, 64, 41, 58, 12]
     out = {}
@@ -901,7 +899,7 @@ class Commit:
 
 def build_offsets_segments() -> dict:
     """``__consumer_offsets`` segments; returns the facts of the manifest's Kafka part."""
-    from builders.segments import (
+    from testkit.segments import (
         assignment,
         batch,
         control_batch,
@@ -1186,7 +1184,7 @@ def counts(rows: list[dict], source: str) -> dict[str, int]:
 
 
 def main() -> None:
-    from builders.segments import group_partition
+    from testkit.segments import group_partition
 
     if DATA.exists():
         shutil.rmtree(DATA)

@@ -87,7 +87,8 @@ def test_server_restores_the_tree_of_the_manifest(tmp_path, manifest, generator)
     """A real server restores snapshot + logs; its tree (read before the crashed sessions
     expire) has the manifest's znodes, ephemeral owners and audit statuses."""
     from kazoo.client import KazooClient
-    from zk_server import start_zk
+
+    from testkit.zk_server import start_zk
 
     shutil.copytree(ZK_DIR, tmp_path / "data" / "version-2")
     server = start_zk(tmp_path, extra_conf="maxSessionTimeout=180000\n")
@@ -149,12 +150,13 @@ def _batches(path: Path):
 
 def _decode_offsets_partition(files: list[Path]):
     """Offset commits, group records, control records and CRC failures of one partition."""
-    from builders.segments import (
+    from kafka.protocol.old.types import Int16
+
+    from testkit.segments import (
         GROUP_METADATA_KEY,
         OFFSET_COMMIT_KEY,
         OFFSET_COMMIT_VALUE,
     )
-    from kafka.protocol.old.types import Int16
 
     commits, groups, controls, bad = [], [], 0, []
     open_txn: dict[int, list[dict]] = defaultdict(list)

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from builders.segments import (
+
+from pipelines.context import RunContext
+from pipelines.jobs.extract_offsets import run
+from pipelines.kafka.extract import extract_offsets
+from pipelines.warehouse import Warehouse
+from testkit.segments import (
     batch,
     control_batch,
     group_metadata_key,
@@ -13,11 +18,6 @@ from builders.segments import (
     segment_name,
     write_segment,
 )
-
-from pipelines.context import RunContext
-from pipelines.jobs.extract_offsets import run
-from pipelines.kafka.extract import extract_offsets
-from pipelines.warehouse import Warehouse
 
 pytestmark = pytest.mark.integration
 
