@@ -3,11 +3,11 @@ Spark tests. Column types are inferred: the warehouse writers cast to kaudit's s
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def znode_rows(tree: dict[str, bytes | str | None], source: str = "live") -> pa.Table:
