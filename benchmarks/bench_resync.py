@@ -26,8 +26,6 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-
 RECORDS = 100  # per batch
 
 
