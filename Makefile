@@ -47,7 +47,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/uv
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e '.[test]'
-	$(BIN)/python -m compileall -q pipelines
+	$(BIN)/python -m compileall -q pipelines testkit
 	touch $(VENV)/.installed $@
 
 # The ZooKeeper snapshot kernels compiled ahead of time into the venv (numba.pycc), so a

@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -37,8 +36,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipelines.context import RunContext
 from pipelines.spark.io import write_parquet

@@ -6,7 +6,7 @@ measured in the same run on the same segments:
 - kafka-python's ``MemoryRecords`` iteration over the batches, touching every record's value
   (what a straightforward Python reader costs before decoding anything).
 
-The log (generated once with the test encoder, ``tests/builders/kraft.py``, cached under
+The log (generated once with the test encoder, ``testkit/kraft.py``, cached under
 ``benchmarks/.data/``) looks like a busy cluster's: 30 brokers, 5,000 topics of 20 partitions,
 their configs, then ISR shrinks/expands and leader changes (PartitionChangeRecord, most of
 the log), broker fencing, NoOps, in batches of 1-50 records, 64 MiB segments.
@@ -25,13 +25,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO))
 
 
 def build(data: Path, records: int, seed: int = 11) -> int:
     """Write the metadata log (once per size: reused when ``data`` already holds it)."""
-    from builders import kraft as B
+    from testkit import kraft as B
 
     d = data / "__cluster_metadata-0"
     marker = data / f".built-{records}"

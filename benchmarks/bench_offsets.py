@@ -1,6 +1,6 @@
 """Benchmark: ``kaudit extract offsets`` against a straightforward kafka-python decoder.
 
-Builds >= 5M offset-commit records with kafka-python (tests/builders/segments.py: 1-20
+Builds >= 5M offset-commit records with kafka-python (testkit/segments.py: 1-20
 records per batch, uncompressed, 10 ``__consumer_offsets`` partitions), then, in the same run,
 times
 
@@ -26,15 +26,13 @@ from io import BytesIO
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO))
 
 PARTITIONS = 10
 
 
 def build(data: Path, records: int, seed: int = 7) -> int:
     """Write the segments (once per size: reused when ``data`` already holds them)."""
-    from builders.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
+    from testkit.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
 
     marker = data / f".built-{records}"
     if marker.exists():

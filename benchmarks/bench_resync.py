@@ -1,7 +1,7 @@
 """Benchmark: framing a segment with one bad batch header, against the same segment undamaged.
 
 Builds a data-topic segment of clean magic-2 batches (one batch built with kafka-python,
-tests/builders/segments.py, repeated at increasing base offsets: the base offset is outside
+testkit/segments.py, repeated at increasing base offsets: the base offset is outside
 the CRC), default about 1 GB, then, in the same run, times
 
 - ``extract log-end``'s header scan (``log_end.scan_partition``: no CRC) and
@@ -20,23 +20,18 @@ from __future__ import annotations
 import argparse
 import random
 import struct
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO))
-
 RECORDS = 100  # per batch
 
 
 def build(path: Path, size: int) -> int:
     """A segment of about ``size`` bytes; returns the batch size."""
-    from builders.segments import batch, segment_name
+    from testkit.segments import batch, segment_name
 
     rng = random.Random(11)  # binary values (fixed-width ints, like Avro/Protobuf payloads)
     recs = [(f"key-{i}".encode(), struct.pack(">qqi", rng.randrange(1 << 20), rng.randrange(1 << 40), i) + b"x" * rng.randrange(60))

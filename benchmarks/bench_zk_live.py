@@ -10,12 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from zk_data import build, server  # noqa: E402
+from zk_data import build, server
 
 
 def naive_walk(zk, path: str = "/") -> int:

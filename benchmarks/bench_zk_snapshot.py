@@ -21,12 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from zk_data import build, newest_snapshot  # noqa: E402
+from zk_data import build, newest_snapshot
 
 JAVA_CP = ":".join(
     f"/usr/share/java/{j}.jar"

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+from testkit.zk_server import ZkServer, free_port
 
-from zk_server import ZkServer, free_port  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 DATA = HERE / ".data"
 BATCH = 500  # creates per multi request

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from zk_server import ZK_HOME, start_zk  # noqa: E402
+from testkit.zk_server import ZK_HOME, start_zk
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

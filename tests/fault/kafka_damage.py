@@ -1,6 +1,6 @@
 """Seeded damage of a clean Kafka log dir, for the fault tests and ``sweep_kafka.py``.
 
-:func:`clean_logs` writes a log dir with kafka-python's builders (``tests/builders/segments.py``)
+:func:`clean_logs` writes a log dir with kafka-python's builders (``testkit/segments.py``)
 and returns what it wrote: per file, each batch's byte range, offsets and the rows it must give
 (offset commits and group metadata of two ``__consumer_offsets`` partitions of two segments
 each, every codec, one segment opening with magic-1 messages; two partitions of a data topic
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import crc32c
-from builders.segments import (
+
+from testkit.segments import (
     CODECS,
     _v2_finish,
     batch,

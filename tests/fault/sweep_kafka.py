@@ -28,9 +28,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
-
 from kafka_damage import (
     KINDS,
     alive,
@@ -42,6 +39,8 @@ from kafka_damage import (
     harmless,
     table_rows,
 )
+
+HERE = Path(__file__).resolve().parent
 
 
 @dataclass
@@ -151,7 +150,7 @@ def damaged_case(r: Runner, layout, clean: Path, tmp: Path, seed: int, kind: str
 
 def fixed_cases(r: Runner, tmp: Path, rng: random.Random, kills: int) -> int:
     """Unreadable inputs, usage errors, 2 GiB bombs, kill -9. Returns how many."""
-    from builders.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
+    from testkit.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
 
     wh = str(tmp / "wh")
     (tmp / "empty").mkdir(parents=True)
@@ -202,7 +201,6 @@ def main() -> None:
     ap.add_argument("--repo", type=Path, default=HERE.parents[1], help="checkout whose CLI runs (default: this one)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds before a command counts as a hang")
     args = ap.parse_args()
-    sys.path.insert(0, str(HERE.parents[1]))  # this checkout's pipelines, to read the tables back
     t = Totals()
     r = Runner(args.repo.resolve(), args.timeout, t)
     rng = random.Random(args.seed)

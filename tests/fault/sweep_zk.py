@@ -19,9 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from zk_damage import KINDS, PROBLEMS, clean, damage, judge  # noqa: E402
+from zk_damage import KINDS, PROBLEMS, clean, damage, judge
 
 REPO = Path(__file__).resolve().parents[2]
 

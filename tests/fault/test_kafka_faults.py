@@ -12,11 +12,22 @@ import time
 from pathlib import Path
 
 import pytest
-from builders.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
-from kafka_damage import KINDS, T0, alive, big_offsets_dir, bomb_batch, clean_logs, damage, descendants, harmless, table_rows
+from kafka_damage import (
+    KINDS,
+    T0,
+    alive,
+    big_offsets_dir,
+    bomb_batch,
+    clean_logs,
+    damage,
+    descendants,
+    harmless,
+    table_rows,
+)
 
 from pipelines.cli import main
 from pipelines.warehouse import Warehouse
+from testkit.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = int(os.environ.get("KAUDIT_FUZZ_CASES", "12"))

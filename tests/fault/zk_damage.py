@@ -1,6 +1,6 @@
 """Damaged ZooKeeper data dirs for the fault corpus (``test_zk_corpus.py``, ``sweep_zk.py``).
 
-:func:`clean` drives a real ZooKeeper 3.8 (``tests/zk_server.py``, snapshots every few dozen
+:func:`clean` drives a real ZooKeeper 3.8 (``testkit/zk_server.py``, snapshots every few dozen
 txns, so fuzzy snapshots and several logs) with one client and records what each write did
 at which zxid (creates and sets from their stats, deletes from the parent's pzxid). Half way
 the server is restarted: loading its data dir it writes an exact (not fuzzy) snapshot.
@@ -19,15 +19,12 @@ import json
 import random
 import shutil
 import struct
-import sys
 import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from zk_server import start_zk  # noqa: E402
+from testkit.zk_server import start_zk
 
 VERSION = 2  # of the script below: a cached clean data dir is rebuilt when it changes
 KINDS = ("truncate_log", "flip_log", "zero_length", "huge_length", "drop_txn", "garbage_in_log",

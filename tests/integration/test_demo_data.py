@@ -7,17 +7,17 @@ walked with kazoo, and kafka-python's record batch readers for the segments.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import shutil
 import struct
 import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
+from testkit.oracle import counts, zk_audit
 
 pytestmark = pytest.mark.integration
 
@@ -30,16 +30,6 @@ LOGS = DEMO / "data" / "kafka-logs"
 @pytest.fixture(scope="module")
 def manifest() -> dict:
     return json.loads((DEMO / "faults.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def generator():
-    """The generator's independent audit rules (scripts/make_demo_data.py)."""
-    spec = importlib.util.spec_from_file_location("make_demo_data", REPO / "scripts" / "make_demo_data.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def _zxid(name: str) -> int:
@@ -83,11 +73,12 @@ def test_snapshot_formatter_reads_every_snapshot(manifest):
     assert newest == zk["znodes"] - zk["znodes_created_after_latest_snapshot"]
 
 
-def test_server_restores_the_tree_of_the_manifest(tmp_path, manifest, generator):
+def test_server_restores_the_tree_of_the_manifest(tmp_path, manifest):
     """A real server restores snapshot + logs; its tree (read before the crashed sessions
     expire) has the manifest's znodes, ephemeral owners and audit statuses."""
     from kazoo.client import KazooClient
-    from zk_server import start_zk
+
+    from testkit.zk_server import start_zk
 
     shutil.copytree(ZK_DIR, tmp_path / "data" / "version-2")
     server = start_zk(tmp_path, extra_conf="maxSessionTimeout=180000\n")
@@ -115,9 +106,9 @@ def test_server_restores_the_tree_of_the_manifest(tmp_path, manifest, generator)
     for path, node in zk["paths"].items():
         assert tree[path].decode() == node["data"], path
         assert (path in ephemeral) == node["ephemeral"], path
-    rows = generator.zk_audit(tree)
+    rows = zk_audit(tree)
     assert rows == [r for r in manifest["assignment_audit"] if r["source"] == "zookeeper"]
-    assert generator.counts(rows, "zookeeper") == manifest["expected"]["assignment"]["zookeeper"]
+    assert counts(rows, "zookeeper") == manifest["expected"]["assignment"]["zookeeper"]
     # every planted ZooKeeper fault is there
     statuses = {r["status"] for r in rows}
     assert {"wrong_owner", "unowned", "unknown_owner", "unexpected_partition", "ok"} <= statuses
@@ -149,12 +140,13 @@ def _batches(path: Path):
 
 def _decode_offsets_partition(files: list[Path]):
     """Offset commits, group records, control records and CRC failures of one partition."""
-    from builders.segments import (
+    from kafka.protocol.old.types import Int16
+
+    from testkit.segments import (
         GROUP_METADATA_KEY,
         OFFSET_COMMIT_KEY,
         OFFSET_COMMIT_VALUE,
     )
-    from kafka.protocol.old.types import Int16
 
     commits, groups, controls, bad = [], [], 0, []
     open_txn: dict[int, list[dict]] = defaultdict(list)

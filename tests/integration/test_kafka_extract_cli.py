@@ -7,7 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from builders.segments import (
+
+from pipelines.cli import main
+from pipelines.warehouse import Warehouse
+from testkit.segments import (
     assignment,
     batch,
     control_batch,
@@ -20,9 +23,6 @@ from builders.segments import (
     subscription,
     write_segment,
 )
-
-from pipelines.cli import main
-from pipelines.warehouse import Warehouse
 
 pytestmark = pytest.mark.integration
 

@@ -4,12 +4,12 @@ registry tables of a KRaft-only run; the metadata made by the independent encode
 from __future__ import annotations
 
 import pytest
-from builders import kraft as B
 
 from pipelines.cli import main
 from pipelines.context import RunContext
 from pipelines.spark.build import build_core
 from pipelines.warehouse import Warehouse
+from testkit import kraft as B
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
@@ -21,9 +20,7 @@ from pipelines.context import RunContext
 from pipelines.quality.marts import MARTS, read_mart
 from pipelines.report.write import write_report
 from pipelines.warehouse import Warehouse
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from chromium import Chromium  # noqa: E402
+from testkit.chromium import Chromium
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
 

@@ -107,9 +107,8 @@ def test_planted_zookeeper_faults_are_found_exactly(spark, zk_server, warehouse)
 def test_a_roundrobin_group_next_to_range_groups(spark, warehouse):
     """g08 configured for round-robin: partitions dealt in order of the Java hashCode of
     "[orders,p]" (0, 1, 2, 3 here) over g08_c1-0, g08_c2-0; g07 and gw stay range."""
-    from builders.znodes import znode_rows
-
     from pipelines.tables import RAW_ZNODES
+    from testkit.znodes import znode_rows
 
     run = "roundrobin"
     warehouse.write_table("raw/znodes", run, znode_rows(TREE, "live"), RAW_ZNODES, step="zk")
@@ -170,11 +169,11 @@ def test_a_run_with_only_kafka_group_tables(spark, warehouse):
 def test_a_failing_chain_rolls_the_whole_build_back(spark, warehouse, monkeypatch):
     """The owners scan fails while the other chains run: the build raises it, every chain
     has stopped, and the run keeps the tables of its previous build, with no staging left."""
-    from builders.znodes import znode_rows
     from pyspark.sql import functions as F
 
     from pipelines.spark import registry
     from pipelines.tables import CORE, RAW_ZNODES
+    from testkit.znodes import znode_rows
 
     run = "rollback"
     warehouse.write_table("raw/znodes", run, znode_rows(TREE, "live"), RAW_ZNODES, step="zk")
@@ -195,9 +194,8 @@ def test_a_second_build_in_one_session_compiles_no_code(spark, warehouse):
     """Every class Spark generates for a build stays in its code cache
     (``spark.sql.codegen.cache.maxEntries``), so a driver that builds again (the benchmark,
     a notebook) compiles nothing: with the default of 100 entries it recompiled every one."""
-    from builders.znodes import znode_rows
-
     from pipelines.tables import RAW_ZNODES
+    from testkit.znodes import znode_rows
 
     run = "twice"
     warehouse.write_table("raw/znodes", run, znode_rows(TREE, "live"), RAW_ZNODES, step="zk")

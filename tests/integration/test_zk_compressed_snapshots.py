@@ -10,7 +10,7 @@ import pytest
 
 from pipelines.zookeeper.extract import read_offline
 from pipelines.zookeeper.snapshot import parse
-from zk_server import start_zk
+from testkit.zk_server import start_zk
 
 pytestmark = pytest.mark.integration
 

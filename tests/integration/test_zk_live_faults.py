@@ -10,7 +10,7 @@ import time
 import pytest
 
 from pipelines.errors import StepError
-from zk_server import free_port, start_zk
+from testkit.zk_server import free_port, start_zk
 
 pytestmark = pytest.mark.integration
 

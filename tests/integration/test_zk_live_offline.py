@@ -24,7 +24,7 @@ from pipelines.errors import StepError
 from pipelines.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_live, extract_snapshot
 from pipelines.zookeeper.snapshot import parse
-from zk_server import start_zk
+from testkit.zk_server import start_zk
 
 pytestmark = pytest.mark.integration
 

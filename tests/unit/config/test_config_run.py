@@ -64,7 +64,7 @@ def test_the_shipped_example_runs_on_the_demo_cluster(tmp_path, capsys, monkeypa
 def test_a_kraft_source_is_an_extract_unit(tmp_path, capsys):
     """sources.kraft: a metadata log (written with the independent test encoder) replayed to an
     offset by `kaudit run`, as `extract kraft --at-offset` does."""
-    from builders import kraft as B
+    from testkit import kraft as B
 
     d = tmp_path / "metadata" / "__cluster_metadata-0"
     log = B.Log()

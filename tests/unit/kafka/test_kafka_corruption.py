@@ -6,7 +6,9 @@ from __future__ import annotations
 import struct
 
 import pytest
-from builders.segments import (
+
+from pipelines.kafka.segment import decode_segment
+from testkit.segments import (
     batch,
     group_metadata_key,
     group_metadata_value,
@@ -14,8 +16,6 @@ from builders.segments import (
     offset_commit_value,
     write_segment,
 )
-
-from pipelines.kafka.segment import decode_segment
 
 T0 = 1_700_000_000_000
 
@@ -181,7 +181,7 @@ def test_random_damage_never_crashes_and_never_invents_rows():
 
     import numpy as np
 
-    from builders.segments import assignment, subscription
+    from testkit.segments import assignment, subscription
 
     parts, off = [], 0
     for magic in (0, 1, 2):

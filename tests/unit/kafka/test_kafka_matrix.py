@@ -1,6 +1,6 @@
 """The generated matrix - magic x codec x key version x value version x transaction state x
 tombstone, group metadata versions x ConsumerProtocol versions - encoded with kafka-python's
-builders (tests/builders/segments.py), decodes exactly."""
+builders (testkit/segments.py), decodes exactly."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import itertools
 from datetime import datetime, timezone
 
 import pytest
-from builders.segments import (
+
+from pipelines.kafka.offsets import decode_scope
+from pipelines.kafka.paths import offsets_segments
+from testkit.segments import (
     assignment,
     batch,
     control_batch,
@@ -20,9 +23,6 @@ from builders.segments import (
     subscription,
     write_segment,
 )
-
-from pipelines.kafka.offsets import decode_scope
-from pipelines.kafka.paths import offsets_segments
 
 CODECS = {0: ["none", "gzip", "snappy", "snappy-plain", "lz4"], 1: ["none", "gzip", "snappy", "snappy-plain", "lz4"]}
 CODECS[2] = CODECS[0] + ["zstd"]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from builders.segments import batch, control_batch, segment_name, write_segment
 
 from pipelines.errors import InputError
 from pipelines.kafka.log_end import read_offsets_file, scan_partition
 from pipelines.kafka.paths import UNKNOWN_PARTITION, data_partition_dirs, offsets_segments
+from testkit.segments import batch, control_batch, segment_name, write_segment
 
 
 def _seg(path, base=0, n=1):

@@ -10,10 +10,10 @@ import re
 from datetime import datetime, timezone
 
 import pytest
-from builders.segments import batch, write_segment
 
 from pipelines.kafka.records import CONSUMER_ASSIGNMENT, CONSUMER_SUBSCRIPTION, decode
 from pipelines.kafka.segment import decode_segment
+from testkit.segments import batch, write_segment
 
 TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<num>-?\d+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<p>[{}\[\]:,]))')
 

@@ -9,9 +9,9 @@ import struct
 import uuid
 
 import pytest
-from builders import kraft as B
 
 from pipelines.kraft.decode import BadMetadataRecord, decode_control, decode_metadata
+from testkit import kraft as B
 
 T1, T2 = B.topic_uuid(1), B.topic_uuid(2)
 D1, D2 = uuid.UUID(int=77), uuid.UUID(int=78)

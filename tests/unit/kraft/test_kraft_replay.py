@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from builders import kraft as B
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.kraft.extract import Target, extract_kraft
 from pipelines.warehouse import Warehouse
+from testkit import kraft as B
 
 T1, T2, T3 = B.topic_uuid(1), B.topic_uuid(2), B.topic_uuid(3)
 U = B.uuid_text
@@ -268,7 +268,7 @@ def test_single_files_read_like_their_dir(tmp_path, cluster):
 
 
 def test_compressed_batches(tmp_path):
-    from builders.segments import batch
+    from testkit.segments import batch
 
     d = tmp_path / "__cluster_metadata-0"
     d.mkdir()

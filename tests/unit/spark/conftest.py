@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from builders.znodes import znode_rows
+
+from testkit.znodes import znode_rows
 
 
 @pytest.fixture()

@@ -3,6 +3,7 @@
 from pyspark.sql import functions as F
 
 from pipelines.spark.javahash import java_string_hash, topic_partition_hash
+from testkit.javahash import java_string_hash as java_hash_reference
 
 # (string, java.lang.String.hashCode())
 KNOWN = [
@@ -15,15 +16,6 @@ KNOWN = [
     ("\U0001F600", 0xD83D * 31 + 0xDE00),  # a surrogate pair: two units
     ("[orders,0]", None),  # filled below from the Python reference fold
 ]
-
-
-def java_hash_reference(s: str) -> int:
-    """The JDK's loop over UTF-16 code units, in Python (independent of the Spark version)."""
-    units = s.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def test_java_string_hash_matches_the_jvm_and_the_reference(spark):

@@ -47,7 +47,7 @@ class ZkServer:
     def data_dir(self) -> Path:
         return self.root / "data"
 
-    def start(self, timeout: float = 60) -> "ZkServer":
+    def start(self, timeout: float = 60) -> ZkServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cfg = self.root / "zoo.cfg"
         cfg.write_text(

@@ -38,6 +38,8 @@ from kafka.protocol.old.types import (
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 
+from testkit.javahash import java_string_hash
+
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "snappy-plain": 2, "lz4": 3, "zstd": 4}
 
 # --- record keys -----------------------------------------------------------------------------
@@ -344,15 +346,6 @@ def write_segment(path: str | Path, batches: list[bytes]) -> None:
 
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}.log"
-
-
-def java_string_hash(s: str) -> int:
-    """``String.hashCode()``: over UTF-16 code units, int32 arithmetic."""
-    data = s.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def group_partition(group: str, num_partitions: int = 50) -> int:

@@ -9,7 +9,7 @@
   (LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord, KRaftVersionRecord,
   VotersRecord).
 - Frame (``AbstractApiMessageSerde``): uvarint frame version 1, uvarint apiKey, uvarint version.
-- Batches: kafka-python's ``DefaultRecordBatchBuilder`` (via ``builders.segments``); control
+- Batches: kafka-python's ``DefaultRecordBatchBuilder`` (via ``testkit.segments``); control
   batches get the control attribute and their ``int16 version, int16 type`` key.
 """
 
@@ -21,9 +21,10 @@ import struct
 import uuid
 from pathlib import Path
 
-from builders.segments import _v2_finish, batch
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kio.serial import writers as w
+
+from testkit.segments import _v2_finish, batch
 
 # --- primitives ------------------------------------------------------------------------------
 

@@ -1,15 +1,13 @@
 """``raw/znodes`` tables of ``{path: value}`` trees (written here, not captured), for the
-Spark tests."""
+Spark tests. Column types are inferred: the warehouse writers cast to kaudit's schema."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from pipelines.tables import RAW_ZNODES
-
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def znode_rows(tree: dict[str, bytes | str | None], source: str = "live") -> pa.Table:
@@ -35,4 +33,4 @@ def znode_rows(tree: dict[str, bytes | str | None], source: str = "live") -> pa.
                 "num_children": 0,
             }
         )
-    return pa.Table.from_pylist(rows, schema=RAW_ZNODES)
+    return pa.Table.from_pylist(rows)

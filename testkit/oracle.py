@@ -1,0 +1,229 @@
+"""Expected results computed from what a test wrote, by rules transcribed from CONTRACT.md
+(``assignment_audit`` status, the marts) and FORMATS.md sec. 5 (the range assignor), sharing
+no code with ``pipelines``.
+
+- :func:`zk_audit`: the audit rows of a ZooKeeper ``{path: data}`` tree (0.8+ and 0.7 layouts).
+- :func:`kafka_audit`: the audit rows of Kafka groups from their latest generation's members
+  (objects with ``member_id``, ``instance_id``, ``topics`` and ``assigned``).
+- :func:`expected_marts`: offset regressions, consumer lag and offset-storage drift from the
+  commits a test wrote (objects with ``group``, ``topic``, ``partition``, ``offset``,
+  ``commit_ts``, ``log_offset``, ``txn`` and ``corrupt``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+STATUSES = ("duplicate_owner", "unexpected_partition", "unknown_owner", "unowned", "wrong_owner", "ok")
+
+
+def range_assign(partitions: list, consumers: list[str]) -> dict:
+    """partition -> consumer; both lists already in the assignor's order."""
+    out = {}
+    if not consumers:
+        return out
+    per, extra = divmod(len(partitions), len(consumers))
+    for i, c in enumerate(consumers):
+        start = per * i + min(i, extra)
+        for part in partitions[start : start + per + (1 if i < extra else 0)]:
+            out[part] = c
+    return out
+
+
+def audit_status(expected: str | None, observed: list[str], in_metadata: bool, registered: set[str]) -> str:
+    owners = set(observed)
+    if len(owners) > 1:
+        return "duplicate_owner"
+    if owners and not in_metadata:
+        return "unexpected_partition"
+    if owners and not owners <= registered:
+        return "unknown_owner"
+    if expected is not None and not owners:
+        return "unowned"
+    if owners and owners != {expected}:
+        return "wrong_owner"
+    return "ok"
+
+
+def zk_audit(tree: dict[str, bytes]) -> list[dict]:
+    """Audit rows of the ZooKeeper groups from a {path: data} walk of the tree."""
+
+    def children(path: str) -> list[str]:
+        prefix = path.rstrip("/") + "/"
+        return sorted({p[len(prefix) :].split("/")[0] for p in tree if p.startswith(prefix)})
+
+    # topic metadata: topic -> sorted [(broker_id | None, partition)]
+    meta: dict[str, list] = {}
+    for topic in children("/brokers/topics"):
+        base = f"/brokers/topics/{topic}"
+        if tree[base]:
+            meta[topic] = sorted((None, int(p)) for p in json.loads(tree[base])["partitions"])
+        else:  # 0.7: /brokers/topics/<t>/<broker_id> -> nPartitions
+            meta[topic] = sorted((int(b), p) for b in children(base) for p in range(int(tree[f"{base}/{b}"].decode())))
+
+    def part_key(name: str):
+        if "-" in name:
+            b, p = name.split("-", 1)
+            return int(b), int(p)
+        return None, int(name)
+
+    rows = []
+    for group in children("/consumers"):
+        threads_by_topic: dict[str, list[str]] = defaultdict(list)
+        for cid in children(f"/consumers/{group}/ids"):
+            reg = json.loads(tree[f"/consumers/{group}/ids/{cid}"])
+            subs = reg["subscription"] if "subscription" in reg else reg
+            for topic, streams in subs.items():
+                threads_by_topic[topic] += [f"{cid}-{n}" for n in range(int(streams))]
+        registered = {t for ts in threads_by_topic.values() for t in ts}
+        expected: dict[tuple, str] = {}
+        for topic, threads in threads_by_topic.items():
+            for (b, p), owner in range_assign(meta.get(topic, []), sorted(threads)).items():
+                expected[(topic, b, p)] = owner
+        observed: dict[tuple, list[str]] = {}
+        for topic in children(f"/consumers/{group}/owners"):
+            for name in children(f"/consumers/{group}/owners/{topic}"):
+                b, p = part_key(name)
+                observed[(topic, b, p)] = [tree[f"/consumers/{group}/owners/{topic}/{name}"].decode()]
+        for key in sorted(set(expected) | set(observed), key=lambda k: (k[0], k[1] or -1, k[2])):
+            topic, b, p = key
+            in_meta = (b, p) in meta.get(topic, []) and topic in threads_by_topic
+            rows.append(
+                dict(
+                    source="zookeeper",
+                    group_id=group,
+                    topic=topic,
+                    partition=p,
+                    broker_id=b,
+                    expected_owner=expected.get(key),
+                    observed_owners=observed.get(key, []),
+                    status=audit_status(expected.get(key), observed.get(key, []), in_meta, registered),
+                )
+            )
+    return rows
+
+
+def kafka_audit(groups: list, topics: dict[str, int], tombstoned: set[str]) -> list[dict]:
+    """Audit rows of the Kafka groups from their latest GroupMetadata (RangeAssignor); ``topics``:
+    name -> number of partitions."""
+    rows = []
+    for g in groups:
+        if not g.generations or g.name in tombstoned:
+            continue
+        members = g.generations[-1].members
+        registered = {m.member_id for m in members}
+        order = sorted(members, key=lambda m: (m.instance_id is None, m.instance_id or "", m.member_id))
+        expected, observed = {}, defaultdict(list)
+        for topic in sorted({t for m in members for t in m.topics}):
+            subs = [m.member_id for m in order if topic in m.topics]
+            for p, owner in range_assign(list(range(topics[topic])), subs).items():
+                expected[(topic, p)] = owner
+        for m in members:
+            for topic, ps in m.assigned.items():
+                for p in ps:
+                    observed[(topic, p)].append(m.member_id)
+        for key in sorted(set(expected) | set(observed)):
+            topic, p = key
+            in_meta = topic in topics and p < topics[topic] and any(topic in m.topics for m in members)
+            obs = sorted(observed.get(key, []))
+            rows.append(
+                dict(
+                    source="kafka",
+                    group_id=g.name,
+                    topic=topic,
+                    partition=p,
+                    broker_id=None,
+                    expected_owner=expected.get(key),
+                    observed_owners=obs,
+                    status=audit_status(expected.get(key), obs, in_meta, registered),
+                )
+            )
+    return rows
+
+
+def effective(commits: list) -> list:
+    """Commits that the decoder sees (not corrupt) and that count: not aborted, not pending."""
+    return [c for c in commits if not c.corrupt and c.txn not in ("aborted", "pending")]
+
+
+def expected_marts(commits: list, zk_tree: dict[str, bytes], log_ends: dict) -> dict:
+    eff = sorted(effective(commits), key=lambda c: (c.group, c.topic, c.partition, c.log_offset))
+    regressions, latest = [], {}
+    prev: dict[tuple, object] = {}
+    for c in eff:
+        key = (c.group, c.topic, c.partition)
+        if c.offset is None:  # a tombstone deletes the offset
+            latest.pop(key, None)
+            prev.pop(key, None)
+            continue
+        if key in prev and c.offset < prev[key].offset:
+            regressions.append(
+                dict(
+                    group_id=c.group,
+                    topic=c.topic,
+                    partition=c.partition,
+                    log_offset=c.log_offset,
+                    previous_committed_offset=prev[key].offset,
+                    committed_offset=c.offset,
+                    regressed_by=prev[key].offset - c.offset,
+                    committed_at=c.commit_ts,
+                )
+            )
+        prev[key] = c
+        latest[key] = c
+
+    def end_of(topic, p):
+        e = log_ends.get(f"{topic}-{p}")
+        return e["log_end_offset"] if e else None
+
+    lag = []
+    for (g, t, p), c in sorted(latest.items()):
+        e = end_of(t, p)
+        lag.append(
+            dict(
+                source="kafka",
+                group_id=g,
+                topic=t,
+                partition=p,
+                committed_offset=c.offset,
+                log_end_offset=e,
+                lag=None if e is None else e - c.offset,
+                committed_at=c.commit_ts,
+            )
+        )
+    zk_offs = {}
+    for path, data in zk_tree.items():
+        parts = path.split("/")
+        if len(parts) == 6 and parts[1] == "consumers" and parts[3] == "offsets":
+            g, t, name = parts[2], parts[4], parts[5]
+            broker, p = (int(name.split("-")[0]), int(name.split("-")[1])) if "-" in name else (None, int(name))
+            zk_offs[(g, t, broker, p)] = int(data)
+            e = end_of(t, p) if broker is None else None
+            lag.append(
+                dict(
+                    source="zookeeper",
+                    group_id=g,
+                    topic=t,
+                    partition=p,
+                    broker_id=broker,
+                    committed_offset=int(data),
+                    log_end_offset=e,
+                    lag=None if e is None else e - int(data),
+                    committed_at=None,
+                )
+            )
+    drift = []
+    for (g, t, b, p), zk in sorted(zk_offs.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3])):
+        if (g, t, p) in latest and b is None:
+            k = latest[(g, t, p)].offset
+            drift.append(dict(group_id=g, topic=t, partition=p, zk_offset=zk, kafka_offset=k, drift=k - zk))
+    return dict(offset_regressions=regressions, consumer_lag=lag, offset_storage_drift=drift)
+
+
+def counts(rows: list[dict], source: str) -> dict[str, int]:
+    out = {s: 0 for s in STATUSES}
+    for r in rows:
+        if r["source"] == source:
+            out[r["status"]] += 1
+    return out
