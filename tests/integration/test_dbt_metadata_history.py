@@ -1,5 +1,5 @@
 """Real dbt (dbt-spark session adapter) on real local Spark over a KRaft metadata log made by the
-independent encoder (``builders.kraft``) and read by ``kaudit extract kraft``: the
+independent encoder (``testkit.kraft``) and read by ``kaudit extract kraft``: the
 ``metadata_history`` mart and its unit tests. Expected rows come from what the test wrote."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import datetime as dt
 
 import pyarrow.dataset as ds
 import pytest
-from builders import kraft as B
 
 from pipelines.context import RunContext
 from pipelines.kraft.extract import extract_kraft
 from pipelines.transform.dbt_runner import run_dbt
+from testkit import kraft as B
 
 pytestmark = pytest.mark.integration
 

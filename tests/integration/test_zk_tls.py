@@ -10,9 +10,9 @@ import subprocess
 import time
 
 import pytest
-from zk_server import free_port, start_zk
 
 from pipelines.warehouse import Warehouse
+from testkit.zk_server import free_port, start_zk
 
 pytestmark = pytest.mark.integration
 

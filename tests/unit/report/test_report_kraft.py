@@ -1,5 +1,5 @@
 """The report's KRaft section and findings on a metadata log made by the independent encoder
-(``builders.kraft``) and read by ``kaudit extract kraft``, with offset commits written here:
+(``testkit.kraft``) and read by ``kaudit extract kraft``, with offset commits written here:
 partitions whose ISR is below min.insync.replicas (topic config, leader broker config, cluster
 default, Kafka's 1) and commits to a topic between its deletion and its re-creation."""
 
@@ -9,13 +9,13 @@ import csv
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
-from builders import kraft as B
 
 from pipelines.context import RunContext
 from pipelines.kraft.extract import extract_kraft
 from pipelines.report.metadata import min_insync_replicas
 from pipelines.report.write import write_report
 from pipelines.tables import SCHEMAS
+from testkit import kraft as B
 
 A, BT, OLD, C, OLD2 = (B.topic_uuid(i) for i in (1, 2, 3, 4, 6))
 
