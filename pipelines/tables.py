@@ -388,6 +388,17 @@ CORE = {
             ("status", pa.string()),
         ]
     ),
+    "core/consumer_group_findings": pa.schema(  # KIP-848 groups (issue 20): pipelines.spark.assignment_kip848
+        [
+            ("source", pa.string()),
+            ("group_id", pa.string()),
+            ("member_id", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("finding", pa.string()),  # one of assignment_kip848.FINDINGS
+            ("detail", pa.string()),
+        ]
+    ),
 }
 
 SCHEMAS = {**RAW, **CORE}

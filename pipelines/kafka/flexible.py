@@ -306,7 +306,7 @@ def _struct(b: bytes, p: int, layout: Layout) -> tuple[dict, int]:
                 values = list(values)
                 for i in uuids:
                     values[i] = _b64(values[i])[:22].decode("ascii")
-            out.update(zip(names, values))
+            out.update(zip(names, values, strict=True))
         else:
             out[step.name], p = _READ[step.kind](b, p, step)
     if b[p] == 0:  # no tagged fields: the usual case

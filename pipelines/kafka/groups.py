@@ -141,31 +141,66 @@ def _rows(key_type: int, group: str, second: str | None, v: dict | None) -> list
         return [dict(group_id=group, assignment_epoch=None if v is None else v["assignmentEpoch"])]
     if key_type == 4:
         topics = (v or {}).get("topics") or [None]
-        return [dict(group_id=group, topic_id=t and t["topicId"], topic=t and t["topicName"],
-                     num_partitions=t and t["numPartitions"]) for t in topics]
+        return [
+            dict(
+                group_id=group,
+                topic_id=t and t["topicId"],
+                topic=t and t["topicName"],
+                num_partitions=t and t["numPartitions"],
+            )
+            for t in topics
+        ]
     if key_type == 5:
         v = v or {}
         classic = v.get("classicMemberMetadata")
-        return [dict(group_id=group, member_id=second, instance_id=v.get("instanceId"), rack_id=v.get("rackId"),
-                     client_id=v.get("clientId"), client_host=v.get("clientHost"),
-                     subscribed_topics=v.get("subscribedTopicNames"), subscribed_topic_regex=v.get("subscribedTopicRegex"),
-                     rebalance_timeout_ms=v.get("rebalanceTimeoutMs"), server_assignor=v.get("serverAssignor"),
-                     classic_member_metadata=None if classic is None else json.dumps(classic, sort_keys=True))]
+        return [
+            dict(
+                group_id=group,
+                member_id=second,
+                instance_id=v.get("instanceId"),
+                rack_id=v.get("rackId"),
+                client_id=v.get("clientId"),
+                client_host=v.get("clientHost"),
+                subscribed_topics=v.get("subscribedTopicNames"),
+                subscribed_topic_regex=v.get("subscribedTopicRegex"),
+                rebalance_timeout_ms=v.get("rebalanceTimeoutMs"),
+                server_assignor=v.get("serverAssignor"),
+                classic_member_metadata=None if classic is None else json.dumps(classic, sort_keys=True),
+            )
+        ]
     if key_type == 7:
-        return [dict(group_id=group, member_id=second,
-                     topic_partitions=None if v is None else _topic_partitions(v["topicPartitions"]))]
+        return [
+            dict(
+                group_id=group,
+                member_id=second,
+                topic_partitions=None if v is None else _topic_partitions(v["topicPartitions"]),
+            )
+        ]
     if key_type == 8:
         if v is None:
             return [dict(group_id=group, member_id=second)]
-        return [dict(group_id=group, member_id=second, member_epoch=v["memberEpoch"],
-                     previous_member_epoch=v["previousMemberEpoch"],
-                     state=MEMBER_STATES.get(v["state"], f"state {v['state']}"),
-                     assigned_partitions=_topic_partitions(v["assignedPartitions"]),
-                     partitions_pending_revocation=_topic_partitions(v["partitionsPendingRevocation"]))]
+        return [
+            dict(
+                group_id=group,
+                member_id=second,
+                member_epoch=v["memberEpoch"],
+                previous_member_epoch=v["previousMemberEpoch"],
+                state=MEMBER_STATES.get(v["state"], f"state {v['state']}"),
+                assigned_partitions=_topic_partitions(v["assignedPartitions"]),
+                partitions_pending_revocation=_topic_partitions(v["partitionsPendingRevocation"]),
+            )
+        ]
     if key_type == 16:
         v = v or {}
-        return [dict(group_id=group, regular_expression=second, topics=v.get("topics"), regex_version=v.get("version"),
-                     resolved_at=v.get("timestamp"))]
+        return [
+            dict(
+                group_id=group,
+                regular_expression=second,
+                topics=v.get("topics"),
+                regex_version=v.get("version"),
+                resolved_at=v.get("timestamp"),
+            )
+        ]
     raise ValueError(key_type)
 
 
@@ -199,10 +234,17 @@ class GroupRecords:
                 return False
             self.rows[TABLES[key_type][0]] += [{**row, **tail} for row in _rows(key_type, group, second, fields)]
             return True
-        self.rows[GENERIC_TABLE].append(dict(
-            key_type=key_type, record_type=name, group_id=group, member_id=second,
-            fields=None if fields is None else json.dumps(fields, sort_keys=True),
-            value=value if fields is None else None, **tail))
+        self.rows[GENERIC_TABLE].append(
+            dict(
+                key_type=key_type,
+                record_type=name,
+                group_id=group,
+                member_id=second,
+                fields=None if fields is None else json.dumps(fields, sort_keys=True),
+                value=value if fields is None else None,
+                **tail,
+            )
+        )
         return True
 
     def tables(self) -> dict[str, pa.Table]:
@@ -212,7 +254,9 @@ class GroupRecords:
             schema = schemas[t]
             if "resolved_at" in schema.names:  # epoch ms -> timestamp
                 at = schema.get_field_index("resolved_at")
-                out[t] = pa.Table.from_pylist(rows, schema=schema.set(at, pa.field("resolved_at", pa.int64()))).cast(schema)
+                out[t] = pa.Table.from_pylist(rows, schema=schema.set(at, pa.field("resolved_at", pa.int64()))).cast(
+                    schema
+                )
             else:
                 out[t] = pa.Table.from_pylist(rows, schema=schema)
         return out

@@ -218,7 +218,7 @@ def decode_segment(path: str | Path, partition: int, data: np.ndarray | None = N
         "raw/offset_commits": _commits(r, keys, keys.rows_of(0, 1)),
         **_groups(r, keys, keys.rows_of(2)),
         **new_groups,
-        "raw/coordinator_records": _coordinator(r, keys, np.union1d(raw_kept, np.flatnonzero(keys.ok & (keys.type > 24)))),
+        "raw/coordinator_records": _coordinator(r, keys, np.union1d(raw_kept, keys.rows_of_unknown())),
         "raw/quarantine": r.quarantine.table(),
     }
     stats = {
@@ -264,6 +264,10 @@ class _Keys:
             i = rows[j]
             reason = KEY_ERRORS.get(int(self.err[j]), f"key error {self.err[j]}")
             r.reject(i, UndecodableKey(f"{reason} (log offset {r.offset[i]})"))
+
+    def rows_of_unknown(self) -> np.ndarray:
+        """Key indexes of good keys of a type this version does not know (> 24)."""
+        return np.flatnonzero(self.ok & (self.type > 24))
 
     def rows_of(self, *types: int) -> np.ndarray:
         """Key indexes of good keys of these types."""

@@ -51,8 +51,9 @@ def group_metadata(group: str, epoch: int | None) -> tuple[bytes, bytes | None]:
 #        PartitionMetadata[{Partition, Racks[]}]}]} ------------------------------------------
 
 
-def partition_metadata(group: str, topics: list[tuple[uuid.UUID, str, int]] | None,
-                       racks: dict[int, list[str]] | None = None) -> tuple[bytes, bytes | None]:
+def partition_metadata(
+    group: str, topics: list[tuple[uuid.UUID, str, int]] | None, racks: dict[int, list[str]] | None = None
+) -> tuple[bytes, bytes | None]:
     if topics is None:
         return key(4, group), None
 
@@ -70,11 +71,21 @@ def partition_metadata(group: str, topics: list[tuple[uuid.UUID, str, int]] | No
 # --- 5: ConsumerGroupMemberMetadata {GroupId, MemberId} -----------------------------------------
 
 
-def member_metadata(group: str, member: str, *, instance_id: str | None = None, rack_id: str | None = None,
-                    client_id: str = "client", client_host: str = "/127.0.0.1", topics: list[str] | None = None,
-                    regex: str | None = None, rebalance_timeout_ms: int = 300000, assignor: str | None = "range",
-                    classic: tuple[int, list[tuple[str, bytes]]] | None = None, tombstone: bool = False
-                    ) -> tuple[bytes, bytes | None]:
+def member_metadata(
+    group: str,
+    member: str,
+    *,
+    instance_id: str | None = None,
+    rack_id: str | None = None,
+    client_id: str = "client",
+    client_host: str = "/127.0.0.1",
+    topics: list[str] | None = None,
+    regex: str | None = None,
+    rebalance_timeout_ms: int = 300000,
+    assignor: str | None = "range",
+    classic: tuple[int, list[tuple[str, bytes]]] | None = None,
+    tombstone: bool = False,
+) -> tuple[bytes, bytes | None]:
     """``classic``: (SessionTimeoutMs, [(Name, Metadata)]) written as tagged field 0."""
     k = key(5, group, member)
     if tombstone:
@@ -83,6 +94,7 @@ def member_metadata(group: str, member: str, *, instance_id: str | None = None, 
     w.compact_array_writer(w.write_compact_string)(b.b, topics or [])
     b.string(regex).i32(rebalance_timeout_ms).string(assignor)
     if classic is not None:
+
         def protocol(buf: Buf, item):
             buf.string(item[0]).compact_bytes(item[1])
 
@@ -111,23 +123,33 @@ def target_member(group: str, member: str, partitions: dict[uuid.UUID, list[int]
 # --- 8: ConsumerGroupCurrentMemberAssignment {GroupId, MemberId} -------------------------------
 
 
-def current_member(group: str, member: str, *, epoch: int = 1, previous_epoch: int = 0, state: str = "STABLE",
-                   assigned: dict[uuid.UUID, list[int]] | None = None,
-                   pending: dict[uuid.UUID, list[int]] | None = None, tombstone: bool = False
-                   ) -> tuple[bytes, bytes | None]:
+def current_member(
+    group: str,
+    member: str,
+    *,
+    epoch: int = 1,
+    previous_epoch: int = 0,
+    state: str = "STABLE",
+    assigned: dict[uuid.UUID, list[int]] | None = None,
+    pending: dict[uuid.UUID, list[int]] | None = None,
+    tombstone: bool = False,
+) -> tuple[bytes, bytes | None]:
     k = key(8, group, member)
     if tombstone:
         return k, None
     b = Buf().i32(epoch).i32(previous_epoch).i8(STATES[state])
-    b.structs(list((assigned or {}).items()), _topic_partitions).structs(list((pending or {}).items()), _topic_partitions)
+    b.structs(list((assigned or {}).items()), _topic_partitions).structs(
+        list((pending or {}).items()), _topic_partitions
+    )
     return k, value(b.done())
 
 
 # --- 16: ConsumerGroupRegularExpression {GroupId, RegularExpression} -> {Topics[], Version, Timestamp}
 
 
-def regular_expression(group: str, regex: str, topics: list[str] | None, *, version: int = 1,
-                       timestamp_ms: int = 0) -> tuple[bytes, bytes | None]:
+def regular_expression(
+    group: str, regex: str, topics: list[str] | None, *, version: int = 1, timestamp_ms: int = 0
+) -> tuple[bytes, bytes | None]:
     k = key(16, group, regex)
     if topics is None:
         return k, None
@@ -144,8 +166,15 @@ def share_group_metadata(group: str, epoch: int) -> tuple[bytes, bytes]:
     return key(11, group), value(Buf().i32(epoch).done())
 
 
-def share_member_metadata(group: str, member: str, topics: list[str], *, rack_id: str | None = None,
-                          client_id: str = "client", client_host: str = "/127.0.0.1") -> tuple[bytes, bytes]:
+def share_member_metadata(
+    group: str,
+    member: str,
+    topics: list[str],
+    *,
+    rack_id: str | None = None,
+    client_id: str = "client",
+    client_host: str = "/127.0.0.1",
+) -> tuple[bytes, bytes]:
     """ShareGroupMemberMetadata (type 10) -> {RackId, ClientId, ClientHost, SubscribedTopicNames}."""
     b = Buf().string(rack_id).string(client_id).string(client_host)
     w.compact_array_writer(w.write_compact_string)(b.b, topics)
