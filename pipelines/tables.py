@@ -125,7 +125,8 @@ _PLACE = [
 
 RAW_CONSUMER_GROUP_METADATA = pa.schema([("group_id", pa.string()), ("group_epoch", pa.int32()), *_PLACE])  # 3
 
-RAW_CONSUMER_GROUP_PARTITION_METADATA = pa.schema(  # 4: one row per topic (one row of nulls for a tombstone or no topic)
+# 4: one row per topic (one row of nulls for a tombstone or a record without topics)
+RAW_CONSUMER_GROUP_PARTITION_METADATA = pa.schema(
     [("group_id", pa.string()), ("topic_id", pa.string()), ("topic", pa.string()), ("num_partitions", pa.int32()),
      *_PLACE]
 )
@@ -147,7 +148,9 @@ RAW_CONSUMER_GROUP_MEMBERS = pa.schema(  # 5
     ]
 )
 
-RAW_CONSUMER_GROUP_TARGET_METADATA = pa.schema([("group_id", pa.string()), ("assignment_epoch", pa.int32()), *_PLACE])  # 6
+RAW_CONSUMER_GROUP_TARGET_METADATA = pa.schema(  # 6
+    [("group_id", pa.string()), ("assignment_epoch", pa.int32()), *_PLACE]
+)
 
 RAW_CONSUMER_GROUP_TARGET_ASSIGNMENTS = pa.schema(  # 7
     [("group_id", pa.string()), ("member_id", pa.string()), ("topic_partitions", TOPIC_PARTITIONS), *_PLACE]
@@ -395,7 +398,7 @@ CORE = {
             ("member_id", pa.string()),
             ("topic", pa.string()),
             ("partition", pa.int32()),
-            ("finding", pa.string()),  # one of assignment_kip848.FINDINGS
+            ("finding", pa.string()),  # one of CONSUMER_GROUP_FINDINGS
             ("detail", pa.string()),
         ]
     ),
@@ -411,6 +414,19 @@ ADDED_COLUMNS = {
 
 # the ZooKeeper-era consumer's assignors kaudit recomputes (range is the default)
 ZOOKEEPER_ASSIGNORS = ("range", "roundrobin")
+
+# the named findings of core/consumer_group_findings (KIP-848 groups), in the report's order
+CONSUMER_GROUP_FINDINGS = (
+    "range_target_differs",
+    "uniform_partition_untargeted",
+    "uniform_partition_targeted_twice",
+    "uniform_target_not_subscribed",
+    "uniform_unbalanced",
+    "epoch_order_violated",
+    "partition_held_twice",
+    "stable_member_off_target",
+    "unresolved_topic_id",
+)
 
 ASSIGNMENT_STATUSES = (
     "duplicate_owner",

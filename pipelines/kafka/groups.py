@@ -68,7 +68,6 @@ RECORD_TYPES = {
     16: ("ConsumerGroupRegularExpression", False),
     17: ("StreamsGroupMetadata", False),
 }
-CONSUMER_TYPES = (3, 4, 5, 6, 7, 8, 16)
 GROUP_TYPES = range(3, 25)
 MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"}
 

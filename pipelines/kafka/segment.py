@@ -213,12 +213,12 @@ def decode_segment(path: str | Path, partition: int, data: np.ndarray | None = N
 
     data_rows = np.flatnonzero(~r.is_control)
     keys = _Keys(r, data_rows)
-    new_groups, raw_kept = _group_records(r, keys, keys.rows_of(*GROUP_TYPES))
+    new_groups, raw_kept = _group_records(r, keys, keys.rows_in(GROUP_TYPES.start, GROUP_TYPES.stop))
     tables = {
         "raw/offset_commits": _commits(r, keys, keys.rows_of(0, 1)),
         **_groups(r, keys, keys.rows_of(2)),
         **new_groups,
-        "raw/coordinator_records": _coordinator(r, keys, np.union1d(raw_kept, keys.rows_of_unknown())),
+        "raw/coordinator_records": _coordinator(r, keys, np.union1d(raw_kept, keys.rows_in(GROUP_TYPES.stop))),
         "raw/quarantine": r.quarantine.table(),
     }
     stats = {
@@ -265,9 +265,9 @@ class _Keys:
             reason = KEY_ERRORS.get(int(self.err[j]), f"key error {self.err[j]}")
             r.reject(i, UndecodableKey(f"{reason} (log offset {r.offset[i]})"))
 
-    def rows_of_unknown(self) -> np.ndarray:
-        """Key indexes of good keys of a type this version does not know (> 24)."""
-        return np.flatnonzero(self.ok & (self.type > 24))
+    def rows_in(self, lo: int, hi: int = 2**15) -> np.ndarray:
+        """Key indexes of good keys of a type in ``[lo, hi)``."""
+        return np.flatnonzero(self.ok & (self.type >= lo) & (self.type < hi))
 
     def rows_of(self, *types: int) -> np.ndarray:
         """Key indexes of good keys of these types."""

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from pipelines.quality.marts import read_mart
 from pipelines.quality.run import VALIDATION, read_results
-from pipelines.tables import ASSIGNMENT_STATUSES, SCHEMAS
+from pipelines.tables import ASSIGNMENT_STATUSES, CONSUMER_GROUP_FINDINGS, SCHEMAS
 from pipelines.warehouse import Warehouse
 
 SOURCES = ("zookeeper", "kafka")
@@ -30,7 +30,7 @@ OFFSET_RECORD_TABLES = ("raw/offset_commits", "raw/group_metadata", "raw/coordin
                         "raw/consumer_group_current_assignments", "raw/consumer_group_regexes",
                         "raw/group_coordinator_records")
 # the named findings of KIP-848 groups (core/consumer_group_findings), as the report explains them
-GROUP_FINDINGS = {
+GROUP_FINDINGS: dict[str, str] = {
     "range_target_differs": "the server's target differs from the range assignor's, recomputed",
     "uniform_partition_untargeted": "a partition of a subscribed topic is in nobody's target (uniform)",
     "uniform_partition_targeted_twice": "a partition is in two members' targets (uniform)",
@@ -457,7 +457,7 @@ def _expectations(wh: Warehouse, run_id: str, sample_rows: int = 5) -> list[Expe
 
 def _group_findings(wh: Warehouse, run_id: str) -> list[GroupFinding]:
     rows = wh.read_table("core/consumer_group_findings", run_id).drop_columns(["run_id"]).to_pylist()
-    order = {name: i for i, name in enumerate(GROUP_FINDINGS)}
+    order = {name: i for i, name in enumerate(CONSUMER_GROUP_FINDINGS)}
     out = [GroupFinding(**r) for r in rows]
     out.sort(key=lambda g: (order.get(g.finding, 99), g.group_id, g.topic or "",
                             -1 if g.partition is None else g.partition, g.member_id or ""))

@@ -15,8 +15,9 @@ Owners (member ids): expected = the server's target assignment
 assignment (ConsumerGroupCurrentMemberAssignment) plus the partitions pending revocation,
 which it still owns until it acknowledges the revocation.
 
-Findings (``finding`` column), each from the rules of Apache Kafka's group coordinator
-(``group-coordinator/src/main/java/org/apache/kafka/coordinator/group/``):
+Findings (``finding`` column, the names of ``tables.CONSUMER_GROUP_FINDINGS``), each from the
+rules of Apache Kafka's group coordinator (``group-coordinator/src/main/java/org/apache/kafka/
+coordinator/group/``):
 
 - ``range_target_differs``: a group whose members all name the server assignor ``range``: the
   target recomputed with ``assignor/RangeAssignor.java`` (Kafka 3.9+, KAFKA-16944: not sticky)
@@ -58,17 +59,6 @@ RAW_TABLES = (
     "raw/consumer_group_target_assignments",
     "raw/consumer_group_current_assignments",
     "raw/consumer_group_regexes",
-)
-FINDINGS = (
-    "range_target_differs",
-    "uniform_partition_untargeted",
-    "uniform_partition_targeted_twice",
-    "uniform_target_not_subscribed",
-    "uniform_unbalanced",
-    "epoch_order_violated",
-    "partition_held_twice",
-    "stable_member_off_target",
-    "unresolved_topic_id",
 )
 FINDING_COLUMNS = ["source", "group_id", "member_id", "topic", "partition", "finding", "detail"]
 

@@ -97,6 +97,10 @@ def test_a_zookeeper_group_whose_offsets_stopped_while_the_log_moved_is_unhealth
 
 
 def test_kip848_group_findings_are_named_on_the_page_and_in_the_csv(warehouse):
+    from pipelines.report.facts import GROUP_FINDINGS
+    from pipelines.tables import CONSUMER_GROUP_FINDINGS
+
+    assert tuple(GROUP_FINDINGS) == CONSUMER_GROUP_FINDINGS  # every name has its meaning on the page
     findings = [
         dict(source="kafka", group_id="g848", member_id="m-0", topic="orders", partition=6,
              finding="range_target_differs", detail="range assigns m-a, target has m-0"),
