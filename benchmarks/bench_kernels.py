@@ -34,10 +34,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))  # bench_offsets: its segments, built with tests/builders
 
-SNAPSHOT = Path("/work/shared/fixtures/real/zookeeper/invalidsnap/version-2/snapshot.272")
+SNAPSHOT = REPO.parent / "shared" / "fixtures" / "real" / "zookeeper" / "invalidsnap" / "version-2" / "snapshot.272"
 # the CLI with the ahead-of-time module hidden: numba's JIT (and its cache) serve the kernels
 JIT_CLI = ("import sys\n"
            "class Hide:\n"

@@ -105,7 +105,8 @@ def kafka_python_decode(data: Path, out: Path) -> int:
                     row = dict(group_id=group, topic=topic, partition=partition, key_version=kv, offsets_partition=p,
                                log_offset=r.offset, producer_id=pid, is_transactional=txn, txn_state=None,
                                segment_file=str(seg), committed_offset=None, leader_epoch=None, metadata=None,
-                               commit_timestamp=None, expire_timestamp=None, is_tombstone=r.value is None, value_version=None)
+                               commit_timestamp=None, expire_timestamp=None, is_tombstone=r.value is None, value_version=None,
+                               topic_id=None)
                     if r.value is not None:
                         vb = BytesIO(r.value)
                         vv = Int16.decode(vb)

@@ -50,6 +50,7 @@ RAW_OFFSET_COMMITS = pa.schema(
         ("is_transactional", pa.bool_()),
         ("txn_state", pa.string()),  # committed | aborted | pending | null
         ("segment_file", pa.string()),
+        ("topic_id", pa.string()),  # OffsetCommitValue v4 tag 0 (Kafka 4.1+), Kafka's text form; null if absent
     ]
 )
 
@@ -106,6 +107,88 @@ RAW_COORDINATOR_RECORDS = pa.schema(
         ("offsets_partition", pa.int32()),
         ("log_offset", pa.int64()),
         ("segment_file", pa.string()),
+    ]
+)
+
+# --- KIP-848 consumer groups (issue 20): key types 3-8 and 16, one row per record ------------
+# Every table ends with the record's place: is_tombstone (the value is null: the record is
+# deleted), value_version (null for a tombstone), offsets_partition, log_offset, segment_file.
+
+TOPIC_PARTITIONS = pa.list_(pa.struct([("topic_id", pa.string()), ("partitions", pa.list_(pa.int32()))]))
+_PLACE = [
+    ("is_tombstone", pa.bool_()),
+    ("value_version", pa.int16()),
+    ("offsets_partition", pa.int32()),
+    ("log_offset", pa.int64()),
+    ("segment_file", pa.string()),
+]
+
+RAW_CONSUMER_GROUP_METADATA = pa.schema([("group_id", pa.string()), ("group_epoch", pa.int32()), *_PLACE])  # 3
+
+# 4: one row per topic (one row of nulls for a tombstone or a record without topics)
+RAW_CONSUMER_GROUP_PARTITION_METADATA = pa.schema(
+    [("group_id", pa.string()), ("topic_id", pa.string()), ("topic", pa.string()), ("num_partitions", pa.int32()),
+     *_PLACE]
+)
+
+RAW_CONSUMER_GROUP_MEMBERS = pa.schema(  # 5
+    [
+        ("group_id", pa.string()),
+        ("member_id", pa.string()),
+        ("instance_id", pa.string()),
+        ("rack_id", pa.string()),
+        ("client_id", pa.string()),
+        ("client_host", pa.string()),
+        ("subscribed_topics", pa.list_(pa.string())),
+        ("subscribed_topic_regex", pa.string()),
+        ("rebalance_timeout_ms", pa.int32()),
+        ("server_assignor", pa.string()),
+        ("classic_member_metadata", pa.string()),  # tag 0, as JSON; null for a consumer-protocol member
+        *_PLACE,
+    ]
+)
+
+RAW_CONSUMER_GROUP_TARGET_METADATA = pa.schema(  # 6
+    [("group_id", pa.string()), ("assignment_epoch", pa.int32()), *_PLACE]
+)
+
+RAW_CONSUMER_GROUP_TARGET_ASSIGNMENTS = pa.schema(  # 7
+    [("group_id", pa.string()), ("member_id", pa.string()), ("topic_partitions", TOPIC_PARTITIONS), *_PLACE]
+)
+
+RAW_CONSUMER_GROUP_CURRENT_ASSIGNMENTS = pa.schema(  # 8
+    [
+        ("group_id", pa.string()),
+        ("member_id", pa.string()),
+        ("member_epoch", pa.int32()),
+        ("previous_member_epoch", pa.int32()),
+        ("state", pa.string()),  # STABLE | UNREVOKED_PARTITIONS | UNRELEASED_PARTITIONS | UNKNOWN (MemberState)
+        ("assigned_partitions", TOPIC_PARTITIONS),
+        ("partitions_pending_revocation", TOPIC_PARTITIONS),
+        *_PLACE,
+    ]
+)
+
+RAW_CONSUMER_GROUP_REGEXES = pa.schema(  # 16
+    [
+        ("group_id", pa.string()),
+        ("regular_expression", pa.string()),
+        ("topics", pa.list_(pa.string())),
+        ("regex_version", pa.int64()),
+        ("resolved_at", TS),
+        *_PLACE,
+    ]
+)
+
+RAW_GROUP_COORDINATOR_RECORDS = pa.schema(  # share (9-15) and streams (17-24) groups, decoded generically
+    [
+        ("key_type", pa.int16()),
+        ("record_type", pa.string()),  # ShareGroupMemberMetadata, ...; StreamsGroup<type> where the layout is not kept
+        ("group_id", pa.string()),
+        ("member_id", pa.string()),  # the key's second string, where it has one
+        ("fields", pa.string()),  # the value as JSON (Kafka's lower camel case names); null if not decoded
+        ("value", pa.binary()),  # the value, when fields is null and it is not a tombstone
+        *_PLACE,
     ]
 )
 
@@ -223,6 +306,14 @@ RAW = {
     "raw/group_members": RAW_GROUP_MEMBERS,
     "raw/group_assignments": RAW_GROUP_ASSIGNMENTS,
     "raw/coordinator_records": RAW_COORDINATOR_RECORDS,
+    "raw/consumer_group_metadata": RAW_CONSUMER_GROUP_METADATA,
+    "raw/consumer_group_partition_metadata": RAW_CONSUMER_GROUP_PARTITION_METADATA,
+    "raw/consumer_group_members": RAW_CONSUMER_GROUP_MEMBERS,
+    "raw/consumer_group_target_metadata": RAW_CONSUMER_GROUP_TARGET_METADATA,
+    "raw/consumer_group_target_assignments": RAW_CONSUMER_GROUP_TARGET_ASSIGNMENTS,
+    "raw/consumer_group_current_assignments": RAW_CONSUMER_GROUP_CURRENT_ASSIGNMENTS,
+    "raw/consumer_group_regexes": RAW_CONSUMER_GROUP_REGEXES,
+    "raw/group_coordinator_records": RAW_GROUP_COORDINATOR_RECORDS,
     "raw/log_end_offsets": RAW_LOG_END_OFFSETS,
     "raw/quarantine": RAW_QUARANTINE,
 }
@@ -300,6 +391,17 @@ CORE = {
             ("status", pa.string()),
         ]
     ),
+    "core/consumer_group_findings": pa.schema(  # KIP-848 groups (issue 20): pipelines.spark.assignment_kip848
+        [
+            ("source", pa.string()),
+            ("group_id", pa.string()),
+            ("member_id", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("finding", pa.string()),  # one of CONSUMER_GROUP_FINDINGS
+            ("detail", pa.string()),
+        ]
+    ),
 }
 
 SCHEMAS = {**RAW, **CORE}
@@ -312,6 +414,19 @@ ADDED_COLUMNS = {
 
 # the ZooKeeper-era consumer's assignors kaudit recomputes (range is the default)
 ZOOKEEPER_ASSIGNORS = ("range", "roundrobin")
+
+# the named findings of core/consumer_group_findings (KIP-848 groups), in the report's order
+CONSUMER_GROUP_FINDINGS = (
+    "range_target_differs",
+    "uniform_partition_untargeted",
+    "uniform_partition_targeted_twice",
+    "uniform_target_not_subscribed",
+    "uniform_unbalanced",
+    "epoch_order_violated",
+    "partition_held_twice",
+    "stable_member_off_target",
+    "unresolved_topic_id",
+)
 
 ASSIGNMENT_STATUSES = (
     "duplicate_owner",

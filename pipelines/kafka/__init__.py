@@ -1,7 +1,9 @@
 """Kafka log segments: the ``__consumer_offsets`` decoder and the data-topic log-end scanner.
 
 Modules, from bytes up: ``kernels`` (numba byte walks), ``batches`` (framing, CRCs, codecs),
-``records`` (versioned key/value field tables + one decoder), ``consumer_protocol``,
+``records`` (versioned key/value field tables + one decoder), ``flexible`` (message schemas as
+data and the flexible-struct decoder, shared with ``pipelines.kraft``), ``groups`` (KIP-848,
+share and streams group records), ``consumer_protocol``,
 ``segment`` (one segment -> Arrow tables), ``transactions`` (txn states),
 ``offsets`` (one partition's segments), ``paths``, ``log_end``, ``extract`` (CLI steps).
 Nothing here imports Spark.

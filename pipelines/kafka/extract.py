@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
+from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
 from pipelines.kafka.log_end import read_offsets_file, scan_partition
 from pipelines.kafka.offsets import TABLES, decode_file_to_parts, scan_markers
 from pipelines.kafka.paths import data_partition_dirs, offsets_segments
@@ -98,6 +99,7 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
     ctx.say(
         "offsets: "
         + ", ".join(f"{short[k]} {k}" for k in ("offset_commits", "group_metadata", "group_members", "group_assignments", "coordinator_records"))
+        + f", {sum(counts[t] for t in GROUP_TABLES)} KIP-848/share/streams group rows"
     )
     return {**short, **stats}
 

@@ -39,6 +39,7 @@ E_NULL = 13
 E_OFFSET_RANGE = 14  # base/last offset outside the segment's range, or lastOffsetDelta < recordCount - 1
 E_OFFSET_ORDER = 15  # offsets not after those of the batches before it (no longest chain keeps it)
 E_OFFSET_DELTAS = 16  # record offsets not increasing, or past the batch's last offset
+E_BAD_TAG = 17  # a tagged field the op table reads (a uuid) of the wrong size
 
 # --- batch table columns (scan_batches) ------------------------------------------------------
 B_POS, B_SIZE, B_MAGIC, B_BASE_OFFSET, B_LAST_OFFSET, B_ATTRS, B_PRODUCER_ID, B_PRODUCER_EPOCH = range(8)
@@ -596,8 +597,10 @@ def walk_records(b, regions, t32):
 def decode_flat(b, pos, length, ops, nops, nslots):
     """Versioned flat structs: int16 version, then the fields of ``ops[version]``.
 
-    ops[v, j] = (slot, type); nops[v] = field count, -1 for an unknown version. Returns
-    (version, ints[n, nslots], str_pos[n, nslots], str_len[n, nslots] (-1 null), err)."""
+    ops[v, j] = (slot, type); nops[v] = field count, -1 for an unknown version. T_TAGGED reads
+    the tagged-field section: its slot, when >= 0, is the string slot of a uuid under tag 0 (the
+    other tags are skipped). Returns (version, ints[n, nslots], str_pos[n, nslots],
+    str_len[n, nslots] (-1 null), err)."""
     n = pos.shape[0]
     version = np.full(n, -1, dtype=np.int64)
     ints = np.zeros((n, nslots), dtype=np.int64)
@@ -684,14 +687,22 @@ def decode_flat(b, pos, length, ops, nops, nslots):
                     e = E_STRUCT_SHORT
                     break
                 for _t in range(cnt):
-                    _tag, p = _uvarint(b, p, end)
+                    tag, p = _uvarint(b, p, end)
                     if p < 0:
                         break
                     size, p = _uvarint(b, p, end)
                     if p < 0 or p + size > end:
                         p = -1
                         break
+                    if tag == 0 and slot >= 0:
+                        if size != 16:
+                            e = E_BAD_TAG
+                            break
+                        spos[i, slot] = p
+                        slen[i, slot] = 16
                     p += size
+                if e != 0:
+                    break
                 if p < 0:
                     e = E_STRUCT_SHORT
                     break

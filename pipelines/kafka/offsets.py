@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from pipelines.kafka import kernels as K
 from pipelines.kafka.batches import ATTR_CODEC, ATTR_CONTROL, V2_HEADER_SIZE, scan
+from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
 from pipelines.kafka.paths import Segment
 from pipelines.kafka.segment import SegmentResult, decode_segment, read_bytes
 from pipelines.kafka.transactions import resolve, state_array
@@ -31,6 +32,7 @@ TABLES = (
     "raw/group_members",
     "raw/group_assignments",
     "raw/coordinator_records",
+    *GROUP_TABLES,
     "raw/quarantine",
 )
 
@@ -41,7 +43,8 @@ def decode_file(seg: Segment) -> SegmentResult:
 
 # columns whose values repeat: dictionary pages pay there, not on offsets and timestamps
 DICTIONARY_COLUMNS = ["group_id", "topic", "metadata", "segment_file", "txn_state", "protocol_type", "protocol",
-                      "leader", "member_id", "client_id", "client_host", "group_instance_id", "subscribed_topics"]
+                      "leader", "member_id", "client_id", "client_host", "group_instance_id", "subscribed_topics",
+                      "topic_id"]
 
 Markers = tuple[np.ndarray, np.ndarray, np.ndarray]  # (log offset, producer id, is COMMIT)
 

@@ -45,6 +45,7 @@ class Field:
     type: "str | ArrayOf"  # int8 int16 int32 int64 uuid string bytes, or ArrayOf(...)
     versions: str  # "0+", "3+", "1", "1-3"
     default: object = None
+    tag: int | None = None  # a tagged field (flexible versions): read from the tagged section
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,11 @@ class Message:
         return _in(self.flexible, v)
 
     def layout(self, v: int) -> list[Field]:
-        return [f for f in self.body.fields if _in(f.versions, v)]
+        """The untagged fields of version ``v``, in order."""
+        return [f for f in self.body.fields if _in(f.versions, v) and f.tag is None]
+
+    def tagged(self, v: int) -> dict[int, Field]:
+        return {f.tag: f for f in self.body.fields if _in(f.versions, v) and f.tag is not None}
 
 
 # --- record keys -----------------------------------------------------------------------------
@@ -95,6 +100,18 @@ OFFSET_COMMIT_KEY = Message(
 GROUP_METADATA_KEY = Message("GroupMetadataKey", "2", "none", Struct((Field("group", "string", "0+"),)))
 # KIP-848 (3-8), KIP-932 (9-15), 16 (regex), KIP-1071 (17-24): every key starts with GroupId.
 GROUP_PREFIXED_KEY = Message("CoordinatorKey", "3-24", "none", Struct((Field("group", "string", "0+"),)))
+
+# the whole keys of the KIP-848/932/1071 records (``pipelines.kafka.groups``): GroupId, then
+# MemberId where the key has one (``ConsumerGroupRegularExpressionKey``: RegularExpression)
+GROUP_MEMBER_KEY = Message(
+    "CoordinatorMemberKey", "3-24", "none", Struct((Field("group", "string", "0+"), Field("member_id", "string", "0+")))
+)
+REGULAR_EXPRESSION_KEY = Message(
+    "ConsumerGroupRegularExpressionKey",
+    "16",
+    "none",
+    Struct((Field("group", "string", "0+"), Field("regular_expression", "string", "0+"))),
+)
 
 KEY_BY_TYPE = {0: OFFSET_COMMIT_KEY, 1: OFFSET_COMMIT_KEY, 2: GROUP_METADATA_KEY} | {
     t: GROUP_PREFIXED_KEY for t in range(3, 25)
@@ -113,7 +130,7 @@ OFFSET_COMMIT_VALUE = Message(
             Field("metadata", "string", "0+"),
             Field("commit_timestamp", "int64", "0+"),
             Field("expire_timestamp", "int64", "1", -1),
-            # 4+: tagged TopicId (tag 0, Kafka 4.1): skipped with the other tagged fields
+            Field("topic_id", "uuid", "4+", tag=0),  # Kafka 4.1 (KIP-848 commits by topic id)
         )
     ),
 )
@@ -261,7 +278,7 @@ def _read(r: _Reader, typ, flexible: bool):
 def _read_struct(r: _Reader, body: Struct, version: int, flexible: bool) -> dict:
     out = {}
     for f in body.fields:
-        if not _in(f.versions, version):
+        if not _in(f.versions, version) or f.tag is not None:  # tagged: not read here (skipped below)
             out[f.name] = f.default
             continue
         if isinstance(f.type, ArrayOf) and isinstance(f.type.item, Struct):
@@ -279,12 +296,12 @@ def _read_struct(r: _Reader, body: Struct, version: int, flexible: bool) -> dict
     return out
 
 
-def decode(message: Message, data: bytes, version: int | None = None) -> tuple[int, dict]:
+def decode(message: Message, data: bytes, version: int | None = None, whole: bool = False) -> tuple[int, dict]:
     """(version, fields) of ``message`` in ``data`` (int16 version prefix unless given).
 
     Raises :class:`DecodeError` with a reason. A version newer than the table knows is decoded
     as the newest known one when the message keeps older fields in place (ConsumerProtocol),
-    else is an error."""
+    else is an error. ``whole``: bytes left over after the struct are an error too."""
     r = _Reader(data)
     if version is None:
         version = r.fixed(_I16)
@@ -293,7 +310,10 @@ def decode(message: Message, data: bytes, version: int | None = None) -> tuple[i
         read_as = message.max_version
     elif not (message.min_version <= version <= message.max_version):
         raise DecodeError(f"unknown {message.name} version {version}")
-    return version, _read_struct(r, message.body, read_as, message.is_flexible(read_as))
+    fields = _read_struct(r, message.body, read_as, message.is_flexible(read_as))
+    if whole and r.pos != r.end:
+        raise DecodeError(f"{r.end - r.pos} bytes left over after {message.name}")
+    return version, fields
 
 
 # --- op tables for the numba kernel ----------------------------------------------------------
@@ -333,7 +353,11 @@ def compile_ops(messages: tuple[tuple[int, Message], ...]) -> FlatOps:
             else:
                 raise TypeError(f"{msg.name}.{f.name}: {f.type} is not flat")
         if flexible:
-            ops.append((0, K.T_TAGGED))
+            tagged = msg.tagged(v)
+            if set(tagged) - {0} or (0 in tagged and tagged[0].type != "uuid"):
+                raise TypeError(f"{msg.name}: the kernel reads only a uuid under tag 0")
+            slot = str_slots.setdefault(tagged[0].name, len(str_slots)) if 0 in tagged else -1
+            ops.append((slot, K.T_TAGGED))
         rows[v] = ops
     nv = max(rows) + 1
     width = max(len(o) for o in rows.values()) or 1

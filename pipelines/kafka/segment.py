@@ -18,6 +18,7 @@ from pipelines.kafka import kernels as K
 from pipelines.kafka.batches import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_BOUNDS, OffsetBounds, walk_segment
 from pipelines.kafka.consumer_protocol import assigned_partitions, subscribed_topics
 from pipelines.kafka.errors import DecodeError, UndecodableKey, UndecodableValue
+from pipelines.kafka.groups import GROUP_TYPES, GroupRecords
 from pipelines.kafka.records import GROUP_METADATA_VALUE, decode, key_ops, offset_value_ops
 from pipelines.tables import (
     RAW_COORDINATOR_RECORDS,
@@ -39,6 +40,7 @@ KEY_ERRORS = {
 VALUE_ERRORS = {
     K.E_STRUCT_SHORT: "value runs past its bytes",
     K.E_BAD_STRING: "bad string length in value",
+    K.E_BAD_TAG: "TopicId (tag 0) is not 16 bytes",
     K.E_UNKNOWN_VERSION: "unknown OffsetCommitValue version",
 }
 
@@ -95,6 +97,29 @@ def _strings(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[pa.A
             values.append(text)
         arr = pa.array(values, pa.string())
     return arr, bad
+
+
+_B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
+
+
+def _uuid_texts(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> pa.Array:
+    """16-byte spans (length -1 = null) -> Kafka's ``Uuid.toString()``: URL-safe base64 without
+    padding (22 characters), computed on whole arrays."""
+    n = len(pos)
+    has = length == 16
+    m = int(has.sum())
+    if not m:
+        return pa.nulls(n, pa.string())
+    padded = np.zeros((m, 18), dtype=np.uint32)
+    padded[:, :16] = buf[pos[has][:, None] + np.arange(16)]
+    g = padded.reshape(m, 6, 3)
+    v = (g[..., 0] << 16) | (g[..., 1] << 8) | g[..., 2]
+    sextets = np.stack([v >> 18, (v >> 12) & 63, (v >> 6) & 63, v & 63], axis=-1).reshape(m, 24)[:, :22]
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    offsets[1:] = np.cumsum(np.where(has, 22, 0))
+    bitmap = None if m == n else pa.py_buffer(np.packbits(has, bitorder="little"))
+    data = pa.py_buffer(_B64URL[sextets].tobytes())
+    return pa.Array.from_buffers(pa.string(), n, [bitmap, pa.py_buffer(offsets), data], null_count=n - m)
 
 
 def _repeat(text: str, n: int) -> pa.Array:
@@ -188,10 +213,12 @@ def decode_segment(path: str | Path, partition: int, data: np.ndarray | None = N
 
     data_rows = np.flatnonzero(~r.is_control)
     keys = _Keys(r, data_rows)
+    new_groups, raw_kept = _group_records(r, keys, keys.rows_in(GROUP_TYPES.start, GROUP_TYPES.stop))
     tables = {
         "raw/offset_commits": _commits(r, keys, keys.rows_of(0, 1)),
         **_groups(r, keys, keys.rows_of(2)),
-        "raw/coordinator_records": _coordinator(r, keys, np.flatnonzero(keys.ok & (keys.type > 2))),
+        **new_groups,
+        "raw/coordinator_records": _coordinator(r, keys, np.union1d(raw_kept, keys.rows_in(GROUP_TYPES.stop))),
         "raw/quarantine": r.quarantine.table(),
     }
     stats = {
@@ -229,14 +256,18 @@ class _Keys:
             r.buf, r.key_pos[rows], r.key_len[rows], self.ops.ops, self.ops.nops, self.ops.nslots
         )
         known = (self.type >= 0) & (self.type <= 24)
-        # keys 0-2 must decode; 3-24 only need their type (group id when it decodes); an
-        # unknown type > 24 is kept raw; a null key, a cut-off type or a negative type is bad
+        # keys 0-2 must decode; 3-24 only need their type here (``groups.py`` decodes the whole
+        # key); an unknown type > 24 is kept raw; a null key, a cut-off type or a negative type is bad
         self.ok = (self.err == 0) | (known & (self.type >= 3)) | ((self.type > 24) & (self.err == K.E_UNKNOWN_VERSION))
         self.group_ok = known & (self.err == 0)
         for j in np.flatnonzero(~self.ok):
             i = rows[j]
             reason = KEY_ERRORS.get(int(self.err[j]), f"key error {self.err[j]}")
             r.reject(i, UndecodableKey(f"{reason} (log offset {r.offset[i]})"))
+
+    def rows_in(self, lo: int, hi: int = 2**15) -> np.ndarray:
+        """Key indexes of good keys of a type in ``[lo, hi)``."""
+        return np.flatnonzero(self.ok & (self.type >= lo) & (self.type < hi))
 
     def rows_of(self, *types: int) -> np.ndarray:
         """Key indexes of good keys of these types."""
@@ -265,6 +296,8 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
         r.reject(ci[j], UndecodableValue(f"{why} (log offset {r.offset[ci[j]]})"))
     group, bad_g = keys.strings(r, "group", cj)
     topic, bad_t = keys.strings(r, "topic", cj)
+    ts = vops.str_slots["topic_id"]
+    topic_ids = _uuid_texts(r.buf, vspos[:, ts], np.where(tomb, -1, vslen[:, ts]))
     ms = vops.str_slots["metadata"]
     meta, bad_m = _strings(r.buf, vspos[:, ms], np.where(tomb, -1, vslen[:, ms]))
     for j in np.flatnonzero((verr == 0) & (bad_g | bad_t | bad_m)):
@@ -299,12 +332,31 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
         "is_transactional": pa.array(r.is_txn[ci]),
         "txn_state": pa.nulls(n, pa.string()),  # resolved per partition (offsets.with_txn_states)
         "segment_file": _repeat(r.path, n),
+        "topic_id": pick(topic_ids),
     }
     return pa.Table.from_pydict(cols).select(RAW_OFFSET_COMMITS.names).cast(RAW_OFFSET_COMMITS)
 
 
+def _group_records(r: _Records, keys: _Keys, gj: np.ndarray) -> tuple[dict[str, pa.Table], np.ndarray]:
+    """The tables of the KIP-848/932/1071 group records (key types 3-24, ``groups.py``), and the
+    key indexes of those kept raw (a value version no schema here knows)."""
+    out = GroupRecords()
+    raw = []
+    for j in gj:
+        i = keys.rows[j]
+        key = r.buf[r.key_pos[i] : r.key_pos[i] + r.key_len[i]].tobytes()
+        place = dict(offsets_partition=r.partition, log_offset=int(r.offset[i]), segment_file=r.path)
+        try:
+            if not out.add(int(keys.type[j]), key, r.value(i), place):
+                raw.append(j)
+        except DecodeError as err:
+            r.reject(i, err)
+    return out.tables(), np.array(raw, dtype=np.int64)
+
+
 def _coordinator(r: _Records, keys: _Keys, oj: np.ndarray) -> pa.Table:
-    """raw/coordinator_records: every other key type, raw, with its group id when it has one."""
+    """raw/coordinator_records: unknown key types and group record versions, raw, with the group
+    id when the key has one."""
     if not len(oj):
         return RAW_COORDINATOR_RECORDS.empty_table()
     oi = keys.rows[oj]

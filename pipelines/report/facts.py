@@ -18,13 +18,30 @@ import pyarrow.parquet as pq
 from pipelines.quality.marts import read_mart
 from pipelines.quality.run import VALIDATION, read_results
 from pipelines.report.metadata import MetadataFacts, gather_metadata
-from pipelines.tables import ASSIGNMENT_STATUSES, SCHEMAS
+from pipelines.tables import ASSIGNMENT_STATUSES, CONSUMER_GROUP_FINDINGS, SCHEMAS
 from pipelines.warehouse import Warehouse
 
 SOURCES = ("zookeeper", "kafka")
 # CONTRACT's order of the statuses in summary.json
 SUMMARY_STATUS_ORDER = ("ok", "wrong_owner", "unowned", "duplicate_owner", "unknown_owner", "unexpected_partition")
-OFFSET_RECORD_TABLES = ("raw/offset_commits", "raw/group_metadata", "raw/coordinator_records")
+OFFSET_RECORD_TABLES = ("raw/offset_commits", "raw/group_metadata", "raw/coordinator_records",
+                        # one row per record (partition metadata: one per topic, left out)
+                        "raw/consumer_group_metadata", "raw/consumer_group_members",
+                        "raw/consumer_group_target_metadata", "raw/consumer_group_target_assignments",
+                        "raw/consumer_group_current_assignments", "raw/consumer_group_regexes",
+                        "raw/group_coordinator_records")
+# the named findings of KIP-848 groups (core/consumer_group_findings), as the report explains them
+GROUP_FINDINGS: dict[str, str] = {
+    "range_target_differs": "the server's target differs from the range assignor's, recomputed",
+    "uniform_partition_untargeted": "a partition of a subscribed topic is in nobody's target (uniform)",
+    "uniform_partition_targeted_twice": "a partition is in two members' targets (uniform)",
+    "uniform_target_not_subscribed": "a member is targeted a partition of a topic it does not subscribe to (uniform)",
+    "uniform_unbalanced": "target sizes differ by more than one in a homogeneous group (uniform)",
+    "epoch_order_violated": "group epoch >= assignment epoch >= member epoch does not hold",
+    "partition_held_twice": "two members hold the partition outside a hand-off",
+    "stable_member_off_target": "a STABLE member holds other partitions than its target",
+    "unresolved_topic_id": "a topic id neither the KRaft registry nor the group's partition metadata names",
+}
 # Burrow's partition statuses (marts/consumer_lag_status) that make a group unhealthy, and why
 BURROW_PROBLEMS = {
     "STOP": "offsets stopped while the log end moved",
@@ -127,6 +144,19 @@ class Expectation:
 
 
 @dataclass
+class GroupFinding:
+    """One row of core/consumer_group_findings (a KIP-848 group)."""
+
+    source: str
+    group_id: str
+    member_id: str | None
+    topic: str | None
+    partition: int | None
+    finding: str
+    detail: str | None
+
+
+@dataclass
 class Facts:
     run_id: str
     warehouse: Path
@@ -144,6 +174,7 @@ class Facts:
     expectations: list[Expectation] | None
     drift: list[dict] | None = None
     metadata: MetadataFacts | None = None  # KRaft metadata (None: the run has none)
+    group_findings: list[GroupFinding] = field(default_factory=list)
 
     @property
     def audited(self) -> int:
@@ -152,7 +183,7 @@ class Facts:
     @property
     def empty(self) -> bool:
         """Nothing was extracted or audited for the run."""
-        return not (self.znodes or self.offset_records or self.audited)
+        return not (self.znodes or self.offset_records or self.audited or self.group_findings)
 
     @property
     def unhealthy(self) -> list[GroupHealth]:
@@ -426,6 +457,15 @@ def _expectations(wh: Warehouse, run_id: str, sample_rows: int = 5) -> list[Expe
     return out
 
 
+def _group_findings(wh: Warehouse, run_id: str) -> list[GroupFinding]:
+    rows = wh.read_table("core/consumer_group_findings", run_id).drop_columns(["run_id"]).to_pylist()
+    order = {name: i for i, name in enumerate(CONSUMER_GROUP_FINDINGS)}
+    out = [GroupFinding(**r) for r in rows]
+    out.sort(key=lambda g: (order.get(g.finding, 99), g.group_id, g.topic or "",
+                            -1 if g.partition is None else g.partition, g.member_id or ""))
+    return out
+
+
 def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
     audit = wh.read_table("core/assignment_audit", run_id)
     totals, groups = _assignment(audit)
@@ -456,4 +496,5 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         expectations=_expectations(wh, run_id),
         drift=drift,
         metadata=gather_metadata(wh, run_id, _read),
+        group_findings=_group_findings(wh, run_id),
     )

@@ -12,7 +12,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from pipelines.report import charts
-from pipelines.report.facts import SOURCES, Facts, Finding
+from pipelines.report.facts import GROUP_FINDINGS, SOURCES, Facts, Finding
 from pipelines.tables import ASSIGNMENT_STATUSES
 
 HERE = Path(__file__).resolve().parent
@@ -125,6 +125,8 @@ def render(f: Facts, generated: datetime | None = None, findings_csv: str | None
         capped=capped,
         max_per_status=MAX_FINDINGS_PER_STATUS,
         findings_csv=findings_csv,
+        group_finding_meanings=GROUP_FINDINGS,
+        max_group_findings=MAX_FINDINGS_PER_STATUS,
         bars=bars,
         more_bar_groups=max(len(f.groups) - MAX_BAR_GROUPS, 0),
         rings=rings,

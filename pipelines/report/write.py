@@ -10,13 +10,13 @@ from datetime import timezone
 from pathlib import Path
 
 from pipelines.context import RunContext
-from pipelines.report.facts import Finding, gather
+from pipelines.report.facts import Finding, GroupFinding, gather
 from pipelines.report.metadata import MetadataFacts
 from pipelines.report.page import FINDINGS_CSV, render
 
 REPORTS = "reports"
 CSV_COLUMNS = ("source", "group_id", "topic", "partition", "broker_id", "status", "expected_owner", "observed_owners",
-               "owner_hosts", "owner_since", "owners_registered", "committed_offset", "log_end_offset", "lag")
+               "owner_hosts", "owner_since", "owners_registered", "committed_offset", "log_end_offset", "lag", "detail")
 
 # findings.csv statuses of the KRaft findings
 ISR_BELOW_MIN, DELETED_TOPIC_COMMITS = "isr_below_min_insync", "deleted_topic_commits"
@@ -26,10 +26,13 @@ def _iso(t) -> str:
     return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else ""
 
 
-def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFacts | None = None) -> None:
+def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFacts | None = None,
+                       group_findings: list[GroupFinding] = ()) -> None:
     """One row per finding; several observed owners are joined with ``;`` in each owner column.
     The KRaft findings follow with ``source`` kraft: ``isr_below_min_insync`` (per partition,
-    no group) and ``deleted_topic_commits`` (per group and partition: its last offset)."""
+    no group) and ``deleted_topic_commits`` (per group and partition: its last offset). Then the
+    KIP-848 group findings: ``status`` is the finding's name, ``observed_owners`` its member,
+    ``detail`` what it found."""
     with path.open("w", newline="", encoding="utf-8") as out:
         w = csv.writer(out)
         w.writerow(CSV_COLUMNS)
@@ -44,12 +47,16 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
                 "" if f.committed_offset is None else f.committed_offset,
                 "" if f.log_end_offset is None else f.log_end_offset,
                 "" if f.lag is None else f.lag,
+                "",
             ])
         for p in metadata.under_min_isr if metadata else ():
-            w.writerow(["kraft", "", p["topic"], p["partition"], "", ISR_BELOW_MIN, "", "", "", "", "", "", "", ""])
+            w.writerow(["kraft", "", p["topic"], p["partition"], "", ISR_BELOW_MIN, "", "", "", "", "", "", "", "", ""])
         for d in metadata.deleted_with_commits if metadata else ():
             w.writerow(["kraft", d["group_id"], d["topic"], d["partition"], "", DELETED_TOPIC_COMMITS, "", "", "", "",
-                        "", "" if d["last_offset"] is None else d["last_offset"], "", ""])
+                        "", "" if d["last_offset"] is None else d["last_offset"], "", "", ""])
+        for g in group_findings:
+            w.writerow([g.source, g.group_id, g.topic or "", "" if g.partition is None else g.partition, "", g.finding,
+                        "", g.member_id or "", "", "", "", "", "", "", g.detail or ""])
 
 
 def write_report(ctx: RunContext) -> Path:
@@ -58,7 +65,7 @@ def write_report(ctx: RunContext) -> Path:
     with ctx.warehouse.transaction(ctx.run_id, step="report") as tx:
         out = tx.staging_dir(REPORTS)
         out.mkdir(parents=True, exist_ok=True)
-        write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata)
+        write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata, facts.group_findings)
         (out / "index.html").write_text(render(facts), encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     page = ctx.warehouse.partition_dir(REPORTS, ctx.run_id) / "index.html"

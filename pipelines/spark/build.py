@@ -10,7 +10,8 @@ partitions times groups; everything else is small). Three chains of jobs run sid
    first of them); then the range plan and ranks of the ZooKeeper groups.
 3. expected: ``core/expected_assignment`` from the plan (a dense topic's partitions generated
    from its count, a sparse topic's joined from its broadcast ranks); round-robin ZooKeeper
-   groups and Kafka groups by their general functions.
+   groups, classic Kafka groups and KIP-848 groups (their server's target;
+   ``core/consumer_group_findings`` written on the main chain) by their general functions.
 4. main, once the owners are written: the audit, ZooKeeper range groups by lookup
    (``audit.range_audit``), the rest with the general full outer join (``audit.audit``); the
    unowned partitions of range groups are looked for only when fewer observed rows matched
@@ -32,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
-from pipelines.spark import assignment_kafka, assignment_zk, kraft_registry, registry
+from pipelines.spark import assignment_kafka, assignment_kip848, assignment_zk, kraft_registry, registry
 from pipelines.spark.audit import audit, range_audit, unowned
 from pipelines.spark.concurrent import Concurrent
 from pipelines.spark.io import (
@@ -45,6 +46,7 @@ from pipelines.spark.io import (
     staged_rows,
     write_staged,
 )
+from pipelines.spark.schemas import table_schema
 from pipelines.tables import CORE, RAW_QUARANTINE
 
 STEP = "build_core"
@@ -106,6 +108,14 @@ def _kafka_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) 
     }
 
 
+def _kip848_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> tuple[dict, DataFrame]:
+    """Expected rows and audit inputs of the KIP-848 groups, and their findings."""
+    raw = {t: read_raw(spark, ctx.warehouse, t, ctx.run_id) for t in assignment_kip848.RAW_TABLES}
+    st = assignment_kip848.state(raw, topic_parts)
+    inputs = {"expected": assignment_kip848.expected_assignment(st), **assignment_kip848.audit_inputs(st)}
+    return inputs, assignment_kip848.findings(st)
+
+
 def _zookeeper_roundrobin_groups(threads: DataFrame, topic_parts: DataFrame) -> dict[str, DataFrame]:
     """Expected rows and audit inputs of the ZooKeeper groups configured for round-robin; the
     build adds ``observed`` (their owners) once ``core/partition_owners`` is written."""
@@ -151,7 +161,12 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
             _zookeeper_roundrobin_groups(threads.where(~ranged), topic_parts) if assignment_zk.non_range_groups(assignors) else None
         )
         kafka = _kafka_groups(spark, ctx, topic_parts) if raw_rows(wh, "raw/group_metadata", run_id) else None
-        others = [o for o in (roundrobin, kafka) if o is not None]
+        kip848, findings = None, spark.createDataFrame([], table_schema("core/consumer_group_findings"))
+        if raw_rows(wh, "raw/consumer_group_metadata", run_id):
+            kip848, findings = _kip848_groups(spark, ctx, topic_parts)
+        write_staged(tx, "core/consumer_group_findings", findings)
+        advance()
+        others = [o for o in (roundrobin, kafka, kip848) if o is not None]
         expected = side.submit("expected", _write_expected, tx, [expected_range, *[o["expected"] for o in others]], advance)
 
         # the audit, once the owners are written

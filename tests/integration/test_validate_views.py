@@ -86,7 +86,7 @@ def test_zk_offset_znodes_parses_paths_and_values(spark):
 
 
 def test_metadata_partition_records_know_their_topics(spark):
-    from builders import kraft as B
+    from testkit import kraft as B
 
     t1, t2 = B.uuid_text(B.topic_uuid(1)), B.uuid_text(B.topic_uuid(2))
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from builders import kraft as B
 
 from pipelines.context import RunContext
 from pipelines.kraft.extract import extract_kraft
 from pipelines.warehouse import Warehouse
+from testkit import kraft as B
 
 BROKERS = [1, 2, 3, 4, 5]
 

@@ -8,6 +8,7 @@ import csv
 from datetime import datetime, timezone
 
 import pyarrow as pa
+from markupsafe import escape as html_escape
 
 from pipelines.context import RunContext
 from pipelines.report import charts, page
@@ -93,3 +94,33 @@ def test_a_zookeeper_group_whose_offsets_stopped_while_the_log_moved_is_unhealth
         "offsets stopped while the log end moved on 1 partition(s): last commit up to 3 h before the newest message"
     ]
     assert health["ok"].reasons == []
+
+
+def test_kip848_group_findings_are_named_on_the_page_and_in_the_csv(warehouse):
+    from pipelines.report.facts import GROUP_FINDINGS
+    from pipelines.tables import CONSUMER_GROUP_FINDINGS
+
+    assert tuple(GROUP_FINDINGS) == CONSUMER_GROUP_FINDINGS  # every name has its meaning on the page
+    findings = [
+        dict(source="kafka", group_id="g848", member_id="m-0", topic="orders", partition=6,
+             finding="range_target_differs", detail="range assigns m-a, target has m-0"),
+        dict(source="kafka", group_id="g848", member_id=None, topic="orders", partition=5,
+             finding="partition_held_twice", detail="held by u1, u2"),
+        dict(source="kafka", group_id="g848", member_id="u2", topic=None, partition=None,
+             finding="epoch_order_violated", detail="member epoch 5 > assignment epoch 4"),
+    ]
+    _table(warehouse, "core/consumer_group_findings", findings)
+    out = write_report(RunContext(warehouse, "r", quiet=True))
+    html = out.read_text()
+    assert 'id="group-findings"' in html
+    for f in findings:
+        assert f'data-group="g848" data-finding="{f["finding"]}"' in html
+        assert html_escape(f["detail"]) in html  # autoescaped: ">" is "&gt;"
+    with (out.parent / "findings.csv").open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["group_id"] == "g848"]
+    # the order of core/consumer_group_findings' named findings: range, epochs, held twice
+    assert [(r["status"], r["observed_owners"], r["topic"], r["partition"], r["detail"]) for r in rows] == [
+        ("range_target_differs", "m-0", "orders", "6", "range assigns m-a, target has m-0"),
+        ("epoch_order_violated", "u2", "", "", "member epoch 5 > assignment epoch 4"),
+        ("partition_held_twice", "", "orders", "5", "held by u1, u2"),
+    ]
