@@ -1,6 +1,6 @@
-"""Everything the report says, read from the run's tables with pyarrow: plain Python values
-(no Spark). Missing raw/core tables are empty; a mart that was not built is ``None`` ("not
-built"); a mart that is not its declared contract raises (``pipelines.quality.marts``)."""
+"""Everything the report says, read from the run's tables with pyarrow (``pipelines.reading``):
+plain Python values (no Spark). Missing raw/core tables are empty; a mart that was not built is
+``None`` ("not built"); a table file that is not its declared schema raises."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from pipelines.quality.marts import read_mart
 from pipelines.quality.run import VALIDATION, read_results
-from pipelines.tables import ASSIGNMENT_STATUSES, SCHEMAS
+from pipelines.reading import parquet_files, read_arrow, row_count
+from pipelines.tables import ASSIGNMENT_STATUSES
 from pipelines.warehouse import Warehouse
 
 SOURCES = ("zookeeper", "kafka")
@@ -185,19 +185,20 @@ class Facts:
 
 
 def _rows(wh: Warehouse, table: str, run_id: str) -> int:
-    part = wh.partition_dir(table, run_id)
-    if not part.is_dir():
-        return 0
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(part.glob("*.parquet")))
+    return row_count(wh, table, run_id) or 0
 
 
 def _read(wh: Warehouse, table: str, run_id: str, columns: list[str], filter=None) -> pa.Table:
     """Some columns of a raw/core partition (empty with those columns when it does not exist)."""
-    part = wh.partition_dir(table, run_id)
-    files = sorted(str(p) for p in part.glob("*.parquet")) if part.is_dir() else []
-    if not files:
-        return pa.table({c: pa.array([], SCHEMAS[table].field(c).type) for c in columns})
-    return ds.dataset(files, format="parquet").to_table(columns=columns, filter=filter)
+    return read_arrow(wh, table, run_id, columns, filter, with_run_id=False)
+
+
+def _mart(wh: Warehouse, name: str, run_id: str) -> pa.Table | None:
+    """The run's mart ``name`` (its contract's columns), None when it was not built for the run."""
+    table = f"marts/{name}"
+    if not parquet_files(wh.partition_dir(table, run_id)):
+        return None
+    return read_arrow(wh, table, run_id, with_run_id=False)
 
 
 def _assignment(audit: pa.Table) -> tuple[dict[str, dict[str, int]], list[GroupAssignment]]:
@@ -425,15 +426,15 @@ def _expectations(wh: Warehouse, run_id: str, sample_rows: int = 5) -> list[Expe
 
 
 def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
-    audit = wh.read_table("core/assignment_audit", run_id)
+    audit = read_arrow(wh, "core/assignment_audit", run_id)
     totals, groups = _assignment(audit)
-    lag_t = read_mart(wh, "consumer_lag", run_id)
+    lag_t = _mart(wh, "consumer_lag", run_id)
     kafka_info, kafka_current = _kafka_members(wh, run_id)
-    regressions_t = read_mart(wh, "offset_regressions", run_id)
+    regressions_t = _mart(wh, "offset_regressions", run_id)
     regressions = None
     if regressions_t is not None:
         regressions = regressions_t.sort_by([("regressed_by", "descending")]).slice(0, max_regressions).to_pylist()
-    drift_t = read_mart(wh, "offset_storage_drift", run_id)
+    drift_t = _mart(wh, "offset_storage_drift", run_id)
     drift = None
     if drift_t is not None:
         drift = drift_t.filter(pc.fill_null(pc.not_equal(drift_t.column("drift"), 0), True)).to_pylist()
@@ -446,11 +447,11 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         assignment=totals,
         groups=groups,
         findings=_findings(wh, run_id, audit, _lag_index(lag_t), kafka_info, kafka_current),
-        health=_health(wh, run_id, lag_t, read_mart(wh, "consumer_lag_status", run_id), kafka_current),
-        heatmap=_heatmap(read_mart(wh, "commit_frequency", run_id)),
+        health=_health(wh, run_id, lag_t, _mart(wh, "consumer_lag_status", run_id), kafka_current),
+        heatmap=_heatmap(_mart(wh, "commit_frequency", run_id)),
         regressions=regressions,
         regression_count=regressions_t.num_rows if regressions_t is not None else 0,
-        quarantine=_quarantine(wh.read_table("raw/quarantine", run_id)),
+        quarantine=_quarantine(read_arrow(wh, "raw/quarantine", run_id)),
         expectations=_expectations(wh, run_id),
         drift=drift,
     )
