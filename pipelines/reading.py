@@ -43,9 +43,8 @@ def parquet_files(directory: Path) -> list[Path]:
     or ``.`` (Spark's markers, staging) are skipped. [] when ``directory`` does not exist."""
     if not directory.is_dir():
         return []
-    return sorted(
-        p for p in directory.rglob("*.parquet") if not any(s.startswith(("_", ".")) for s in p.relative_to(directory).parts)
-    )
+    files = directory.rglob("*.parquet")
+    return sorted(p for p in files if not any(s.startswith(("_", ".")) for s in p.relative_to(directory).parts))
 
 
 def check_schema(table: str, schema: pa.Schema, where: Path | str) -> None:
@@ -98,7 +97,8 @@ def read_arrow(
     names = schema.names if columns is None else columns
     files = table_files(warehouse, table, run_id)
     if files:
-        data = ds.dataset([str(f) for f in files], format="parquet", schema=schema).to_table(columns=names, filter=filter)
+        dataset = ds.dataset([str(f) for f in files], format="parquet", schema=schema)
+        data = dataset.to_table(columns=names, filter=filter)
     else:  # (not schema.empty_table(): that makes pyarrow import pandas, ~0.4 s)
         data = pa.Table.from_batches([], pa.schema([schema.field(c) for c in names]))
     if with_run_id:

@@ -17,12 +17,10 @@ import pyarrow.parquet as pq
 
 from pipelines.quality.run import VALIDATION, read_results
 from pipelines.reading import parquet_files, read_arrow, row_count
-from pipelines.tables import ASSIGNMENT_STATUSES
+from pipelines.tables import ASSIGNMENT_STATUSES, GROUP_RECORD_ORDER, SUMMARY_STATUS_ORDER
 from pipelines.warehouse import Warehouse
 
 SOURCES = ("zookeeper", "kafka")
-# CONTRACT's order of the statuses in summary.json
-SUMMARY_STATUS_ORDER = ("ok", "wrong_owner", "unowned", "duplicate_owner", "unknown_owner", "unexpected_partition")
 OFFSET_RECORD_TABLES = ("raw/offset_commits", "raw/group_metadata", "raw/coordinator_records")
 # Burrow's partition statuses (marts/consumer_lag_status) that make a group unhealthy, and why
 BURROW_PROBLEMS = {
@@ -250,10 +248,12 @@ def _kafka_members(wh: Warehouse, run_id: str) -> tuple[dict, dict]:
     members = _read(wh, "raw/group_members", run_id, ["group_id", "offsets_partition", "log_offset", "member_id",
                                                        "client_host"])
     at = {(r["group_id"], r["offsets_partition"], r["log_offset"]): r for r in meta.to_pylist()}
-    latest: dict[str, tuple] = {}
+    newest: dict[str, tuple] = {}  # group -> (its latest record's rank, key)
     for key, r in at.items():
-        if key[0] not in latest or key[1:] > latest[key[0]][1:]:
-            latest[key[0]] = key
+        rank = tuple(r[c] for c in GROUP_RECORD_ORDER)
+        if key[0] not in newest or rank > newest[key[0]][0]:
+            newest[key[0]] = (rank, key)
+    latest = {group: key for group, (_, key) in newest.items()}
     info: dict[tuple[str, str], tuple] = {}
     current: dict[str, set] = defaultdict(set)
     for r in sorted(members.to_pylist(), key=lambda r: (r["offsets_partition"], r["log_offset"])):

@@ -31,6 +31,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines import quarantine
 from pipelines.context import RunContext
 from pipelines.reading import row_count
 from pipelines.spark import assignment_kafka, assignment_zk, kraft_registry, registry
@@ -173,7 +174,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         for frame in (threads, plan, ranks):
             frame.unpersist()
 
-        quarantined = _union(bad).toArrow() if bad else RAW_QUARANTINE.empty_table()
+        quarantined = _union(bad).toArrow() if bad else quarantine.table([])
         tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)
         tx.writer("raw/quarantine")  # an empty file replaces an earlier build's rows
         counts = {table: staged_rows(tx, table) for table in CORE}

@@ -25,7 +25,9 @@ from pipelines.tables import ADDED_COLUMNS
 from pipelines.warehouse import Transaction, Warehouse
 
 
-def read_spark(spark: SparkSession, warehouse: Warehouse, table: str, run_id: str, with_run_id: bool = True) -> DataFrame:
+def read_spark(
+    spark: SparkSession, warehouse: Warehouse, table: str, run_id: str, with_run_id: bool = True
+) -> DataFrame:
     """The run's ``table`` (raw, core or mart) as a DataFrame of its declared schema (a column a
     file lacks, of ``ADDED_COLUMNS``, is null), plus ``run_id`` unless ``with_run_id`` is False."""
     files = table_files(warehouse, table, run_id)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from pipelines import quarantine
 from pipelines.errors import StepError, UsageError
 from pipelines.zookeeper.rows import SYSTEM_ROOT, normalize_chroot
 
@@ -212,8 +213,7 @@ def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATT
                 out.skipped_deleted += 1
             elif isinstance(err, NoAuthError):
                 what = "read" if read.kind == "get" else "list the children of"
-                out.quarantine.append({"source": QUARANTINE_SOURCE, "location": path,
-                                       "reason": f"NoAuth: the walker may not {what} this znode", "raw": None})
+                out.quarantine.append(quarantine.row(QUARANTINE_SOURCE, path, f"NoAuth: the walker may not {what} this znode"))
             elif isinstance(err, AuthFailedError):
                 raise StepError("ZooKeeper rejected the credentials (authentication failed)")
             elif isinstance(err, retryable):
