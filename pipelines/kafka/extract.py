@@ -154,4 +154,5 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     ctx.say(f"log-end: {len(ordered)} partitions ({len(dirs)} partition dirs, {from_file} lines from --offsets-file)")
     if quarantined:
         ctx.say(f"log-end: {len(quarantined)} corrupt batch headers quarantined")
-    return {"partitions": len(ordered), "dirs": len(dirs), "offsets_file_lines": from_file, "quarantine": len(quarantined)}
+    return {"partitions": len(ordered), "dirs": len(dirs), "offsets_file_lines": from_file,
+            "quarantine": len(quarantined)}

@@ -61,7 +61,8 @@ def scan_partition(topic: str, partition: int, d: Path) -> PartitionEnds | None:
         bt = scan(buf, False, bounds)
         out.bytes += len(buf)
         for row in bt[bt[:, K.B_ERR] != K.OK]:
-            out.quarantine.append(quarantine.row(SOURCE, quarantine.at(f, int(row[K.B_POS])), framing_error(row, bounds)))
+            where = quarantine.at(f, int(row[K.B_POS]))
+            out.quarantine.append(quarantine.row(SOURCE, where, framing_error(row, bounds)))
         good = bt[bt[:, K.B_ERR] == K.OK]
         if not len(good):
             continue

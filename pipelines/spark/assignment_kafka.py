@@ -43,9 +43,8 @@ def latest_records(group_metadata: DataFrame) -> DataFrame:
 
 def latest_groups(group_metadata: DataFrame) -> DataFrame:
     """``group_id, offsets_partition, log_offset, protocol``: live consumer groups, latest record each."""
-    return latest_records(group_metadata).where(~F.coalesce(F.col("is_tombstone"), F.lit(False)) & (F.col("protocol_type") == "consumer")).select(
-        *KEY, "protocol"
-    )
+    live = ~F.coalesce(F.col("is_tombstone"), F.lit(False)) & (F.col("protocol_type") == "consumer")
+    return latest_records(group_metadata).where(live).select(*KEY, "protocol")
 
 
 def latest_members(latest: DataFrame, group_members: DataFrame) -> DataFrame:

@@ -213,7 +213,8 @@ def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATT
                 out.skipped_deleted += 1
             elif isinstance(err, NoAuthError):
                 what = "read" if read.kind == "get" else "list the children of"
-                out.quarantine.append(quarantine.row(QUARANTINE_SOURCE, path, f"NoAuth: the walker may not {what} this znode"))
+                why = f"NoAuth: the walker may not {what} this znode"
+                out.quarantine.append(quarantine.row(QUARANTINE_SOURCE, path, why))
             elif isinstance(err, AuthFailedError):
                 raise StepError("ZooKeeper rejected the credentials (authentication failed)")
             elif isinstance(err, retryable):

@@ -43,7 +43,7 @@ from kafka_damage import (
     table_rows,
 )
 
-from pipelines.reading import read_arrow
+from pipelines.reading import read_arrow  # noqa: E402
 
 
 @dataclass

@@ -91,8 +91,8 @@ def test_the_first_step_dates_the_run(tmp_path):
 def test_a_published_transaction_records_its_step(tmp_path):
     import pyarrow as pa
 
-    from pipelines.tables import SCHEMAS
     from pipelines.reading import row_count
+    from pipelines.tables import SCHEMAS
     from pipelines.warehouse import Warehouse
 
     wh = Warehouse(tmp_path)

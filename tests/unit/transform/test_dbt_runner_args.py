@@ -12,8 +12,8 @@ import yaml
 
 from pipelines.context import RunContext
 from pipelines.errors import StepError
-from pipelines.tables import SCHEMAS
 from pipelines.spark.schemas import spark_type
+from pipelines.tables import SCHEMAS
 from pipelines.transform import dbt_runner, project
 from pipelines.transform.sources import SOURCES, source_vars
 
