@@ -20,11 +20,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from pipelines.errors import StepError
-from pipelines.quality.marts import DECLARATION, MARTS
+from pipelines.quality.marts import DECLARATION, MARTS, PARTITION_COLUMN
 from pipelines.tables import ADDED_COLUMNS, SCHEMAS
 from pipelines.warehouse import Warehouse
-
-PARTITION_COLUMN = "run_id"
 
 
 class SchemaMismatch(StepError):

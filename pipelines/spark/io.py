@@ -110,4 +110,3 @@ def staged_non_null(tx: Transaction, table: str, column: str) -> int:
         else:
             values += pq.read_table(path, columns=[column]).column(0).drop_null().length()
     return values
-
