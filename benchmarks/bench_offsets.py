@@ -32,7 +32,13 @@ PARTITIONS = 10
 
 def build(data: Path, records: int, seed: int = 7) -> int:
     """Write the segments (once per size: reused when ``data`` already holds them)."""
-    from testkit.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
+    from testkit.segments import (
+        batch,
+        offset_commit_key,
+        offset_commit_value,
+        segment_name,
+        write_segment,
+    )
 
     marker = data / f".built-{records}"
     if marker.exists():

@@ -51,8 +51,10 @@ def is_local(master: str | None) -> bool:
 
 
 def inside_spark_submit() -> bool:
-    """True in a driver that spark-submit started (spark-class sets SPARK_ENV_LOADED)."""
-    return bool(os.environ.get("SPARK_ENV_LOADED")) or "pyspark-shell" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    """True in a driver that spark-submit (or the pyspark shell) started: spark-class sources
+    ``load-spark-env.sh``, which exports ``SPARK_ENV_LOADED`` to the driver. (Not
+    ``PYSPARK_SUBMIT_ARGS``: users set it for sessions they start themselves too.)"""
+    return bool(os.environ.get("SPARK_ENV_LOADED"))
 
 
 def submits(ctx: RunContext) -> bool:

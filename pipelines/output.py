@@ -30,7 +30,13 @@ def progress(console: Console, quiet: bool):
     """A progress display for a long step (nothing with ``quiet``)."""
     if not quiet and not console.is_terminal:
         return LineProgress(console)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     return Progress(
         TextColumn("{task.description}"),

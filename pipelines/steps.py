@@ -81,8 +81,10 @@ def extract_kraft(ctx: RunContext, paths: list[Path], at_offset: int | None = No
 def require_extracted(ctx: RunContext) -> None:
     """:class:`InputError` unless the run holds ZooKeeper znodes or ``__consumer_offsets`` records
     (read once every step of the run has published whole)."""
+    from pipelines.reading import row_count
+
     ctx.warehouse.settle(ctx.run_id)
-    if not any(ctx.warehouse.has_rows(t, ctx.run_id) for t in EXTRACTED):
+    if not any(row_count(ctx.warehouse, t, ctx.run_id) for t in EXTRACTED):
         raise InputError(
             f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records, no KRaft "
             f"metadata in {ctx.warehouse.root}); run `kaudit extract zk-snapshot|zk|offsets|kraft ...` first"

@@ -428,6 +428,7 @@ CONSUMER_GROUP_FINDINGS = (
     "unresolved_topic_id",
 )
 
+# core/assignment_audit.status, in the CONTRACT's order of precedence (the first that holds)
 ASSIGNMENT_STATUSES = (
     "duplicate_owner",
     "unexpected_partition",
@@ -436,3 +437,11 @@ ASSIGNMENT_STATUSES = (
     "wrong_owner",
     "ok",
 )
+# ... and in the order of the report's summary.json (CONTRACT)
+SUMMARY_STATUS_ORDER = ("ok", "wrong_owner", "unowned", "duplicate_owner", "unknown_owner", "unexpected_partition")
+
+# The latest record of a Kafka group in raw/group_metadata: the highest of these, compared in
+# this order. A group's records live in one __consumer_offsets partition
+# (GroupMetadataManager.partitionFor), so log order is log_offset; a tie across offsets
+# partitions (after a partition-count change) goes to the higher offsets partition.
+GROUP_RECORD_ORDER = ("log_offset", "offsets_partition")

@@ -1,4 +1,4 @@
-"""The warehouse: table paths, run ids, atomic run-partition writes and reads.
+"""The warehouse: table paths, run ids and atomic run-partition writes (reads: ``pipelines.reading``).
 
 Layout: ``<root>/<layer>/<table>/run_id=<id>/part-*.parquet`` (hive partitioning; the files
 themselves carry no ``run_id`` column, the directory does). Every writer stages into a hidden
@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from pipelines.errors import KauditError
 from pipelines.runs import RunLog, check_run_id
 from pipelines.tables import SCHEMAS
+
 
 class StepBusy(KauditError):
     """Another live process writes the same step of the same run. Exit 1."""
@@ -189,13 +190,6 @@ class Warehouse:
     def exists(self, table: str, run_id: str) -> bool:
         return self.partition_dir(table, run_id).is_dir()
 
-    def has_rows(self, table: str, run_id: str) -> bool:
-        """Whether the run's partition of ``table`` holds at least one row (from the footers)."""
-        part = self.partition_dir(table, run_id)
-        if not part.is_dir():
-            return False
-        return any(pq.ParquetFile(f).metadata.num_rows for f in part.glob("*.parquet"))
-
     def run_ids(self, table: str) -> list[str]:
         d = self.table_dir(table)
         if not d.is_dir():
@@ -305,20 +299,6 @@ class Warehouse:
         for f in staged.iterdir():
             os.replace(f, final / f.name)
         shutil.rmtree(staged, ignore_errors=True)
-
-    # -- reads -----------------------------------------------------------------
-    def read_table(self, table: str, run_id: str, schema: pa.Schema | None = None) -> pa.Table:
-        """The run's partition with a ``run_id`` column; an empty table when it does not exist."""
-        schema = schema or SCHEMAS.get(table)
-        part = self.partition_dir(table, run_id)
-        files = sorted(p for p in part.glob("*.parquet")) if part.is_dir() else []
-        if files:
-            data = pa.concat_tables([pq.read_table(f, schema=schema) for f in files]) if schema else pq.read_table(part)
-        elif schema is not None:
-            data = schema.empty_table()
-        else:
-            raise FileNotFoundError(f"{part}: no such table partition")
-        return data.append_column("run_id", pa.array([run_id] * data.num_rows, pa.string()))
 
     # -- run metadata ----------------------------------------------------------
     def meta_path(self, run_id: str, step: str) -> Path:

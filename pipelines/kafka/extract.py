@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from pipelines import quarantine
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
@@ -17,7 +18,7 @@ from pipelines.kafka.log_end import read_offsets_file, scan_partition
 from pipelines.kafka.offsets import TABLES, decode_file_to_parts, scan_markers
 from pipelines.kafka.paths import data_partition_dirs, offsets_segments
 from pipelines.procs import die_with
-from pipelines.tables import RAW_LOG_END_OFFSETS, RAW_QUARANTINE, TS
+from pipelines.tables import RAW_LOG_END_OFFSETS, TS
 
 STEP_OFFSETS = "offsets"
 STEP_LOG_END = "log-end"
@@ -108,7 +109,7 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     """Log start/end offsets per data-topic partition into ``raw/log_end_offsets`` (``paths`` or
     ``offsets_file``: the command line asks for one of them)."""
     rows: dict[tuple[str, int], dict] = {}
-    quarantine: list[tuple[str, str]] = []
+    quarantined: list[dict] = []
     dirs = data_partition_dirs(paths)
     size = batches = 0
     with ctx.progress() as bar:
@@ -119,7 +120,7 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
             if ends is None:
                 continue
             size, batches = size + ends.bytes, batches + ends.batches
-            quarantine.extend(ends.quarantine)
+            quarantined.extend(ends.quarantine)
             row = dict(
                 topic=topic,
                 partition=partition,
@@ -147,21 +148,13 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     ordered = [rows[k] for k in sorted(rows)]
     table = pa.Table.from_pylist(ordered, schema=RAW_LOG_END_OFFSETS.set(4, pa.field("max_timestamp", pa.int64())))
     table = table.set_column(4, "max_timestamp", table["max_timestamp"].cast(TS))
-    q = pa.Table.from_pydict(
-        {
-            "source": ["log-end"] * len(quarantine),
-            "location": [loc for loc, _ in quarantine],
-            "reason": [r for _, r in quarantine],
-            "raw": pa.nulls(len(quarantine), pa.binary()),
-        },
-        schema=RAW_QUARANTINE,
-    )
     with ctx.warehouse.transaction(ctx.run_id, step=STEP_LOG_END) as tx:
         tx.write("raw/log_end_offsets", table)
         tx.writer("raw/log_end_offsets")
-        tx.write("raw/quarantine", q)
+        tx.write("raw/quarantine", quarantine.table(quarantined))
         tx.writer("raw/quarantine")
     ctx.say(f"log-end: {len(ordered)} partitions ({len(dirs)} partition dirs, {from_file} lines from --offsets-file)")
-    if quarantine:
-        ctx.say(f"log-end: {len(quarantine)} corrupt batch headers quarantined")
-    return {"partitions": len(ordered), "dirs": len(dirs), "offsets_file_lines": from_file, "quarantine": len(quarantine)}
+    if quarantined:
+        ctx.say(f"log-end: {len(quarantined)} corrupt batch headers quarantined")
+    return {"partitions": len(ordered), "dirs": len(dirs), "offsets_file_lines": from_file,
+            "quarantine": len(quarantined)}

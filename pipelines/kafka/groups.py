@@ -36,7 +36,12 @@ import pyarrow as pa
 
 from pipelines.kafka.errors import DecodeError, UndecodableKey, UndecodableValue
 from pipelines.kafka.flexible import Layout, decode_struct, message, read_schema
-from pipelines.kafka.records import GROUP_MEMBER_KEY, GROUP_PREFIXED_KEY, REGULAR_EXPRESSION_KEY, decode
+from pipelines.kafka.records import (
+    GROUP_MEMBER_KEY,
+    GROUP_PREFIXED_KEY,
+    REGULAR_EXPRESSION_KEY,
+    decode,
+)
 from pipelines.tables import (
     RAW_CONSUMER_GROUP_CURRENT_ASSIGNMENTS,
     RAW_CONSUMER_GROUP_MEMBERS,

@@ -20,10 +20,18 @@ from pathlib import Path
 
 import numpy as np
 
+from pipelines import quarantine
 from pipelines.errors import InputError
 from pipelines.kafka import kernels as K
 from pipelines.kafka.batches import ATTR_CODEC, framing_error, scan
-from pipelines.kafka.paths import base_offset_of, neighbours, offset_bounds, segment_files
+from pipelines.kafka.paths import (
+    base_offset_of,
+    neighbours,
+    offset_bounds,
+    segment_files,
+)
+
+SOURCE = "log-end"  # of its raw/quarantine rows
 
 
 @dataclass
@@ -33,7 +41,7 @@ class PartitionEnds:
     log_start_offset: int | None
     log_end_offset: int | None
     max_timestamp: int | None
-    quarantine: list[tuple[str, str]] = field(default_factory=list)  # (location, reason)
+    quarantine: list[dict] = field(default_factory=list)  # raw/quarantine rows
     batches: int = 0
     bytes: int = 0
 
@@ -58,7 +66,8 @@ def scan_partition(topic: str, partition: int, d: Path) -> PartitionEnds | None:
         bt = scan(buf, False, bounds)
         out.bytes += len(buf)
         for row in bt[bt[:, K.B_ERR] != K.OK]:
-            out.quarantine.append((f"{f}:{int(row[K.B_POS])}", f"{type(e := framing_error(row, bounds)).__name__}: {e}"))
+            where = quarantine.at(f, int(row[K.B_POS]))
+            out.quarantine.append(quarantine.row(SOURCE, where, framing_error(row, bounds)))
         good = bt[bt[:, K.B_ERR] == K.OK]
         if not len(good):
             continue

@@ -23,11 +23,8 @@ from pathlib import Path
 
 from pipelines.errors import InputError
 from pipelines.kafka.kernels import MAX_RELATIVE_OFFSET, NO_OFFSET_LIMIT
+from pipelines.kafka.topics import NOT_DATA_TOPICS, OFFSETS_TOPIC
 
-OFFSETS_TOPIC = "__consumer_offsets"
-INTERNAL_TOPICS = frozenset(
-    {OFFSETS_TOPIC, "__transaction_state", "__share_group_state", "__cluster_metadata", "__remote_log_metadata"}
-)
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 UNKNOWN_PARTITION = -1
 
@@ -147,8 +144,8 @@ def offsets_segments(paths: list[Path]) -> list[Segment]:
 
 
 def data_partition_dirs(paths: list[Path]) -> list[tuple[str, int, Path]]:
-    """Data-topic partition dirs under ``paths`` (log dirs or partition dirs), internal
-    topics skipped."""
+    """Data-topic partition dirs under ``paths`` (log dirs or partition dirs), Kafka's own
+    logs (``NOT_DATA_TOPICS``) skipped."""
     out = []
     for p in map(Path, paths):
         _exists(p)
@@ -159,7 +156,7 @@ def data_partition_dirs(paths: list[Path]) -> list[tuple[str, int, Path]]:
             found = [(m["topic"], int(m["partition"]), p)]
         else:
             found = partition_dirs(p)
-        found = [x for x in found if x[0] not in INTERNAL_TOPICS]
+        found = [x for x in found if x[0] not in NOT_DATA_TOPICS]
         if not found:
             raise InputError(f"{p}: no topic-partition dirs of data topics (expected a Kafka log dir or <topic>-<N> dirs)")
         out.extend(found)

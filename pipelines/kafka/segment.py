@@ -13,20 +13,31 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from pipelines import quarantine
 from pipelines.errors import InputError
 from pipelines.kafka import kernels as K
-from pipelines.kafka.batches import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_BOUNDS, OffsetBounds, walk_segment
+from pipelines.kafka.batches import (
+    ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
+    NO_BOUNDS,
+    OffsetBounds,
+    walk_segment,
+)
 from pipelines.kafka.consumer_protocol import assigned_partitions, subscribed_topics
 from pipelines.kafka.errors import DecodeError, UndecodableKey, UndecodableValue
 from pipelines.kafka.groups import GROUP_TYPES, GroupRecords
-from pipelines.kafka.records import GROUP_METADATA_VALUE, decode, key_ops, offset_value_ops
+from pipelines.kafka.records import (
+    GROUP_METADATA_VALUE,
+    decode,
+    key_ops,
+    offset_value_ops,
+)
 from pipelines.tables import (
     RAW_COORDINATOR_RECORDS,
     RAW_GROUP_ASSIGNMENTS,
     RAW_GROUP_MEMBERS,
     RAW_GROUP_METADATA,
     RAW_OFFSET_COMMITS,
-    RAW_QUARANTINE,
     TS,
 )
 
@@ -136,21 +147,6 @@ def _ts(values: np.ndarray, null: np.ndarray) -> pa.Array:
     return pa.array(values, type=pa.int64(), mask=null).cast(TS)
 
 
-class _Quarantine:
-    def __init__(self, path: str):
-        self.path = path
-        self.rows: dict[str, list] = {"source": [], "location": [], "reason": [], "raw": []}
-
-    def add(self, pos: int, err: DecodeError | str, raw: bytes | None) -> None:
-        self.rows["source"].append(SOURCE)
-        self.rows["location"].append(f"{self.path}:{pos}")
-        self.rows["reason"].append(f"{type(err).__name__}: {err}" if isinstance(err, DecodeError) else str(err))
-        self.rows["raw"].append(raw)
-
-    def table(self) -> pa.Table:
-        return pa.Table.from_pydict(self.rows, schema=RAW_QUARANTINE)
-
-
 @dataclass
 class _Records:
     """The records the byte walk found, one numpy column each, plus where bad ones go."""
@@ -167,14 +163,19 @@ class _Records:
     producer: np.ndarray
     is_txn: np.ndarray
     is_control: np.ndarray
-    quarantine: _Quarantine
+    quarantine: list[dict]  # raw/quarantine rows
 
     def value(self, i: int) -> bytes | None:
         n = self.val_len[i]
         return None if n < 0 else self.buf[self.val_pos[i] : self.val_pos[i] + n].tobytes()
 
     def reject(self, i: int, err: DecodeError) -> None:
-        self.quarantine.add(int(self.rec_pos[i]), err, self.value(i))
+        """Quarantine record ``i`` with its value."""
+        self.reject_part(i, err, self.value(i))
+
+    def reject_part(self, i: int, err: DecodeError, raw: bytes | None) -> None:
+        """Quarantine ``raw``, a part of record ``i``."""
+        self.quarantine.append(quarantine.row(SOURCE, quarantine.at(self.path, int(self.rec_pos[i])), err, raw))
 
 
 def _records(name: str, partition: int, walk) -> _Records:
@@ -182,9 +183,6 @@ def _records(name: str, partition: int, walk) -> _Records:
     brow = walk.region_batch[recs[:, K.C_REGION]] if len(recs) else np.zeros(0, dtype=np.int64)
     v2 = bt[brow, K.B_MAGIC] == 2
     attrs = bt[brow, K.B_ATTRS]
-    q = _Quarantine(name)
-    for pos, err, raw in walk.bad:
-        q.add(pos, err, raw)
     return _Records(
         path=name,
         partition=partition,
@@ -198,7 +196,7 @@ def _records(name: str, partition: int, walk) -> _Records:
         producer=np.where(v2, bt[brow, K.B_PRODUCER_ID], -1),
         is_txn=v2 & ((attrs & ATTR_TRANSACTIONAL) != 0),
         is_control=v2 & ((attrs & ATTR_CONTROL) != 0),
-        quarantine=q,
+        quarantine=[quarantine.row(SOURCE, quarantine.at(name, pos), err, raw) for pos, err, raw in walk.bad],
     )
 
 
@@ -219,7 +217,7 @@ def decode_segment(path: str | Path, partition: int, data: np.ndarray | None = N
         **_groups(r, keys, keys.rows_of(2)),
         **new_groups,
         "raw/coordinator_records": _coordinator(r, keys, np.union1d(raw_kept, keys.rows_in(GROUP_TYPES.stop))),
-        "raw/quarantine": r.quarantine.table(),
+        "raw/quarantine": quarantine.table(r.quarantine),
     }
     stats = {
         "files": 1,
@@ -430,13 +428,13 @@ def _group_record(r: _Records, i: int, group: str, gm: _Rows, members: _Rows, as
                 topics = subscribed_topics(m["subscription"])
             except DecodeError as err:
                 topics = None
-                r.quarantine.add(int(r.rec_pos[i]), UndecodableValue(
-                    f"subscription of {whose}: {err} (log offset {log_offset})"), m["subscription"])
+                r.reject_part(i, UndecodableValue(f"subscription of {whose}: {err} (log offset {log_offset})"),
+                              m["subscription"])
             try:
                 parts = assigned_partitions(m["assignment"])
             except DecodeError as err:
-                r.quarantine.add(int(r.rec_pos[i]), UndecodableValue(
-                    f"assignment of {whose}: {err} (log offset {log_offset})"), m["assignment"])
+                r.reject_part(i, UndecodableValue(f"assignment of {whose}: {err} (log offset {log_offset})"),
+                              m["assignment"])
         # v0 has no rebalance timeout: the coordinator used the session timeout for both
         rebalance = m["rebalance_timeout"] if m["rebalance_timeout"] is not None else m["session_timeout"]
         members.add(**where, generation=v["generation"], member_id=m["member_id"],

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from pipelines import quarantine as Q
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.kafka import kernels as K
@@ -61,7 +62,6 @@ from pipelines.tables import (
     RAW_KRAFT_PARTITIONS,
     RAW_KRAFT_TOPICS,
     RAW_METADATA_RECORDS,
-    RAW_QUARANTINE,
     TS,
 )
 
@@ -169,9 +169,8 @@ class _Stats:
 _NAMES = np.array([M.record_name(k) for k in range(KK.MAX_KEY)], dtype=object)
 
 
-def _reject(quarantine: list[dict], path: Path, pos: int, err: DecodeError | str, raw: bytes | None) -> None:
-    reason = f"{type(err).__name__}: {err}" if isinstance(err, DecodeError) else err
-    quarantine.append({"source": SOURCE, "location": f"{path}:{pos}", "reason": reason, "raw": raw})
+def _reject(quarantined: list[dict], path: Path, pos: int, err: DecodeError | str, raw: bytes | None) -> None:
+    quarantined.append(Q.row(SOURCE, Q.at(path, pos), err, raw))
 
 
 @dataclass
@@ -540,7 +539,7 @@ def extract_kraft(ctx: RunContext, paths: list[Path], target: Target = Target())
             tx.writer(table)
         tx.writer("raw/quarantine")
         if done.quarantine:
-            tx.write("raw/quarantine", pa.Table.from_pylist(done.quarantine, schema=RAW_QUARANTINE))
+            tx.write("raw/quarantine", Q.table(done.quarantine))
     reg, s = done.registry, done.stats
     live = sum(len(p) for p in reg.partitions.values())
     unknown = sum(s.unknown.values())

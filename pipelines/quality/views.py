@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+
+from pipelines.spark.assignment_kafka import latest_records
 
 ZK_OFFSET_PATH = r"^/consumers/([^/]+)/offsets/([^/]+)/([^/]+)$"
 THREAD_SUFFIX = r"^(.*)-([0-9]+)$"
@@ -32,10 +34,9 @@ def assignment_audit(audit: DataFrame) -> DataFrame:
 
 def current_members(group_metadata: DataFrame, group_members: DataFrame) -> DataFrame:
     """Members of each group's latest metadata record (none when that record is a tombstone)."""
-    latest = Window.partitionBy("group_id").orderBy(F.col("log_offset").desc(), F.col("offsets_partition").desc())
     current = (
-        group_metadata.withColumn("_rank", F.row_number().over(latest))
-        .where((F.col("_rank") == 1) & ~F.coalesce(F.col("is_tombstone"), F.lit(False)))
+        latest_records(group_metadata)
+        .where(~F.coalesce(F.col("is_tombstone"), F.lit(False)))
         .select("group_id", "offsets_partition", "log_offset")
     )
     return group_members.join(current, ["group_id", "offsets_partition", "log_offset"], "left_semi").select(

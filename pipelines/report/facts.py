@@ -1,6 +1,6 @@
-"""Everything the report says, read from the run's tables with pyarrow: plain Python values
-(no Spark). Missing raw/core tables are empty; a mart that was not built is ``None`` ("not
-built"); a mart that is not its declared contract raises (``pipelines.quality.marts``)."""
+"""Everything the report says, read from the run's tables with pyarrow (``pipelines.reading``):
+plain Python values (no Spark). Missing raw/core tables are empty; a mart that was not built is
+``None`` ("not built"); a table file that is not its declared schema raises."""
 
 from __future__ import annotations
 
@@ -15,15 +15,18 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from pipelines.quality.marts import read_mart
 from pipelines.quality.run import VALIDATION, read_results
+from pipelines.reading import parquet_files, read_arrow, row_count
 from pipelines.report.metadata import MetadataFacts, gather_metadata
-from pipelines.tables import ASSIGNMENT_STATUSES, CONSUMER_GROUP_FINDINGS, SCHEMAS
+from pipelines.tables import (
+    ASSIGNMENT_STATUSES,
+    CONSUMER_GROUP_FINDINGS,
+    GROUP_RECORD_ORDER,
+    SUMMARY_STATUS_ORDER,
+)
 from pipelines.warehouse import Warehouse
 
 SOURCES = ("zookeeper", "kafka")
-# CONTRACT's order of the statuses in summary.json
-SUMMARY_STATUS_ORDER = ("ok", "wrong_owner", "unowned", "duplicate_owner", "unknown_owner", "unexpected_partition")
 OFFSET_RECORD_TABLES = ("raw/offset_commits", "raw/group_metadata", "raw/coordinator_records",
                         # one row per record (partition metadata: one per topic, left out)
                         "raw/consumer_group_metadata", "raw/consumer_group_members",
@@ -218,19 +221,20 @@ class Facts:
 
 
 def _rows(wh: Warehouse, table: str, run_id: str) -> int:
-    part = wh.partition_dir(table, run_id)
-    if not part.is_dir():
-        return 0
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(part.glob("*.parquet")))
+    return row_count(wh, table, run_id) or 0
 
 
 def _read(wh: Warehouse, table: str, run_id: str, columns: list[str], filter=None) -> pa.Table:
     """Some columns of a raw/core partition (empty with those columns when it does not exist)."""
-    part = wh.partition_dir(table, run_id)
-    files = sorted(str(p) for p in part.glob("*.parquet")) if part.is_dir() else []
-    if not files:
-        return pa.table({c: pa.array([], SCHEMAS[table].field(c).type) for c in columns})
-    return ds.dataset(files, format="parquet").to_table(columns=columns, filter=filter)
+    return read_arrow(wh, table, run_id, columns, filter, with_run_id=False)
+
+
+def _mart(wh: Warehouse, name: str, run_id: str) -> pa.Table | None:
+    """The run's mart ``name`` (its contract's columns), None when it was not built for the run."""
+    table = f"marts/{name}"
+    if not parquet_files(wh.partition_dir(table, run_id)):
+        return None
+    return read_arrow(wh, table, run_id, with_run_id=False)
 
 
 def _assignment(audit: pa.Table) -> tuple[dict[str, dict[str, int]], list[GroupAssignment]]:
@@ -282,10 +286,12 @@ def _kafka_members(wh: Warehouse, run_id: str) -> tuple[dict, dict]:
     members = _read(wh, "raw/group_members", run_id, ["group_id", "offsets_partition", "log_offset", "member_id",
                                                        "client_host"])
     at = {(r["group_id"], r["offsets_partition"], r["log_offset"]): r for r in meta.to_pylist()}
-    latest: dict[str, tuple] = {}
+    newest: dict[str, tuple] = {}  # group -> (its latest record's rank, key)
     for key, r in at.items():
-        if key[0] not in latest or key[1:] > latest[key[0]][1:]:
-            latest[key[0]] = key
+        rank = tuple(r[c] for c in GROUP_RECORD_ORDER)
+        if key[0] not in newest or rank > newest[key[0]][0]:
+            newest[key[0]] = (rank, key)
+    latest = {group: key for group, (_, key) in newest.items()}
     info: dict[tuple[str, str], tuple] = {}
     current: dict[str, set] = defaultdict(set)
     for r in sorted(members.to_pylist(), key=lambda r: (r["offsets_partition"], r["log_offset"])):
@@ -458,7 +464,7 @@ def _expectations(wh: Warehouse, run_id: str, sample_rows: int = 5) -> list[Expe
 
 
 def _group_findings(wh: Warehouse, run_id: str) -> list[GroupFinding]:
-    rows = wh.read_table("core/consumer_group_findings", run_id).drop_columns(["run_id"]).to_pylist()
+    rows = read_arrow(wh, "core/consumer_group_findings", run_id, with_run_id=False).to_pylist()
     order = {name: i for i, name in enumerate(CONSUMER_GROUP_FINDINGS)}
     out = [GroupFinding(**r) for r in rows]
     out.sort(key=lambda g: (order.get(g.finding, 99), g.group_id, g.topic or "",
@@ -467,15 +473,15 @@ def _group_findings(wh: Warehouse, run_id: str) -> list[GroupFinding]:
 
 
 def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
-    audit = wh.read_table("core/assignment_audit", run_id)
+    audit = read_arrow(wh, "core/assignment_audit", run_id)
     totals, groups = _assignment(audit)
-    lag_t = read_mart(wh, "consumer_lag", run_id)
+    lag_t = _mart(wh, "consumer_lag", run_id)
     kafka_info, kafka_current = _kafka_members(wh, run_id)
-    regressions_t = read_mart(wh, "offset_regressions", run_id)
+    regressions_t = _mart(wh, "offset_regressions", run_id)
     regressions = None
     if regressions_t is not None:
         regressions = regressions_t.sort_by([("regressed_by", "descending")]).slice(0, max_regressions).to_pylist()
-    drift_t = read_mart(wh, "offset_storage_drift", run_id)
+    drift_t = _mart(wh, "offset_storage_drift", run_id)
     drift = None
     if drift_t is not None:
         drift = drift_t.filter(pc.fill_null(pc.not_equal(drift_t.column("drift"), 0), True)).to_pylist()
@@ -488,11 +494,11 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         assignment=totals,
         groups=groups,
         findings=_findings(wh, run_id, audit, _lag_index(lag_t), kafka_info, kafka_current),
-        health=_health(wh, run_id, lag_t, read_mart(wh, "consumer_lag_status", run_id), kafka_current),
-        heatmap=_heatmap(read_mart(wh, "commit_frequency", run_id)),
+        health=_health(wh, run_id, lag_t, _mart(wh, "consumer_lag_status", run_id), kafka_current),
+        heatmap=_heatmap(_mart(wh, "commit_frequency", run_id)),
         regressions=regressions,
         regression_count=regressions_t.num_rows if regressions_t is not None else 0,
-        quarantine=_quarantine(wh.read_table("raw/quarantine", run_id)),
+        quarantine=_quarantine(read_arrow(wh, "raw/quarantine", run_id)),
         expectations=_expectations(wh, run_id),
         drift=drift,
         metadata=gather_metadata(wh, run_id, _read),

@@ -2,10 +2,7 @@
 GroupMetadata record of each group, its members, their observed assignment and the
 expected one.
 
-Latest record: a group's records live in one ``__consumer_offsets`` partition
-(``GroupMetadataManager.partitionFor``), so log order is ``log_offset`` (ties across offsets
-partitions, after a partition-count change, go to the higher offsets partition). A
-tombstone, an Empty group (no members) or a non-``consumer`` protocol type as the latest
+Latest record: the rule of ``pipelines.tables.GROUP_RECORD_ORDER`` (log order). A tombstone, an Empty group (no members) or a non-``consumer`` protocol type as the latest
 record means no ownership rows for that group.
 
 Expected owners (owner names are member ids):
@@ -31,19 +28,23 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.spark.assignors import range_assign, roundrobin_assign
+from pipelines.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
 RECOMPUTED = ("range", "roundrobin")
 KEY = ["group_id", "offsets_partition", "log_offset"]
 
 
+def latest_records(group_metadata: DataFrame) -> DataFrame:
+    """Each group's latest record of ``raw/group_metadata`` (``GROUP_RECORD_ORDER``)."""
+    w = Window.partitionBy("group_id").orderBy(*[F.col(c).desc() for c in GROUP_RECORD_ORDER])
+    return group_metadata.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1).drop("_rank")
+
+
 def latest_groups(group_metadata: DataFrame) -> DataFrame:
     """``group_id, offsets_partition, log_offset, protocol``: live consumer groups, latest record each."""
-    w = Window.partitionBy("group_id").orderBy(F.col("log_offset").desc(), F.col("offsets_partition").desc())
-    latest = group_metadata.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1)
-    return latest.where(~F.coalesce(F.col("is_tombstone"), F.lit(False)) & (F.col("protocol_type") == "consumer")).select(
-        *KEY, "protocol"
-    )
+    live = ~F.coalesce(F.col("is_tombstone"), F.lit(False)) & (F.col("protocol_type") == "consumer")
+    return latest_records(group_metadata).where(live).select(*KEY, "protocol")
 
 
 def latest_members(latest: DataFrame, group_members: DataFrame) -> DataFrame:

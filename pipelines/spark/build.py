@@ -32,14 +32,21 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines import quarantine
 from pipelines.context import RunContext
-from pipelines.spark import assignment_kafka, assignment_kip848, assignment_zk, kraft_registry, registry
+from pipelines.reading import row_count
+from pipelines.spark import (
+    assignment_kafka,
+    assignment_kip848,
+    assignment_zk,
+    kraft_registry,
+    registry,
+)
 from pipelines.spark.audit import audit, range_audit, unowned
 from pipelines.spark.concurrent import Concurrent
 from pipelines.spark.io import (
     observe,
-    raw_rows,
-    read_raw,
+    read_spark,
     read_staged,
     row_group_bounds,
     staged_non_null,
@@ -55,7 +62,7 @@ STEP = "build_core"
 def _znodes(spark: SparkSession, ctx: RunContext) -> DataFrame:
     """The run's znodes of the source the registry uses (see ``registry.pick_source``)."""
     sources = row_group_bounds(ctx.warehouse, "raw/znodes", ctx.run_id, "source")
-    znodes = read_raw(spark, ctx.warehouse, "raw/znodes", ctx.run_id)
+    znodes = read_spark(spark, ctx.warehouse, "raw/znodes", ctx.run_id)
     return registry.select_source(znodes, registry.pick_source(sources)).select("path", "data", "mtime")
 
 
@@ -94,10 +101,10 @@ def _write_expected(tx, frames: list[DataFrame], advance) -> int:
 def _kafka_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> dict[str, DataFrame]:
     """Expected rows and audit inputs of the Kafka groups of ``__consumer_offsets``."""
     wh, run_id = ctx.warehouse, ctx.run_id
-    latest = assignment_kafka.latest_groups(read_raw(spark, wh, "raw/group_metadata", run_id))
-    members = assignment_kafka.latest_members(latest, read_raw(spark, wh, "raw/group_members", run_id))
-    assignments = read_raw(spark, wh, "raw/group_assignments", run_id)
-    partitions = assignment_kafka.topic_partitions(topic_parts, read_raw(spark, wh, "raw/log_end_offsets", run_id))
+    latest = assignment_kafka.latest_groups(read_spark(spark, wh, "raw/group_metadata", run_id))
+    members = assignment_kafka.latest_members(latest, read_spark(spark, wh, "raw/group_members", run_id))
+    assignments = read_spark(spark, wh, "raw/group_assignments", run_id)
+    partitions = assignment_kafka.topic_partitions(topic_parts, read_spark(spark, wh, "raw/log_end_offsets", run_id))
     src = F.lit(assignment_kafka.SOURCE).alias("source")
     return {
         "expected": assignment_kafka.expected_assignment(members, partitions),
@@ -110,7 +117,7 @@ def _kafka_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) 
 
 def _kip848_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> tuple[dict, DataFrame]:
     """Expected rows and audit inputs of the KIP-848 groups, and their findings."""
-    raw = {t: read_raw(spark, ctx.warehouse, t, ctx.run_id) for t in assignment_kip848.RAW_TABLES}
+    raw = {t: read_spark(spark, ctx.warehouse, t, ctx.run_id) for t in assignment_kip848.RAW_TABLES}
     st = assignment_kip848.state(raw, topic_parts)
     inputs = {"expected": assignment_kip848.expected_assignment(st), **assignment_kip848.audit_inputs(st)}
     return inputs, assignment_kip848.findings(st)
@@ -160,9 +167,9 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         roundrobin = (
             _zookeeper_roundrobin_groups(threads.where(~ranged), topic_parts) if assignment_zk.non_range_groups(assignors) else None
         )
-        kafka = _kafka_groups(spark, ctx, topic_parts) if raw_rows(wh, "raw/group_metadata", run_id) else None
+        kafka = _kafka_groups(spark, ctx, topic_parts) if row_count(wh, "raw/group_metadata", run_id) else None
         kip848, findings = None, spark.createDataFrame([], table_schema("core/consumer_group_findings"))
-        if raw_rows(wh, "raw/consumer_group_metadata", run_id):
+        if row_count(wh, "raw/consumer_group_metadata", run_id):
             kip848, findings = _kip848_groups(spark, ctx, topic_parts)
         write_staged(tx, "core/consumer_group_findings", findings)
         advance()
@@ -188,7 +195,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         for frame in (threads, plan, ranks):
             frame.unpersist()
 
-        quarantined = _union(bad).toArrow() if bad else RAW_QUARANTINE.empty_table()
+        quarantined = _union(bad).toArrow() if bad else quarantine.table([])
         tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)
         tx.writer("raw/quarantine")  # an empty file replaces an earlier build's rows
         counts = {table: staged_rows(tx, table) for table in CORE}

@@ -1,8 +1,9 @@
-"""Reading a run's raw tables into Spark and writing core tables through the warehouse.
+"""Reading a run's tables into Spark and writing core tables through the warehouse.
 
-Reads: the run's partition as a DataFrame with its ``run_id`` column; a missing partition
-(or one without files) is an empty DataFrame with the table's schema, so a run that has
-only ZooKeeper input, or only Kafka logs, still builds.
+Reads (:func:`read_spark`): the run's partition as a DataFrame of its declared schema, the
+files checked against it first (:mod:`pipelines.reading`); a missing partition (or one without
+files) is an empty DataFrame with the table's schema, so a run that has only ZooKeeper input,
+or only Kafka logs, still builds.
 
 Writes: Spark writes into the transaction's staging directory (mode overwrite) and the
 :class:`~pipelines.warehouse.Transaction` publishes every staged table atomically at the end.
@@ -18,24 +19,22 @@ import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines.reading import PARTITION_COLUMN, parquet_files, table_files
 from pipelines.spark.schemas import table_schema
 from pipelines.tables import ADDED_COLUMNS
 from pipelines.warehouse import Transaction, Warehouse
 
 
-def _parquet_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.glob("*.parquet") if not p.name.startswith((".", "_")))
-
-
-def read_raw(spark: SparkSession, warehouse: Warehouse, table: str, run_id: str) -> DataFrame:
-    """The run's partition of ``table`` (schema from :mod:`pipelines.tables`) plus ``run_id``."""
-    schema = table_schema(table)
-    part = warehouse.partition_dir(table, run_id)
-    files = _parquet_files(part) if part.is_dir() else []
+def read_spark(
+    spark: SparkSession, warehouse: Warehouse, table: str, run_id: str, with_run_id: bool = True
+) -> DataFrame:
+    """The run's ``table`` (raw, core or mart) as a DataFrame of its declared schema (a column a
+    file lacks, of ``ADDED_COLUMNS``, is null), plus ``run_id`` unless ``with_run_id`` is False."""
+    files = table_files(warehouse, table, run_id)
     if not files:
-        return spark.createDataFrame([], table_schema(table, with_run_id=True))
-    df = spark.read.schema(schema).parquet(*[str(f) for f in files])
-    return df.withColumn("run_id", F.lit(run_id))
+        return spark.createDataFrame([], table_schema(table, with_run_id))
+    df = spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files])
+    return df.withColumn(PARTITION_COLUMN, F.lit(run_id)) if with_run_id else df
 
 
 def _row_group_stats(path: Path, column: str) -> list[tuple[pq.Statistics | None, int]]:
@@ -51,7 +50,7 @@ def row_group_bounds(warehouse: Warehouse, table: str, run_id: str, column: str)
     values per row group (``raw/znodes.source``), its set of values, with no Spark job."""
     part = warehouse.partition_dir(table, run_id)
     values: set = set()
-    for path in _parquet_files(part) if part.is_dir() else []:
+    for path in parquet_files(part):
         for stats, rows in _row_group_stats(path, column):
             if stats is not None and stats.has_min_max:
                 values |= {stats.min, stats.max}
@@ -95,28 +94,19 @@ def read_staged(spark: SparkSession, tx: Transaction, table: str) -> DataFrame:
     return spark.read.schema(table_schema(table)).parquet(str(tx.staging_dir(table)))
 
 
-def _rows(directory: Path) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in _parquet_files(directory)) if directory.is_dir() else 0
-
-
 def staged_rows(tx: Transaction, table: str) -> int:
     """Row count of a staged table, from the Parquet footers (no Spark job)."""
-    return _rows(tx.staging_dir(table))
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(tx.staging_dir(table)))
 
 
 def staged_non_null(tx: Transaction, table: str, column: str) -> int:
     """Non-null values of ``column`` in a staged table, from the row groups' null counts in
     the Parquet footers (the column itself is read only where a row group has none)."""
     values = 0
-    for path in _parquet_files(tx.staging_dir(table)):
+    for path in parquet_files(tx.staging_dir(table)):
         groups = _row_group_stats(path, column)
         if all(stats is not None and stats.has_null_count for stats, _ in groups):
             values += sum(rows - stats.null_count for stats, rows in groups)
         else:
             values += pq.read_table(path, columns=[column]).column(0).drop_null().length()
     return values
-
-
-def raw_rows(warehouse: Warehouse, table: str, run_id: str) -> int:
-    """Row count of the run's partition of ``table``, from the Parquet footers (no Spark job)."""
-    return _rows(warehouse.partition_dir(table, run_id))

@@ -11,18 +11,20 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
-from pipelines.spark.io import raw_rows, read_raw
+from pipelines.reading import row_count
+from pipelines.spark.io import read_spark
+
 
 def used(ctx: RunContext) -> bool:
     """The run has a KRaft registry and no ZooKeeper znodes."""
     wh, run_id = ctx.warehouse, ctx.run_id
-    return not raw_rows(wh, "raw/znodes", run_id) and bool(raw_rows(wh, "raw/kraft_cluster", run_id))
+    return not row_count(wh, "raw/znodes", run_id) and bool(row_count(wh, "raw/kraft_cluster", run_id))
 
 
 def frames(spark: SparkSession, ctx: RunContext) -> dict[str, DataFrame]:
     """The three core registry tables of the run's KRaft replay."""
     def raw(table: str) -> DataFrame:
-        return read_raw(spark, ctx.warehouse, table, ctx.run_id)
+        return read_spark(spark, ctx.warehouse, table, ctx.run_id)
 
     return {
         "core/brokers": raw("raw/kraft_brokers").select("broker_id", "host", "port", "endpoints", "rack", "fenced"),

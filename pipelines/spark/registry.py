@@ -55,6 +55,9 @@ import functools
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.kafka.topics import INTERNAL_TOPICS
+from pipelines.quarantine import spark_rows
+
 QUARANTINE_SOURCE = "registry"
 
 BROKER_JSON = "host string, port int, endpoints array<string>"
@@ -67,7 +70,6 @@ REGISTRATION_JSON = "subscription map<string, int>, pattern string"  # 0.8+ cons
 MAX_STREAMS = 100_000  # a registration asking for more threads than this is not a real one
 # wildcard subscription patterns: read the topics the regex matches / does not match
 TOPIC_FILTERS = ("white_list", "black_list")
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")  # never read by a wildcard
 
 
 def _try_cast(c: Column, to: str) -> Column:
@@ -404,7 +406,7 @@ def parse_registrations(z: DataFrame) -> DataFrame:
     filters = filters.where(F.col("_wild") & F.col("reason").isNull())
     topics = z.where(_under("brokers", "topics") & (F.col("depth") == 3)).select(_seg(3).alias("_topic"))
     allowed = F.regexp_like(F.col("_topic"), _topic_filter(F.col("_e.key"))) == (F.col("_pattern") == "white_list")
-    expanded = F.broadcast(filters).join(topics, allowed & ~F.col("_topic").isin(*INTERNAL_TOPICS))
+    expanded = F.broadcast(filters).join(topics, allowed & ~F.col("_topic").isin(*sorted(INTERNAL_TOPICS)))
     streams = F.col("_e.value")
     return entries.unionByName(expanded).select(
         "path",
@@ -528,9 +530,4 @@ def good(parsed: DataFrame) -> DataFrame:
 
 def quarantine(parsed: DataFrame) -> DataFrame:
     """Bad rows of a parser's output as ``raw/quarantine`` rows."""
-    return parsed.where(F.col("reason").isNotNull()).select(
-        F.lit(QUARANTINE_SOURCE).alias("source"),
-        F.col("path").alias("location"),
-        F.col("reason"),
-        F.col("data").alias("raw"),
-    )
+    return spark_rows(parsed.where(F.col("reason").isNotNull()), QUARANTINE_SOURCE, "path", "reason", "data")

@@ -1,15 +1,18 @@
 """Spark ``StructType`` views of the Arrow schemas of :mod:`pipelines.tables`.
 
 Nothing is declared here: every Spark schema is converted from the one Arrow declaration,
-so the extractors (pyarrow) and the Spark jobs cannot drift apart.
+once per table, so the extractors (pyarrow), the Spark jobs, the quality suites and the dbt
+sources (the Spark SQL of these types) cannot drift apart.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from pipelines.tables import SCHEMAS
+from pipelines.reading import declared_schema
 
 _SCALARS = {
     pa.string(): T.StringType(),
@@ -39,7 +42,7 @@ def spark_type(arrow_type: pa.DataType) -> T.DataType:
         return T.StructType([T.StructField(f.name, spark_type(f.type), f.nullable) for f in arrow_type])
     if pa.types.is_map(arrow_type):
         return T.MapType(spark_type(arrow_type.key_type), spark_type(arrow_type.item_type), True)
-    raise TypeError(f"no Spark type for Arrow type {arrow_type}")
+    raise TypeError(f"no Spark SQL type for Arrow type {arrow_type}")
 
 
 def struct_type(schema: pa.Schema, with_run_id: bool = False) -> T.StructType:
@@ -49,6 +52,7 @@ def struct_type(schema: pa.Schema, with_run_id: bool = False) -> T.StructType:
     return T.StructType(fields)
 
 
+@cache
 def table_schema(table: str, with_run_id: bool = False) -> T.StructType:
-    """Spark schema of a warehouse table (``raw/...`` or ``core/...``), optionally with run_id."""
-    return struct_type(SCHEMAS[table], with_run_id)
+    """Spark schema of a warehouse table (``raw/...``, ``core/...`` or ``marts/...``), optionally with run_id."""
+    return struct_type(declared_schema(table), with_run_id)

@@ -11,6 +11,8 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from pipelines.cluster import inside_spark_submit
+
 # Settings the warehouse contract depends on: UTC, timestamp[ms] in Parquet, string run ids.
 CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -72,7 +74,7 @@ def get_spark(
     ``log``: a JVM this call starts logs errors only, into that file (with its start-up
     warnings); None keeps Spark's default log on this process's stderr."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    submitted = not master and bool(os.environ.get("SPARK_ENV_LOADED"))
+    submitted = not master and inside_spark_submit()
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)

@@ -21,30 +21,13 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pipelines.context import RunContext
 from pipelines.errors import StepError
+from pipelines.transform.project import project_dir
 from pipelines.transform.sources import source_vars
 
-PROJECT_ENV = "KAUDIT_DBT_PROJECT_DIR"
 FAILED = frozenset({"error", "fail", "runtime error"})
-
-
-def project_dir() -> Path:
-    """The dbt project: ``$KAUDIT_DBT_PROJECT_DIR``, else the checkout holding this package,
-    else the working directory."""
-    candidates = []
-    if os.environ.get(PROJECT_ENV):
-        candidates.append(Path(os.environ[PROJECT_ENV]))
-    candidates += [Path(__file__).resolve().parents[2], Path.cwd()]
-    for path in candidates:
-        if (path / "dbt_project.yml").is_file() and (path / "profiles.yml").is_file():
-            return path.resolve()
-    raise StepError(
-        f"dbt project not found (no dbt_project.yml + profiles.yml in {', '.join(map(str, candidates))}); "
-        f"set {PROJECT_ENV} to the kaudit checkout"
-    )
 
 
 def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[str] | None = None) -> list[str]:

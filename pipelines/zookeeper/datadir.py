@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines import quarantine
 from pipelines.errors import InputError
 from pipelines.zookeeper.errors import DigestMismatch, ZkFormatError
 from pipelines.zookeeper.replay import Tree
@@ -67,7 +68,7 @@ class OfflineRead:
     warnings: list[str] = field(default_factory=list)
 
     def quarantined(self, location: str, reason: str, raw: bytes | None = None) -> None:
-        self.quarantine.append({"source": QUARANTINE_SOURCE, "location": location, "reason": reason, "raw": raw})
+        self.quarantine.append(quarantine.row(QUARANTINE_SOURCE, location, reason, raw))
 
 
 EXPECTED = "expected a data dir, its version-2/ or a snapshot file"
@@ -169,7 +170,7 @@ def read_dir(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
     elif res.verified_zxid is not None:
         res.digest_verified = True
     for loc, reason in reversed(rejected):
-        res.quarantine.insert(0, {"source": QUARANTINE_SOURCE, "location": loc, "reason": reason, "raw": None})
+        res.quarantine.insert(0, quarantine.row(QUARANTINE_SOURCE, loc, reason))
     res.warnings[:0] = [f"skipped corrupt snapshot {loc}: {reason}" for loc, reason in rejected]
     res.warnings += [f"skipped {s}" for s in skipped]
     if chosen is None and res.txns_applied == 0:

@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 from rich.markup import escape
 
+from pipelines import quarantine
 from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
-from pipelines.tables import RAW_QUARANTINE
 from pipelines.zookeeper.rows import (
     PathOrder,
     Spans,
@@ -36,7 +36,7 @@ BATCH = 100_000
 DICTIONARY_COLUMNS = ["source"]
 
 
-def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine: list[dict]) -> int:
+def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantined: list[dict]) -> int:
     """Write the ``raw/znodes`` rows (``batches``, in order, made lazily) and the quarantine
     rows in one transaction; returns the number of rows written (a path that is not UTF-8 is
     quarantined instead). Write-behind: batch k+1 is made (sorted as far as it needs,
@@ -51,7 +51,7 @@ def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine
         with ThreadPoolExecutor(1, thread_name_prefix="znodes-writer") as pool:
             pending = None
             for batch in batches:
-                batch = to_schema(_utf8_paths(batch, quarantine, source))
+                batch = to_schema(_utf8_paths(batch, quarantined, source))
                 written += batch.num_rows
                 if pending is not None:
                     pending.result()
@@ -59,9 +59,9 @@ def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine
             if pending is not None:
                 pending.result()
         tx.writer("raw/quarantine")
-        if quarantine:
-            rows = [{k: text(v) if isinstance(v, str) else v for k, v in q.items()} for q in quarantine]
-            tx.write("raw/quarantine", pa.Table.from_pylist(rows, schema=RAW_QUARANTINE))
+        if quarantined:
+            rows = [{k: text(v) if isinstance(v, str) else v for k, v in q.items()} for q in quarantined]
+            tx.write("raw/quarantine", quarantine.table(rows))
     return written
 
 
@@ -71,7 +71,7 @@ def text(s: str) -> str:
     return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _utf8_paths(batch: pa.Table, quarantine: list[dict], source: str) -> pa.Table:
+def _utf8_paths(batch: pa.Table, quarantined: list[dict], source: str) -> pa.Table:
     """The rows of ``batch`` whose path is valid UTF-8; the others are quarantined (a node's
     subtree goes with it: every path below holds the same invalid bytes)."""
     paths = batch["path"]
@@ -87,9 +87,10 @@ def _utf8_paths(batch: pa.Table, quarantine: list[dict], source: str) -> pa.Tabl
             keep.append(True)
         except UnicodeDecodeError as err:
             keep.append(False)
-            quarantine.append({"source": source, "location": text(raw.decode("utf-8", "surrogateescape")),
-                               "reason": f"znode path is not valid UTF-8 (byte {err.start} of the path: {err.reason}); "
-                                         "the node is left out of raw/znodes", "raw": raw})
+            quarantined.append(quarantine.row(
+                source, text(raw.decode("utf-8", "surrogateescape")),
+                f"znode path is not valid UTF-8 (byte {err.start} of the path: {err.reason}); "
+                "the node is left out of raw/znodes", raw))
     return batch.filter(pa.array(keep))
 
 

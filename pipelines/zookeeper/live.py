@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from pipelines import quarantine
 from pipelines.errors import InputError, StepError, UsageError
 from pipelines.zookeeper.rows import SYSTEM_ROOT, normalize_chroot
 
@@ -276,8 +277,8 @@ def walk(client, root: str, *, window: int = WINDOW, max_attempts: int = MAX_ATT
                 out.skipped_deleted += 1
             elif isinstance(err, NoAuthError):
                 what = "read" if read.kind == "get" else "list the children of"
-                out.quarantine.append({"source": QUARANTINE_SOURCE, "location": path,
-                                       "reason": f"NoAuth: the walker may not {what} this znode", "raw": None})
+                why = f"NoAuth: the walker may not {what} this znode"
+                out.quarantine.append(quarantine.row(QUARANTINE_SOURCE, path, why))
             elif isinstance(err, AuthFailedError):
                 raise StepError("ZooKeeper rejected the credentials (authentication failed)")
             elif isinstance(err, retryable):

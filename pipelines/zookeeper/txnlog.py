@@ -38,7 +38,14 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.zookeeper.errors import BadMagic, ZkFormatError
-from pipelines.zookeeper.jute import FILE_HEADER, LOG_FRAME, MAX_REASONABLE, TXN_DIGEST, TXN_HEADER, Reader
+from pipelines.zookeeper.jute import (
+    FILE_HEADER,
+    LOG_FRAME,
+    MAX_REASONABLE,
+    TXN_DIGEST,
+    TXN_HEADER,
+    Reader,
+)
 
 LOG_MAGIC = b"ZKLG"
 LOG_VERSION = 2

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import crc32c
 
+from pipelines.reading import read_arrow
 from testkit.segments import (
     CODECS,
     _v2_finish,
@@ -316,10 +317,10 @@ def _invisible(layout: Layout, f: SegmentFile, i: int, new_base: int, wrapper: b
 def table_rows(w: Warehouse, run: str) -> list[tuple]:
     """The rows of raw/offset_commits and raw/group_metadata, in the form kafka_damage writes."""
     rows = []
-    for r in w.read_table("raw/offset_commits", run).to_pylist():
+    for r in read_arrow(w, "raw/offset_commits", run).to_pylist():
         ts = int(r["commit_timestamp"].timestamp() * 1000)
         rows.append(("commit", r["offsets_partition"], r["log_offset"], r["group_id"], r["topic"], r["partition"], r["committed_offset"], ts))
-    for r in w.read_table("raw/group_metadata", run).to_pylist():
+    for r in read_arrow(w, "raw/group_metadata", run).to_pylist():
         rows.append(("group", r["offsets_partition"], r["log_offset"], r["group_id"], r["generation"]))
     return rows
 

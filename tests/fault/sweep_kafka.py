@@ -40,6 +40,8 @@ from kafka_damage import (
     table_rows,
 )
 
+from pipelines.reading import read_arrow
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -129,13 +131,13 @@ def damaged_case(r: Runner, layout, clean: Path, tmp: Path, seed: int, kind: str
         r.t.lost += len(lost)
         if wrong or lost:
             r.t.notes.append(f"seed {seed} {kind} {case.note}: {len(wrong)} wrong, {len(lost)} lost")
-        locations = w.read_table("raw/quarantine", "o")["location"].to_pylist()
+        locations = read_arrow(w, "raw/quarantine", "o")["location"].to_pylist()
         named = f"{logs / case.file.rel}:{case.at}" in locations
         cut = case.kind == "truncate" and case.at == len(data)
         if case.file.topic == "__consumer_offsets" and not (named or cut or case.undetectable or harmless(case, data)):
             r.t.notes.append(f"seed {seed} {kind} {case.note}: damage at {case.file.rel}:{case.at} not named in raw/quarantine")
     if r.run(["--warehouse", str(wh), "--run-id", "e", "extract", "log-end", str(logs)], 0) == 0:
-        ends = {(x["topic"], x["partition"]): x for x in w.read_table("raw/log_end_offsets", "e").to_pylist()}
+        ends = {(x["topic"], x["partition"]): x for x in read_arrow(w, "raw/log_end_offsets", "e").to_pylist()}
         for key, (start, max_start, min_end, end) in case.ends_bounds(layout).items():
             x = ends.get(key)
             ok = x is not None and None not in (x["log_start_offset"], x["log_end_offset"])
@@ -150,7 +152,13 @@ def damaged_case(r: Runner, layout, clean: Path, tmp: Path, seed: int, kind: str
 
 def fixed_cases(r: Runner, tmp: Path, rng: random.Random, kills: int) -> int:
     """Unreadable inputs, usage errors, 2 GiB bombs, kill -9. Returns how many."""
-    from testkit.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
+    from testkit.segments import (
+        batch,
+        offset_commit_key,
+        offset_commit_value,
+        segment_name,
+        write_segment,
+    )
 
     wh = str(tmp / "wh")
     (tmp / "empty").mkdir(parents=True)

@@ -26,8 +26,15 @@ from kafka_damage import (
 )
 
 from pipelines.cli import main
+from pipelines.reading import read_arrow
 from pipelines.warehouse import Warehouse
-from testkit.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
+from testkit.segments import (
+    batch,
+    offset_commit_key,
+    offset_commit_value,
+    segment_name,
+    write_segment,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = int(os.environ.get("KAUDIT_FUZZ_CASES", "12"))
@@ -74,7 +81,7 @@ def test_damaged_log_dir(n, corpus, tmp_path, capsys):
     else:
         assert not wrong, (case, sorted(wrong)[:3])
     assert not case.good_rows(layout) - set(got), (case, "good records lost")
-    quarantine = w.read_table("raw/quarantine", "o").to_pylist()
+    quarantine = read_arrow(w, "raw/quarantine", "o").to_pylist()
     boundary_cut = case.kind == "truncate" and case.at == len(damaged_bytes)
     if case.file.topic == "__consumer_offsets" and not case.undetectable and not boundary_cut and not harmless(case, damaged_bytes):
         assert where in [q["location"] for q in quarantine], (case, [(q["location"], q["reason"]) for q in quarantine])
@@ -82,13 +89,13 @@ def test_damaged_log_dir(n, corpus, tmp_path, capsys):
     code, err, took = _run(["--warehouse", str(w.root), "--run-id", "e", "extract", "log-end", str(logs)], capsys)
     assert (code, "Traceback" in err) == (0, False), err
     assert took < CASE_SECONDS
-    ends = {(r["topic"], r["partition"]): r for r in w.read_table("raw/log_end_offsets", "e").to_pylist()}
+    ends = {(r["topic"], r["partition"]): r for r in read_arrow(w, "raw/log_end_offsets", "e").to_pylist()}
     for key, (start, max_start, min_end, end) in case.ends_bounds(layout).items():
         row = ends[key]
         if not (case.undetectable and case.file.topic == key[0] and case.file.partition == key[1]):
             assert start <= row["log_start_offset"] <= max_start and min_end <= row["log_end_offset"] <= end, (case, row)
     if case.file.topic == "orders" and case.kind in ("length", "magic", "ones", "garbage_insert") and not case.undetectable:
-        assert where in w.read_table("raw/quarantine", "e")["location"].to_pylist()
+        assert where in read_arrow(w, "raw/quarantine", "e")["location"].to_pylist()
 
 
 @pytest.mark.timeout(120)
@@ -140,8 +147,8 @@ def test_decompression_bomb_is_quarantined_in_little_memory(tmp_path, codec):
     assert p.returncode == 0 and "Traceback" not in err, err
     assert usage.ru_maxrss < 600 * 1024, f"max RSS {usage.ru_maxrss // 1024} MB"
     w = Warehouse(tmp_path / "wh")
-    assert w.read_table("raw/offset_commits", "b")["log_offset"].to_pylist() == [0, 2]
-    (q,) = w.read_table("raw/quarantine", "b").to_pylist()
+    assert read_arrow(w, "raw/offset_commits", "b")["log_offset"].to_pylist() == [0, 2]
+    (q,) = read_arrow(w, "raw/quarantine", "b").to_pylist()
     assert q["location"] == f"{seg}:{len(parts[0])}"
     assert q["reason"] == f"DecompressionBomb: {codec} data decompresses to more than {1 << 20} bytes; stopped there"
 
@@ -173,15 +180,15 @@ def test_base_offset_bit_flip_is_quarantined(tmp_path, capsys):
         write_segment(logs / d / segment_name(0), parts[:-1] + [bytes(flipped)])
     w = Warehouse(tmp_path / "wh")
     assert _run(["--warehouse", str(w.root), "--run-id", "r", "extract", "log-end", str(logs)], capsys)[0] == 0
-    (row,) = w.read_table("raw/log_end_offsets", "r").to_pylist()
+    (row,) = read_arrow(w, "raw/log_end_offsets", "r").to_pylist()
     assert (row["log_start_offset"], row["log_end_offset"]) == (0, 20)
-    (q,) = w.read_table("raw/quarantine", "r").to_pylist()
+    (q,) = read_arrow(w, "raw/quarantine", "r").to_pylist()
     where = sum(map(len, parts[:-1]))
     assert q["location"] == f"{logs / 'orders-0' / segment_name(0)}:{where}"
     assert q["reason"] == f"OffsetOutOfRange: offsets {(1 << 62) + 20}-{(1 << 62) + 24} outside the segment's range [0, {1 << 31})"
     assert _run(["--warehouse", str(w.root), "--run-id", "o", "extract", "offsets", str(logs)], capsys)[0] == 0
-    assert w.read_table("raw/offset_commits", "o")["log_offset"].to_pylist() == list(range(20))
-    assert [q["location"] for q in w.read_table("raw/quarantine", "o").to_pylist()] == [
+    assert read_arrow(w, "raw/offset_commits", "o")["log_offset"].to_pylist() == list(range(20))
+    assert [q["location"] for q in read_arrow(w, "raw/quarantine", "o").to_pylist()] == [
         f"{logs / '__consumer_offsets-0' / segment_name(0)}:{where}"]
 
 

@@ -12,7 +12,6 @@ import os
 import time
 
 import pytest
-
 from zk_damage import KINDS, PROBLEMS, Case, clean, damage, judge
 
 pytestmark = pytest.mark.integration

@@ -7,6 +7,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.reading import read_arrow
+
 pytestmark = pytest.mark.integration
 
 
@@ -41,7 +43,7 @@ def test_demo_runs_every_step_and_counts_the_planted_faults(demo_run):
     # row by row: the audit of every (source, group, topic, partition) is the planted one
     from pipelines.warehouse import Warehouse
 
-    audit = Warehouse(warehouse).read_table("core/assignment_audit", run_id).to_pylist()
+    audit = read_arrow(Warehouse(warehouse), "core/assignment_audit", run_id).to_pylist()
     key = ("source", "group_id", "topic", "partition", "broker_id")
     got = {
         tuple(r[k] for k in key): (r["status"], r["expected_owner"], sorted(r["observed_owners"] or [])) for r in audit

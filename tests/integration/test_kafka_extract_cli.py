@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from pipelines.cli import main
+from pipelines.reading import read_arrow
 from pipelines.warehouse import Warehouse
 from testkit.segments import (
     assignment,
@@ -71,23 +72,23 @@ def test_extract_offsets_cli(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "3 segment files in 2 partitions" in err and "quarantined" in err
     w = Warehouse(wh)
-    commits = w.read_table("raw/offset_commits", "r1").to_pylist()
+    commits = read_arrow(w, "raw/offset_commits", "r1").to_pylist()
     got = sorted((c["offsets_partition"], c["log_offset"], c["group_id"], c["committed_offset"], c["txn_state"]) for c in commits)
     assert got == [(0, 0, "legacy", 5, None), (p, 1, "payments", 10, None), (p, 2, "payments", 20, None), (p, 3, "payments", 15, "committed")]
-    assert [r["generation"] for r in w.read_table("raw/group_metadata", "r1").to_pylist()] == [1]
-    assert [(r["member_id"], r["subscribed_topics"]) for r in w.read_table("raw/group_members", "r1").to_pylist()] == [("c-1", ["pay"])]
-    assert w.read_table("raw/group_assignments", "r1").num_rows == 2
-    assert w.read_table("raw/coordinator_records", "r1").num_rows == 0
-    (q,) = w.read_table("raw/quarantine", "r1").to_pylist()
+    assert [r["generation"] for r in read_arrow(w, "raw/group_metadata", "r1").to_pylist()] == [1]
+    assert [(r["member_id"], r["subscribed_topics"]) for r in read_arrow(w, "raw/group_members", "r1").to_pylist()] == [("c-1", ["pay"])]
+    assert read_arrow(w, "raw/group_assignments", "r1").num_rows == 2
+    assert read_arrow(w, "raw/coordinator_records", "r1").num_rows == 0
+    (q,) = read_arrow(w, "raw/quarantine", "r1").to_pylist()
     assert q["source"] == "offsets" and q["location"].endswith(f"__consumer_offsets-{p}/{segment_name(4)}:{len(control_batch(base_offset=4, producer_id=77, producer_epoch=0, commit=True, timestamp_ms=T0 + 1))}")
     assert q["reason"].startswith("TruncatedBatch")
 
     # a single .log file: the partition comes from its dir; same run id replaces the partition
     one = logs / f"__consumer_offsets-{p}" / segment_name(0)
     assert _run(["--warehouse", str(wh), "--run-id", "r1", "--quiet", "extract", "offsets", str(one)]) == 0
-    commits = w.read_table("raw/offset_commits", "r1").to_pylist()
+    commits = read_arrow(w, "raw/offset_commits", "r1").to_pylist()
     assert sorted((c["offsets_partition"], c["log_offset"], c["txn_state"]) for c in commits) == [(p, 1, None), (p, 2, None), (p, 3, "pending")]
-    assert w.read_table("raw/quarantine", "r1").num_rows == 0
+    assert read_arrow(w, "raw/quarantine", "r1").num_rows == 0
 
 
 def test_extract_offsets_empty_and_unreadable(tmp_path, capsys):
@@ -98,7 +99,7 @@ def test_extract_offsets_empty_and_unreadable(tmp_path, capsys):
     (tmp_path / "logs" / "__consumer_offsets-0" / segment_name(0)).write_bytes(b"")
     assert _run(["--warehouse", str(wh), "--run-id", "e", "extract", "offsets", str(tmp_path / "logs")]) == 0
     for t in ("raw/offset_commits", "raw/group_metadata", "raw/group_members", "raw/group_assignments", "raw/coordinator_records", "raw/quarantine"):
-        assert w.exists(t, "e") and w.read_table(t, "e").num_rows == 0
+        assert w.exists(t, "e") and read_arrow(w, t, "e").num_rows == 0
     capsys.readouterr()
     # paths that hold nothing readable: one line naming the path, exit 1, no table
     (tmp_path / "empty").mkdir()
@@ -122,8 +123,8 @@ def test_extract_offsets_empty_and_unreadable(tmp_path, capsys):
     good = [batch([(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=T0))], base_offset=i, timestamp_ms=T0) for i in range(2)]
     write_segment(mixed, [good[0], b"\x13" * 5000, good[1]])
     assert _run(["--warehouse", str(wh), "--run-id", "e3", "extract", "offsets", str(mixed)]) == 0
-    assert w.read_table("raw/offset_commits", "e3")["log_offset"].to_pylist() == [0, 1]
-    assert w.read_table("raw/quarantine", "e3")["location"].to_pylist() == [f"{mixed}:{len(good[0])}"]
+    assert read_arrow(w, "raw/offset_commits", "e3")["log_offset"].to_pylist() == [0, 1]
+    assert read_arrow(w, "raw/quarantine", "e3")["location"].to_pylist() == [f"{mixed}:{len(good[0])}"]
 
 
 def test_extract_log_end_unreadable_and_usage(tmp_path, capsys):
@@ -149,7 +150,7 @@ def test_extract_log_end_cli_with_offsets_file(tmp_path):
     ends_file.write_text("pay:1:40\nother:0:9\n")
     wh = tmp_path / "wh"
     assert _run(["--warehouse", str(wh), "--run-id", "r", "extract", "log-end", str(logs), "--offsets-file", str(ends_file)]) == 0
-    rows = Warehouse(wh).read_table("raw/log_end_offsets", "r").to_pylist()
+    rows = read_arrow(Warehouse(wh), "raw/log_end_offsets", "r").to_pylist()
     got = [(r["topic"], r["partition"], r["log_start_offset"], r["log_end_offset"]) for r in rows]
     assert got == [("other", 0, None, 9), ("pay", 0, 0, 30), ("pay", 1, 0, 40)]
     assert rows[1]["max_timestamp"].timestamp() * 1000 == T0

@@ -9,11 +9,18 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.context import RunContext
+from pipelines.reading import read_arrow
 from pipelines.spark.build import build_core
 from pipelines.warehouse import Warehouse
 from testkit import kip848 as G
 from testkit import kraft as B
-from testkit.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
+from testkit.segments import (
+    batch,
+    offset_commit_key,
+    offset_commit_value,
+    segment_name,
+    write_segment,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -59,18 +66,18 @@ def test_a_kip848_group_audited_against_the_kraft_registry(spark, tmp_path):
     wh = Warehouse(tmp_path / "wh")
     assert _kaudit("--warehouse", str(wh.root), "--run-id", "k", "extract", "kraft", str(meta)) == 0
     assert _kaudit("--warehouse", str(wh.root), "--run-id", "k", "extract", "offsets", str(tmp_path / "logs")) == 0
-    assert wh.read_table("raw/offset_commits", "k").column("topic_id").to_pylist() == [B.uuid_text(ORDERS)]
+    assert read_arrow(wh, "raw/offset_commits", "k").column("topic_id").to_pylist() == [B.uuid_text(ORDERS)]
     build_core(RunContext(wh, "k", quiet=True), {})
 
     audit = {
         (r["topic"], r["partition"]): (r["expected_owner"], r["observed_owners"], r["status"])
-        for r in wh.read_table("core/assignment_audit", "k").to_pylist()
+        for r in read_arrow(wh, "core/assignment_audit", "k").to_pylist()
         if r["group_id"] == "g"
     }
     assert audit == {("orders", 0): ("m1", ["m1"], "ok"), ("orders", 1): ("m1", ["m2"], "wrong_owner")}
     findings = sorted(
         (r["finding"], r["member_id"], r["topic"], r["partition"])
-        for r in wh.read_table("core/consumer_group_findings", "k").to_pylist()
+        for r in read_arrow(wh, "core/consumer_group_findings", "k").to_pylist()
     )
     assert findings == [
         ("range_target_differs", "m1", "orders", 1),

@@ -7,6 +7,7 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.context import RunContext
+from pipelines.reading import read_arrow
 from pipelines.spark.build import build_core
 from pipelines.warehouse import Warehouse
 from testkit import kraft as B
@@ -50,10 +51,10 @@ def test_extract_kraft_cli(tmp_path, capsys):
     assert "snapshot 00000000000000000003-0000000001.checkpoint" in out
     assert "2 brokers, 1 topics, 2 partitions" in out
     w = Warehouse(wh)
-    assert w.read_table("raw/metadata_records", "k1").num_rows == 5 + 9  # header, 3 records, footer; the log
+    assert read_arrow(w, "raw/metadata_records", "k1").num_rows == 5 + 9  # header, 3 records, footer; the log
     # a target before the snapshot's end: offsets 0..2 are in no file -> a quarantined gap
     assert _kaudit("--warehouse", str(wh), "--run-id", "k2", "extract", "kraft", str(d), "--at-offset", "1") == 0
-    q = w.read_table("raw/quarantine", "k2").to_pylist()
+    q = read_arrow(w, "raw/quarantine", "k2").to_pylist()
     assert [r["reason"].split(":")[0] for r in q] == ["MissingRecords"]
 
 
@@ -79,12 +80,12 @@ def test_build_fills_core_registry_from_kraft(spark, tmp_path):
     wh = Warehouse(tmp_path / "wh")
     assert _kaudit("--warehouse", str(wh.root), "--run-id", "k1", "extract", "kraft", str(d)) == 0
     build_core(RunContext(wh, "k1", quiet=True), {})
-    brokers = sorted(wh.read_table("core/brokers", "k1").drop_columns(["run_id"]).to_pylist(), key=lambda b: b["broker_id"])
+    brokers = sorted(read_arrow(wh, "core/brokers", "k1").drop_columns(["run_id"]).to_pylist(), key=lambda b: b["broker_id"])
     assert brokers == [
         dict(broker_id=1, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r1", fenced=False),
         dict(broker_id=2, host="127.0.0.1", port=9093, endpoints=["PLAINTEXT://127.0.0.1:9093"], rack="r2", fenced=True),
     ]
-    parts = sorted(wh.read_table("core/topic_partitions", "k1").drop_columns(["run_id"]).to_pylist(),
+    parts = sorted(read_arrow(wh, "core/topic_partitions", "k1").drop_columns(["run_id"]).to_pylist(),
                    key=lambda p: p["partition"])
     zero = U(B.uuid.UUID(int=0))
     assert parts == [
@@ -93,5 +94,5 @@ def test_build_fills_core_registry_from_kraft(spark, tmp_path):
         dict(topic="orders", partition=1, broker_id=None, replicas=[1, 2], leader=2, leader_epoch=1, isr=[2],
              topic_id=U(T1), directories=[zero, zero], eligible_leader_replicas=None),
     ]
-    cluster = wh.read_table("core/cluster", "k1").drop_columns(["run_id"]).to_pylist()
+    cluster = read_arrow(wh, "core/cluster", "k1").drop_columns(["run_id"]).to_pylist()
     assert cluster == [dict(cluster_id="kraft-test-cluster", controller_id=3000, pending_topic_deletions=[])]

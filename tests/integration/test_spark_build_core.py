@@ -12,8 +12,13 @@ import pytest
 from kazoo.client import KazooClient
 
 from pipelines.context import RunContext
+from pipelines.reading import read_arrow
 from pipelines.spark.build import build_core
-from pipelines.tables import RAW_GROUP_ASSIGNMENTS, RAW_GROUP_MEMBERS, RAW_GROUP_METADATA
+from pipelines.tables import (
+    RAW_GROUP_ASSIGNMENTS,
+    RAW_GROUP_MEMBERS,
+    RAW_GROUP_METADATA,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +71,7 @@ WANT = {
 
 
 def _audit(warehouse, run_id):
-    rows = warehouse.read_table("core/assignment_audit", run_id).to_pylist()
+    rows = read_arrow(warehouse, "core/assignment_audit", run_id).to_pylist()
     return {
         (r["group_id"], r["topic"], r["partition"], r["broker_id"]): (r["expected_owner"], r["observed_owners"], r["status"])
         for r in rows
@@ -91,17 +96,17 @@ def test_planted_zookeeper_faults_are_found_exactly(spark, zk_server, warehouse)
 
     assert _audit(warehouse, "zk-only") == WANT
     assert counts["core/assignment_audit"] == len(WANT)
-    quarantine = warehouse.read_table("raw/quarantine", "zk-only").to_pylist()
+    quarantine = read_arrow(warehouse, "raw/quarantine", "zk-only").to_pylist()
     assert [(q["source"], q["location"], q["reason"]) for q in quarantine if q["source"] == "registry"] == [
         ("registry", "/consumers/g08/offsets/orders/1", "non-numeric offset")
     ]
-    offsets = warehouse.read_table("core/zk_offsets", "zk-only").to_pylist()
+    offsets = read_arrow(warehouse, "core/zk_offsets", "zk-only").to_pylist()
     assert sorted((o["group_id"], o["partition"], o["broker_id"], o["committed_offset"]) for o in offsets) == [
         ("g07", 0, 1, 5),
         ("g08", 0, None, 42),
     ]
-    assert warehouse.read_table("core/expected_assignment", "zk-only").num_rows == 11
-    assert warehouse.read_table("core/cluster", "zk-only").num_rows == 1
+    assert read_arrow(warehouse, "core/expected_assignment", "zk-only").num_rows == 11
+    assert read_arrow(warehouse, "core/cluster", "zk-only").num_rows == 1
 
 
 def test_a_roundrobin_group_next_to_range_groups(spark, warehouse):
@@ -121,7 +126,7 @@ def test_a_roundrobin_group_next_to_range_groups(spark, warehouse):
         ("g08", "orders", 7, None): (None, ["g08_c1-0"], "unexpected_partition"),
     }
     assert _audit(warehouse, run) == {**{k: v for k, v in WANT.items() if k[0] != "g08"}, **g08}
-    expected = warehouse.read_table("core/expected_assignment", run).to_pylist()
+    expected = read_arrow(warehouse, "core/expected_assignment", run).to_pylist()
     assert {(e["group_id"], e["assignor"]) for e in expected} == {("g08", "roundrobin"), ("g07", "range"), ("gw", "range")}
 
 
@@ -162,8 +167,8 @@ def test_a_run_with_only_kafka_group_tables(spark, warehouse):
         ("kg", "clicks", 1, None): (None, ["m1"], "unexpected_partition"),
         ("kg", "clicks", 2, None): (None, ["m1", "m2"], "duplicate_owner"),
     }
-    assert warehouse.read_table("core/cluster", run).num_rows == 0
-    assert warehouse.read_table("core/brokers", run).num_rows == 0
+    assert read_arrow(warehouse, "core/cluster", run).num_rows == 0
+    assert read_arrow(warehouse, "core/brokers", run).num_rows == 0
 
 
 def test_a_failing_chain_rolls_the_whole_build_back(spark, warehouse, monkeypatch):
@@ -186,7 +191,7 @@ def test_a_failing_chain_rolls_the_whole_build_back(spark, warehouse, monkeypatc
     monkeypatch.setitem(registry.BULK_PARSERS, "core/partition_owners", failing_owners)
     with pytest.raises(Exception, match="planted owners failure"):
         build_core(ctx, {})
-    assert {t: warehouse.read_table(t, run).num_rows for t in CORE} == {t: before[t] for t in CORE}
+    assert {t: read_arrow(warehouse, t, run).num_rows for t in CORE} == {t: before[t] for t in CORE}
     assert not [p for t in CORE for p in warehouse.table_dir(t).iterdir() if p.name.startswith(".staging")]
 
 

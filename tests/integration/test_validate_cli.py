@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main
-from pipelines.quality.marts import MARTS, mart_dir
+from pipelines.quality.marts import MARTS
 from pipelines.tables import SCHEMAS
 
 pytestmark = pytest.mark.integration
@@ -26,7 +26,7 @@ def _write(warehouse, run_id, table, rows, step="main"):
 
 
 def _write_mart(warehouse, run_id, name, rows):
-    d = mart_dir(warehouse, name, run_id)
+    d = warehouse.partition_dir(f"marts/{name}", run_id)
     d.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=MARTS[name]), d / "part-00000.parquet")
 

@@ -6,7 +6,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.quality import views
-from pipelines.quality.sources import spark_schema
+from pipelines.spark.schemas import table_schema
 from pipelines.tables import SCHEMAS
 
 pytestmark = pytest.mark.integration
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 def _df(spark, table, rows):
     """Rows as tuples of the table's first columns; the later ones (KRaft only) null."""
     schema = SCHEMAS[table]
-    return spark.createDataFrame([(*r, *[None] * (len(schema) - len(r))) for r in rows], spark_schema(schema))
+    return spark.createDataFrame([(*r, *[None] * (len(schema) - len(r))) for r in rows], table_schema(table))
 
 
 def test_observed_owners_knows_threads_members_and_current_generation(spark):

@@ -21,6 +21,7 @@ from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.errors import StepError
+from pipelines.reading import read_arrow
 from pipelines.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_live, extract_snapshot
 from pipelines.zookeeper.snapshot import parse
@@ -160,7 +161,7 @@ def cluster(tmp_path_factory):
 
 
 def _rows(ctx: RunContext) -> pa.Table:
-    t = ctx.warehouse.read_table("raw/znodes", ctx.run_id)
+    t = read_arrow(ctx.warehouse, "raw/znodes", ctx.run_id)
     return t.drop_columns(["source", "run_id"])
 
 
@@ -247,7 +248,7 @@ def test_noauth_is_quarantined_and_errors_hide_credentials(cluster, tmp_path):
         ctx, out = _ctx(tmp_path / "wh", "noauth")
         extract_live(ctx, hosts=server.hosts, chroot=None, auth="digest:" + ":".join(READER),
                      tls=False, ca=None, cert=None, key=None)
-        q = ctx.warehouse.read_table("raw/quarantine", "noauth").to_pylist()
+        q = read_arrow(ctx.warehouse, "raw/quarantine", "noauth").to_pylist()
         assert [(r["source"], r["location"]) for r in q] == [("zk-live", "/secret")]
         assert "NoAuth" in q[0]["reason"]
         assert "/secret" not in _rows(ctx)["path"].to_pylist()

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from pipelines.reading import read_arrow
 from pipelines.warehouse import Warehouse
 from testkit.zk_server import free_port, start_zk
 
@@ -89,7 +90,7 @@ def test_walk_over_mutual_tls(tls_zk, tmp_path, capsys):
     rc, err, _ = _cli(tmp_path, capsys, "--hosts", hosts, "--chroot", "/kafka", "--tls", "--ca", str(d / "ca.pem"),
                       "--cert", str(d / "client.pem"), "--key", str(d / "client.key"))
     assert rc == 0, err
-    rows = Warehouse(tmp_path / "wh").read_table("raw/znodes", "r").to_pylist()
+    rows = read_arrow(Warehouse(tmp_path / "wh"), "raw/znodes", "r").to_pylist()
     expected = {("/" + p.removeprefix("/kafka").lstrip("/")): data for p, data in TREE.items()}
     assert {r["path"]: r["data"] for r in rows} == expected
 

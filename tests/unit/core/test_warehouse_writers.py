@@ -10,6 +10,7 @@ import sys
 import pyarrow as pa
 import pytest
 
+from pipelines.reading import read_arrow
 from pipelines.tables import SCHEMAS
 from pipelines.warehouse import LOCKS, StepBusy, Warehouse
 
@@ -34,7 +35,7 @@ def test_a_second_writer_of_the_same_step_fails_clearly(tmp_path):
             other.writer("raw/quarantine")
         with wh.transaction("r2", step="log-end") as other:  # the same step of another run: fine
             other.write(LEO, _rows(2))
-    assert wh.read_table(LEO, "r1").num_rows == 1
+    assert read_arrow(wh, LEO, "r1").num_rows == 1
     assert not any((tmp_path / LOCKS).iterdir())
 
 
@@ -48,7 +49,7 @@ def test_the_lock_of_a_dead_writer_is_taken_over(tmp_path):
     wh = Warehouse(tmp_path)
     with wh.transaction("r1", step="log-end") as tx:
         tx.write(LEO, _rows(3))
-    assert wh.read_table(LEO, "r1").num_rows == 3 and not lock.exists()
+    assert read_arrow(wh, LEO, "r1").num_rows == 3 and not lock.exists()
 
 
 def test_a_step_removes_its_killed_predecessors_staging_dirs(tmp_path):
@@ -82,7 +83,7 @@ def test_a_publish_cut_by_a_kill_is_finished_by_the_next_writer(tmp_path):
     (tmp_path / LOCKS / "r1.log-end.publishing.json").write_text(json.dumps([[t, str(p)] for t, p in staged.items()]))
     with wh.transaction("r1", step="log-end"):
         pass  # recovery runs before the block
-    assert wh.read_table(LEO, "r1").num_rows == 5
+    assert read_arrow(wh, LEO, "r1").num_rows == 5
     assert (tmp_path / "raw" / "quarantine" / "run_id=r1" / "part-log-end.parquet").exists()
     assert not any(p.exists() for p in staged.values())
     assert not (tmp_path / LOCKS / "r1.log-end.publishing.json").exists()
@@ -105,5 +106,5 @@ def test_a_reader_settles_the_run_first(tmp_path):
     wh.settle("r2")  # another run's journal is not this reader's business
     assert not wh.exists(LEO, "r1")
     wh.settle("r1")
-    assert wh.read_table(LEO, "r1").num_rows == 4
+    assert read_arrow(wh, LEO, "r1").num_rows == 4
     assert not any((tmp_path / LOCKS).iterdir())

@@ -12,7 +12,13 @@ from datetime import UTC, datetime
 from pipelines.kafka.offsets import decode_scope
 from pipelines.kafka.paths import offsets_segments
 from testkit import kip848 as G
-from testkit.segments import batch, offset_commit_key, offset_commit_value, segment_name, write_segment
+from testkit.segments import (
+    batch,
+    offset_commit_key,
+    offset_commit_value,
+    segment_name,
+    write_segment,
+)
 
 T0 = 1_700_000_000_000
 TOPIC_A = uuid.UUID("8f1c2f39-36b4-4d4f-9a4e-1b2b0c2f7d11")

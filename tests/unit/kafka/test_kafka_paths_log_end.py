@@ -6,7 +6,11 @@ import pytest
 
 from pipelines.errors import InputError
 from pipelines.kafka.log_end import read_offsets_file, scan_partition
-from pipelines.kafka.paths import UNKNOWN_PARTITION, data_partition_dirs, offsets_segments
+from pipelines.kafka.paths import (
+    UNKNOWN_PARTITION,
+    data_partition_dirs,
+    offsets_segments,
+)
 from testkit.segments import batch, control_batch, segment_name, write_segment
 
 
@@ -100,8 +104,8 @@ def test_log_end_truncated_tail_and_empty_partition(tmp_path):
     write_segment(d / segment_name(40), [good, good[:30]])
     ends = scan_partition("t", 0, d)
     assert (ends.log_start_offset, ends.log_end_offset) == (40, 42)
-    assert len(ends.quarantine) == 1 and ends.quarantine[0][0].endswith(f"{segment_name(40)}:{len(good)}")
-    assert "TruncatedBatch" in ends.quarantine[0][1]
+    assert len(ends.quarantine) == 1 and ends.quarantine[0]["location"].endswith(f"{segment_name(40)}:{len(good)}")
+    assert "TruncatedBatch" in ends.quarantine[0]["reason"]
     e = tmp_path / "t-1"
     write_segment(e / segment_name(77), [])
     ends = scan_partition("t", 1, e)

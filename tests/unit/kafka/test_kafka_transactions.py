@@ -7,8 +7,22 @@ import pytest
 
 from pipelines.kafka.offsets import decode_scope
 from pipelines.kafka.paths import offsets_segments
-from pipelines.kafka.transactions import ABORTED, COMMITTED, NONE, PENDING, resolve, state_array
-from testkit.segments import batch, control_batch, offset_commit_key, offset_commit_value, segment_name, write_segment
+from pipelines.kafka.transactions import (
+    ABORTED,
+    COMMITTED,
+    NONE,
+    PENDING,
+    resolve,
+    state_array,
+)
+from testkit.segments import (
+    batch,
+    control_batch,
+    offset_commit_key,
+    offset_commit_value,
+    segment_name,
+    write_segment,
+)
 
 # (log offset, producer, transactional) and markers (offset, producer, commit) -> expected
 CASES = [

@@ -10,6 +10,7 @@ import pytest
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.kraft.extract import Target, extract_kraft
+from pipelines.reading import read_arrow
 from pipelines.warehouse import Warehouse
 from testkit import kraft as B
 
@@ -57,7 +58,7 @@ def _extract(tmp_path, paths, target=Target(), run="r1") -> tuple[Warehouse, dic
 
 
 def _rows(wh: Warehouse, table: str, run="r1") -> list[dict]:
-    return wh.read_table(table, run).drop_columns(["run_id"]).to_pylist()
+    return read_arrow(wh, table, run).drop_columns(["run_id"]).to_pylist()
 
 
 @pytest.fixture()

@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.context import RunContext
 from pipelines.kraft.extract import extract_kraft
+from pipelines.reading import read_arrow
 from pipelines.warehouse import Warehouse
 from testkit import kraft as B
 
@@ -109,10 +110,10 @@ def test_partition_churn_replays_change_by_change(tmp_path, seed):
     extract_kraft(RunContext(wh, "r1", quiet=True), [d])
     got = {(p["topic_id"], p["partition"]): {k: p[k] for k in ("replicas", "isr", "leader", "leader_epoch",
                                                                   "partition_epoch")}
-           for p in wh.read_table("raw/kraft_partitions", "r1").to_pylist()}
+           for p in read_arrow(wh, "raw/kraft_partitions", "r1").to_pylist()}
     want = {(B.uuid_text(t), pid): p for t, parts in model.parts.items() for pid, p in parts.items()}
     assert got == want
     types = {2: "topic", 4: "broker"}
     assert {(c["resource_type"], c["resource_name"], c["name"]): c["value"]
-            for c in wh.read_table("raw/kraft_configs", "r1").to_pylist()} == {
+            for c in read_arrow(wh, "raw/kraft_configs", "r1").to_pylist()} == {
         (types[t], name, key): value for (t, name, key), value in model.configs.items()}

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.context import RunContext
-from pipelines.quality.marts import MARTS, mart_dir
+from pipelines.quality.marts import MARTS
 from pipelines.report.facts import gather
 from pipelines.report.page import render
 from pipelines.report.write import write_report
@@ -46,7 +46,7 @@ def test_counts_per_source_and_group_names_are_escaped(warehouse):
                                       schema=SCHEMAS["raw/quarantine"])
     warehouse.write_table("raw/quarantine", "r", quarantine, step="offsets")
     warehouse.write_table("raw/quarantine", "r", quarantine.slice(0, 1), step="zk-snapshot")
-    d = mart_dir(warehouse, "offset_regressions", "r")
+    d = warehouse.partition_dir("marts/offset_regressions", "r")
     d.mkdir(parents=True)
     t = datetime(2026, 1, 1, tzinfo=timezone.utc)
     pq.write_table(pa.Table.from_pylist([dict(group_id="<i>", topic="t", partition=0, log_offset=3,

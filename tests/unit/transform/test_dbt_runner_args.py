@@ -12,9 +12,10 @@ import yaml
 
 from pipelines.context import RunContext
 from pipelines.errors import StepError
+from pipelines.spark.schemas import spark_type
 from pipelines.tables import SCHEMAS
-from pipelines.transform import dbt_runner
-from pipelines.transform.sources import SOURCES, source_vars, spark_type
+from pipelines.transform import dbt_runner, project
+from pipelines.transform.sources import SOURCES, source_vars
 
 
 @pytest.mark.parametrize(
@@ -32,7 +33,7 @@ from pipelines.transform.sources import SOURCES, source_vars, spark_type
     ],
 )
 def test_spark_type_of_warehouse_types(arrow, spark):
-    assert spark_type(arrow) == spark
+    assert spark_type(arrow).simpleString() == spark
 
 
 def test_spark_type_rejects_unknown_type():
@@ -60,7 +61,7 @@ def test_source_vars_mark_missing_partitions(warehouse):
 
 def test_dbt_sources_are_the_registered_views():
     """Every source the models read is a view the runner registers, and nothing more."""
-    root = dbt_runner.project_dir()
+    root = project.project_dir()
     declared = set()
     for path in (root / "models").rglob("_*__sources.yml"):
         for source in yaml.safe_load(path.read_text())["sources"]:
@@ -69,18 +70,18 @@ def test_dbt_sources_are_the_registered_views():
 
 
 def test_project_dir_is_the_checkout():
-    root = dbt_runner.project_dir()
+    root = project.project_dir()
     assert (root / "dbt_project.yml").is_file() and (root / "profiles.yml").is_file()
     assert (root / "pipelines" / "transform" / "dbt_runner.py").is_file()
 
 
 def test_project_dir_env_must_hold_a_project(tmp_path, monkeypatch):
-    monkeypatch.setenv(dbt_runner.PROJECT_ENV, str(tmp_path))
-    assert dbt_runner.project_dir() != tmp_path  # falls back to the checkout
-    monkeypatch.setattr(dbt_runner, "__file__", str(tmp_path / "a" / "b" / "c.py"))
+    monkeypatch.setenv(project.PROJECT_ENV, str(tmp_path))
+    assert project.project_dir() != tmp_path  # falls back to the checkout
+    monkeypatch.setattr(project, "__file__", str(tmp_path / "a" / "b" / "c.py"))
     monkeypatch.chdir(tmp_path)
     with pytest.raises(StepError, match="dbt project not found"):
-        dbt_runner.project_dir()
+        project.project_dir()
 
 
 def test_dbt_args_keep_everything_under_the_warehouse(warehouse):
@@ -89,7 +90,7 @@ def test_dbt_args_keep_everything_under_the_warehouse(warehouse):
     assert args[0] == "build"
     opt = {args[i]: args[i + 1] for i in range(1, len(args) - 1) if args[i].startswith("--") and not args[i + 1].startswith("--")}
     assert opt["--target"] == "session"
-    assert opt["--project-dir"] == opt["--profiles-dir"] == str(dbt_runner.project_dir())
+    assert opt["--project-dir"] == opt["--profiles-dir"] == str(project.project_dir())
     assert opt["--target-path"] == str(warehouse.root / "dbt" / "target")
     assert opt["--log-path"] == str(warehouse.root / "logs" / "dbt")
     variables = json.loads(opt["--vars"])

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
+from pipelines.reading import read_arrow
 from pipelines.zookeeper.extract import extract_snapshot, read_offline
 from pipelines.zookeeper.txnlog import Damage, LogReader
 
@@ -186,12 +187,12 @@ def test_data_dir_quarantines_corrupt_snapshot_and_log(real_fixtures, tmp_path):
     d = real_fixtures / FIX
     ctx, out = _ctx(tmp_path)
     meta = extract_snapshot(ctx, path=d.parent, at_zxid=None)
-    q = ctx.warehouse.read_table("raw/quarantine", "r1").to_pylist()
+    q = read_arrow(ctx.warehouse, "raw/quarantine", "r1").to_pylist()
     assert [(r["source"], r["location"]) for r in q] == [("zk-snapshot", f"{d}/snapshot.83f:4815")]
     assert "unreasonable length 977468229" in q[0]["reason"]
     assert meta["snapshot"] == str(d / "snapshot.639") and meta["zxid"] == 0x83F
     assert meta["logs_replayed"] == [str(d / "log.274"), str(d / "log.63b")]
-    assert ctx.warehouse.read_table("raw/znodes", "r1").num_rows == meta["nodes"] == 2111
+    assert read_arrow(ctx.warehouse, "raw/znodes", "r1").num_rows == meta["nodes"] == 2111
     assert "snapshot.83f" in out.getvalue()
 
     # log.42 in the replay chain: the CRC mismatch stops the replay with a quarantine row
@@ -201,7 +202,7 @@ def test_data_dir_quarantines_corrupt_snapshot_and_log(real_fixtures, tmp_path):
     shutil.copy(d / "log.42", t)
     ctx, out = _ctx(tmp_path, "r2")
     meta = extract_snapshot(ctx, path=t, at_zxid=None)
-    q = ctx.warehouse.read_table("raw/quarantine", "r2").to_pylist()
+    q = read_arrow(ctx.warehouse, "raw/quarantine", "r2").to_pylist()
     # the damaged entry, then the txn after it: not the next zxid, the replay stops there
     assert [r["location"] for r in q] == [f"{t}/log.42:61", f"{t}/log.42:110"] and "CRC mismatch" in q[0]["reason"]
     assert "zxid gap: expected 0x8800000002, found 0x8800000003" in q[1]["reason"]
@@ -343,12 +344,12 @@ def test_a_missing_txn_stops_the_replay_unverified(tmp_path):
     (d / "log.1").write_bytes(_log(txns[:4] + txns[5:]))  # txn 5 removed
     ctx, out = _ctx(tmp_path)
     meta = extract_snapshot(ctx, path=d.parent, at_zxid=None)
-    q = ctx.warehouse.read_table("raw/quarantine", "r1").to_pylist()
+    q = read_arrow(ctx.warehouse, "raw/quarantine", "r1").to_pylist()
     assert meta["zxid"] == 4 and meta["txns_applied"] == 4 and meta["digest_verified"] is False
     assert "zxid gap: expected 0x5, found 0x6" in meta["unverified"]
     assert [r["location"] for r in q] == [f"{d}/log.1:{_entries(_log(txns[:4] + txns[5:]))[4]}"]
     assert "zxid gap: expected 0x5, found 0x6" in q[0]["reason"] and "NOT verified" in out.getvalue()
-    paths = ctx.warehouse.read_table("raw/znodes", "r1")["path"].to_pylist()
+    paths = read_arrow(ctx.warehouse, "raw/znodes", "r1")["path"].to_pylist()
     assert paths == ["/", "/n1", "/n2", "/n3", "/n4"]
 
 
