@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pipelines.context import RunContext
 from pipelines.errors import ExpectationsFailed, StepError, UsageError
-from pipelines.procs import die_with
+from pipelines.procs import die_with, inside_spark_submit
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 JOBS_DIR = PACKAGE_DIR / "jobs"
@@ -48,13 +48,6 @@ _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: same sources, same bytes
 
 def is_local(master: str | None) -> bool:
     return master is None or master.startswith("local")
-
-
-def inside_spark_submit() -> bool:
-    """True in a driver that spark-submit (or the pyspark shell) started: spark-class sources
-    ``load-spark-env.sh``, which exports ``SPARK_ENV_LOADED`` to the driver. (Not
-    ``PYSPARK_SUBMIT_ARGS``: users set it for sessions they start themselves too.)"""
-    return bool(os.environ.get("SPARK_ENV_LOADED"))
 
 
 def submits(ctx: RunContext) -> bool:

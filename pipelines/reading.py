@@ -102,3 +102,11 @@ def read_arrow(
     if with_run_id:
         data = data.append_column(PARTITION_COLUMN, pa.array([run_id] * data.num_rows, pa.string()))
     return data
+
+
+def read_built(warehouse: Warehouse, table: str, run_id: str) -> pa.Table | None:
+    """The run's ``table`` (declared columns, no ``run_id``) when a step wrote it for the run;
+    None when it did not (a mart dbt did not build, unlike a table written empty)."""
+    if not parquet_files(warehouse.partition_dir(table, run_id)):
+        return None
+    return read_arrow(warehouse, table, run_id, with_run_id=False)

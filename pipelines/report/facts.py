@@ -16,7 +16,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from pipelines.quality.run import VALIDATION, read_results
-from pipelines.reading import parquet_files, read_arrow, row_count
+from pipelines.reading import read_arrow, read_built, row_count
 from pipelines.report.metadata import MetadataFacts, gather_metadata
 from pipelines.tables import (
     ASSIGNMENT_STATUSES,
@@ -231,10 +231,7 @@ def _read(wh: Warehouse, table: str, run_id: str, columns: list[str], filter=Non
 
 def _mart(wh: Warehouse, name: str, run_id: str) -> pa.Table | None:
     """The run's mart ``name`` (its contract's columns), None when it was not built for the run."""
-    table = f"marts/{name}"
-    if not parquet_files(wh.partition_dir(table, run_id)):
-        return None
-    return read_arrow(wh, table, run_id, with_run_id=False)
+    return read_built(wh, f"marts/{name}", run_id)
 
 
 def _assignment(audit: pa.Table) -> tuple[dict[str, dict[str, int]], list[GroupAssignment]]:

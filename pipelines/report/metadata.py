@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.quality.marts import read_mart
+from pipelines.reading import read_built
 from pipelines.warehouse import Warehouse
 
 KAFKA_MIN_ISR = 1
@@ -146,7 +146,7 @@ def gather_metadata(wh: Warehouse, run_id: str, read) -> MetadataFacts | None:
         table = table.filter(pc.is_in(table["topic"], value_set=pa.array(deleted)))
         commits = [c for c in table.to_pylist()
                    if not c["is_tombstone"] and c["txn_state"] not in ("aborted", "pending")]
-    timeline, notable, notable_total = _timeline(read_mart(wh, "metadata_history", run_id))
+    timeline, notable, notable_total = _timeline(read_built(wh, "marts/metadata_history", run_id))
     return MetadataFacts(records, len(partitions), _under_min_isr(partitions, configs),
                          _deleted_with_commits(topics, commits), timeline, notable, notable_total)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from pipelines.cluster import inside_spark_submit
+from pipelines.procs import inside_spark_submit
 
 # Settings the warehouse contract depends on: UTC, timestamp[ms] in Parquet, string run ids.
 CONF = {

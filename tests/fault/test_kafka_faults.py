@@ -114,7 +114,7 @@ def test_resync_through_17_mib_of_ones_is_linear(corpus, tmp_path):
     q = decode_file(one).tables["raw/quarantine"].to_pylist()
     assert [(x["location"], x["reason"].split(":")[0]) for x in q] == [(f"{seg}:0", "CrcMismatch")]
     ends = scan_partition("__consumer_offsets", 0, seg.parent)
-    assert ends.batches == 0 and [loc for loc, _ in ends.quarantine] == [f"{seg}:0"]
+    assert ends.batches == 0 and [q["location"] for q in ends.quarantine] == [f"{seg}:0"]
     assert time.perf_counter() - t < 20
 
 
