@@ -46,7 +46,6 @@ unioned as (
 )
 
 select
-    concat_ws('|', source, group_id, topic, coalesce(cast(broker_id as string), ''), cast(`partition` as string))
-        as partition_key,
+    {{ kaudit_partition_key() }} as partition_key,
     *
 from unioned

@@ -15,5 +15,5 @@ select
     {%- else %}
     max(seen_at) as evaluated_at,
     {%- endif %}
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from clocks

@@ -37,7 +37,7 @@ paired as (
 )
 
 select
-    '{{ var("run_id") }}' as run_id,
+    {{ kaudit_run_id() }} as run_id,
     paired.group_id,
     paired.topic,
     paired.`partition`,
