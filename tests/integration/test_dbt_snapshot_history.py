@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # One build in a fresh process: is the history in this process's catalog before dbt runs
 # (never: the catalog is in memory), then the snapshot's rows as the view kaudit_snapshots.<name>
-# gives them after the build.
+# gives them after the build, and as models/README.md's query of the directory gives them.
 DRIVER = """
 import json, sys
 from pipelines.context import RunContext
@@ -37,8 +37,16 @@ spark = ctx.spark()
 known_before = spark.catalog.tableExists("kaudit_snapshots.snap_partition_ownership__log")
 run_dbt(ctx, select=["+snap_partition_ownership"])
 rows = spark.sql("select * from kaudit_snapshots.snap_partition_ownership").collect()
+# models/README.md's query of the directory, as a new session without the view would run it
+direct = spark.sql(f'''
+    select * from (
+        select *, row_number() over (partition by dbt_scd_id order by dbt_valid_to is null, run_id desc) as copy
+        from parquet.`{root}/snapshots/snap_partition_ownership`
+    ) where copy = 1
+''').collect()
 with open(out, "w") as f:
-    json.dump({"known_before": known_before, "rows": [r.asDict() for r in rows]}, f, default=str)
+    found = {"known_before": known_before, "rows": [r.asDict() for r in rows], "direct": [r.asDict() for r in direct]}
+    json.dump(found, f, default=str)
 """
 
 # zg's owners, run by run: t-0 keeps its owner, t-1 changes owner, t-2 loses its owner, t-3 is new
@@ -98,7 +106,8 @@ def test_history_across_two_processes(warehouse, tmp_path):
             {"group_id": "zg", "topic": "t", "partition": p, "broker_id": None, "owner": owner}
             for p, owner in owners.items()
         ]
-        warehouse.write_table("core/partition_owners", run_id, pa.Table.from_pylist(rows, SCHEMAS["core/partition_owners"]))
+        table = pa.Table.from_pylist(rows, SCHEMAS["core/partition_owners"])
+        warehouse.write_table("core/partition_owners", run_id, table)
     log = warehouse.root / "snapshots" / "snap_partition_ownership"
 
     first = build_in_new_process(warehouse, "r1", tmp_path / "p1")
@@ -118,8 +127,10 @@ def test_history_across_two_processes(warehouse, tmp_path):
     def versions(rows):
         return sorted((r["partition"], r["owner"], r["dbt_valid_from_run_id"], r["dbt_valid_to_run_id"]) for r in rows)
 
-    # the view the second process made, and the files read directly, give the same history
+    # the view the second process made, the README's query and the files read directly by
+    # pyarrow give the same history
     assert versions(second["rows"]) == expected
+    assert versions(second["direct"]) == expected
     from_files = history_from_files(log)
     assert versions(from_files) == expected
     assert len({r["dbt_scd_id"] for r in from_files}) == len(expected)
