@@ -22,8 +22,9 @@ kafka as (
         committed_at,
         run_id
     from kafka_ranked
-    where commits_back = 1
-      and not is_tombstone
+    where
+        commits_back = 1
+        and not is_tombstone
 ),
 
 zookeeper as (

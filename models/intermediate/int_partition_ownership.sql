@@ -24,8 +24,9 @@ kafka as (
         observed_owner as owner,
         run_id
     from {{ ref('stg_kaudit__assignment_audit') }}
-    where source = 'kafka'
-      and observed_owner is not null
+    where
+        source = 'kafka'
+        and observed_owner is not null
 ),
 
 unioned as (
