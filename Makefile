@@ -9,7 +9,7 @@ APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-ins
 PYTEST_ARGS ?=
 ZK_KERNELS := $(VENV)/.zk-kernels
 
-.PHONY: demo test unit integration bench fuzz venv zookeeper chromium airflow-venv clean distclean
+.PHONY: demo test unit integration bench fuzz lint-sql venv zookeeper chromium airflow-venv clean distclean
 
 demo: $(VENV)/.installed $(ZK_KERNELS)
 	$(BIN)/kaudit demo
@@ -30,6 +30,12 @@ fuzz: $(VENV)/.installed-test $(ZK_KERNELS) zookeeper
 	KAUDIT_FUZZ_CASES=$(FUZZ_CASES) $(BIN)/python -m pytest tests/fault $(PYTEST_ARGS)
 	$(BIN)/python tests/fault/sweep_kafka.py --cases $(FUZZ_CASES)
 	$(BIN)/python tests/fault/sweep_zk.py --cases $(FUZZ_CASES)
+
+# sqlfluff over the dbt project (.sqlfluff): the dbt templater compiles every model and snapshot
+# as dbt does; its relation cache makes dbt-spark's session start a local Spark (Derby
+# metastore_db/ and target/ in the checkout, both ignored by git and removed by `make clean`).
+lint-sql: $(VENV)/.installed-test
+	$(BIN)/sqlfluff lint models snapshots
 
 venv: $(VENV)/.installed-test
 

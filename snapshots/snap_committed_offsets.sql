@@ -9,6 +9,14 @@
         hard_deletes='invalidate',
     )
 }}
-select partition_key, source, group_id, topic, broker_id, `partition`, committed_offset, committed_at
+select
+    partition_key,
+    source,
+    group_id,
+    topic,
+    broker_id,
+    `partition`,
+    committed_offset,
+    committed_at
 from {{ ref('int_committed_offsets') }}
 {% endsnapshot %}

@@ -11,6 +11,13 @@
         hard_deletes='invalidate',
     )
 }}
-select partition_key, source, group_id, topic, broker_id, `partition`, owner
+select
+    partition_key,
+    source,
+    group_id,
+    topic,
+    broker_id,
+    `partition`,
+    owner
 from {{ ref('int_partition_ownership') }}
 {% endsnapshot %}

@@ -1,49 +1,67 @@
-{#- The `snapshot` materialization for Spark, extended to Parquet (rebuild-and-swap).
+{#- Snapshots (dbt's SCD2 history) on plain Parquet: an append-only log of versions.
 
-    dbt-spark's own snapshot needs MERGE INTO, i.e. Delta, Iceberg or Hudi tables; their jars
-    are not available to the embedded session. For `file_format: parquet` (kaudit's default)
-    this materialization keeps the history as an EXTERNAL Parquet table at
-    `<location_root>/<snapshot>/` and, each run:
+    Why a project `snapshot` materialization at all: dbt-spark's own needs MERGE INTO (Delta,
+    Iceberg or Hudi; their jars do not exist for the embedded Spark 4 session), and dbt-core
+    requires every snapshot node to be `materialized: snapshot` (SnapshotConfig.validate), so
+    a snapshot cannot name another materialization. The `snapshot` below is therefore only a
+    switch: `file_format: parquet` goes to `kaudit_snapshot_parquet`; delta/iceberg/hudi go to
+    dbt-spark's own `materialization_snapshot_spark`, unchanged.
 
-    1. declares the table over its location with the snapshot's columns (an empty or missing
-       location is an empty history: the first run needs no special case, and a new process
-       with an empty in-memory catalog finds the history the files hold);
-    2. computes dbt's own staging rows (`snapshot_staging_table`: inserts, updates, hard
-       deletes for the configured strategy and unique key);
-    3. REBUILDS the whole history into a sibling `.<snapshot>__rebuild/` (old rows, closed
-       where the staging says so; plus the new versions) - Spark cannot overwrite a path it
-       reads from, so the rebuild is a separate copy;
-    4. SWAPS it in: `insert overwrite` of the snapshot table from the rebuild. The rebuild copy
-       stays until the next run: if a swap is ever interrupted, it is the complete history.
+    Layout. The versions live in an EXTERNAL Parquet table `<schema>.<snapshot>__log` at
+    `<location_root>/<snapshot>/`, partitioned by `run_id` (the run that WROTE the rows). A
+    build of run R writes only `run_id=R/`:
+      - every version R opens (insert: dbt_valid_to null, dbt_valid_from_run_id = R), and
+      - a closed copy of every version R closes (an update or a hard delete: the version as it
+        was, with dbt_valid_to and dbt_valid_to_run_id = R set).
+    Nothing else is rewritten: the write is exactly the change. A closed version therefore has
+    two copies (its open copy under its opening run, its closed copy under the closing run);
+    the history is, per dbt_scd_id, the closed copy if there is one, else the open copy
+    (`kaudit_snapshot_history_sql`). A version is closed at most once (only current versions
+    are compared), so "closed copy first" is the whole rule; it does not depend on the order
+    of run ids. That history is the view `<schema>.<snapshot>` with the snapshot's columns.
+
+    Each build, in order (none depends on the catalog surviving: a new process with an empty
+    in-memory catalog finds the history the files hold):
+    1. (re)declare the log table over its location with the snapshot's columns;
+    2. empty R's own partition (`insert overwrite` of zero rows: a rebuild of R replaces R's
+       rows; before R's first write it creates the location), then `recover partitions`;
+    3. (re)create the view `<schema>.<snapshot>` (the history) over the log, and compute dbt's
+       own staging rows against it (`snapshot_staging_table`: inserts, updates, hard deletes for
+       the configured strategy and unique key; R's partition is empty, so this is the history
+       of the runs before);
+    4. `insert into` R's partition the new and the closed versions (one Spark job: its files
+       appear together at commit; an interrupted build leaves R's partition empty, i.e. the
+       history as it was before R, and running R again completes it).
 
     Besides dbt's columns (dbt_scd_id, dbt_updated_at, dbt_valid_from, dbt_valid_to) every
     version records the run that opened it and the run that closed it:
-    `dbt_valid_from_run_id`, `dbt_valid_to_run_id` (null while current).
-
-    `file_format` delta/iceberg/hudi (a cluster with those jars): dbt-spark's native MERGE
-    materialization runs unchanged. -#}
+    `dbt_valid_from_run_id`, `dbt_valid_to_run_id` (null while current). -#}
 
 {% materialization snapshot, adapter='spark' %}
     {%- set file_format = config.get('file_format') or 'parquet' -%}
-    {%- if file_format in ['delta', 'iceberg', 'hudi'] -%}
-        {#- dbt-spark's own (internal packages are reachable as `dbt.`) -#}
-        {{ return(dbt.materialization_snapshot_spark()) }}
-    {%- elif file_format != 'parquet' -%}
-        {{ exceptions.raise_compiler_error(
-            "snapshot " ~ model.name ~ ": file_format " ~ file_format ~ " is not supported (parquet, delta, iceberg, hudi)") }}
+    {%- if file_format == 'parquet' -%}
+        {{ return(kaudit_snapshot_parquet()) }}
     {%- endif -%}
+    {#- dbt-spark's own (internal packages are reachable as `dbt.`); it names the formats it takes -#}
+    {{ return(dbt.materialization_snapshot_spark()) }}
+{% endmaterialization %}
 
+
+{% macro kaudit_snapshot_parquet() %}
     {%- set run_id = var('run_id', '') -%}
     {%- if not run_id -%}
         {{ exceptions.raise_compiler_error("snapshot " ~ model.name ~ ": var run_id is not set") }}
     {%- endif -%}
+    {%- if config.get('hard_deletes') == 'new_record' -%}
+        {{ exceptions.raise_compiler_error(
+            "snapshot " ~ model.name ~ ": hard_deletes 'new_record' is not supported on Parquet (use 'invalidate')") }}
+    {%- endif -%}
     {%- set identifier = model.get('alias', model.get('name')) -%}
     {%- set location = kaudit_required_location(identifier) -%}
-    {%- set rebuild_location = config.get('location_root') ~ '/.' ~ identifier ~ '__rebuild' -%}
     {%- set target_relation = api.Relation.create(
-            database=none, schema=model.schema, identifier=identifier, type='table') -%}
-    {%- set rebuild_relation = api.Relation.create(
-            database=none, schema=model.schema, identifier=identifier ~ '__kaudit_rebuild', type='table') -%}
+            database=none, schema=model.schema, identifier=identifier, type='view') -%}
+    {%- set log_relation = api.Relation.create(
+            database=none, schema=model.schema, identifier=identifier ~ '__log', type='table') -%}
     {%- set shape_view = identifier ~ '__kaudit_shape' -%}
     {%- set staging_view = identifier ~ '__kaudit_staging' -%}
     {%- set meta = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
@@ -52,58 +70,85 @@
 
     {%- set strategy_macro = strategy_dispatch(config.get('strategy')) -%}
 
-    {#- 1. the table over its location (the shape needs only the strategy's expressions) -#}
+    {#- 1. the log table over its location (the shape needs only the strategy's expressions) -#}
     {%- set shape_strategy = strategy_macro(model, "snapshotted_data", "source_data", model['config'], False) -%}
     {%- call statement('snapshot_shape') -%}
         create or replace temporary view `{{ shape_view }}` as
-        select *,
+        select
+            *,
             cast(null as string) as dbt_valid_from_run_id,
             cast(null as string) as dbt_valid_to_run_id
-        from ({{ build_snapshot_table(shape_strategy, model['compiled_code']) }}) shaped
+        from ({{ build_snapshot_table(shape_strategy, model['compiled_code']) }}) as shaped
         where false
     {%- endcall -%}
     {%- set columns = kaudit_describe_columns('`' ~ shape_view ~ '`') -%}
-    {%- for relation, path in [(target_relation, location), (rebuild_relation, rebuild_location)] -%}
-        {%- call statement('declare_' ~ relation.identifier) -%}
-            create table if not exists {{ relation }} ({{ kaudit_column_ddl(columns) }})
-            using parquet
-            location '{{ path }}'
-        {%- endcall -%}
-        {%- do adapter.cache_added(relation) -%}
-    {%- endfor -%}
-    {%- set strategy = strategy_macro(model, "snapshotted_data", "source_data", model['config'], True) -%}
+    {%- call statement('declare_log') -%}
+        drop table if exists {{ log_relation }}
+    {%- endcall -%}
+    {%- call statement('declare_log') -%}
+        create table {{ log_relation }} ({{ kaudit_column_ddl(columns) }}, `run_id` string)
+        using parquet
+        partitioned by (run_id)
+        location '{{ location }}'
+    {%- endcall -%}
+    {%- do adapter.cache_added(log_relation) -%}
 
-    {#- 2. dbt's staging rows against the current history -#}
+    {#- 2. this run's partition emptied (a rebuild replaces it), the others found on disk -#}
+    {%- call statement('empty_run') -%}
+        insert overwrite table {{ log_relation }} partition (run_id = '{{ run_id }}')
+        select
+            {%- for name, type in columns %}
+            cast(null as {{ type }}) as `{{ name }}`{{ ',' if not loop.last }}
+            {%- endfor %}
+        where false
+    {%- endcall -%}
+    {%- call statement('recover_partitions') -%}
+        alter table {{ log_relation }} recover partitions
+    {%- endcall -%}
+
+    {#- 3. the history as the snapshot's own name (a view: it shows this run's versions once
+        they are written), then dbt's staging rows against the history of the runs before.
+        dbt's strategies look the snapshot up in the adapter's cache: it must be there. -#}
+    {%- set existing = adapter.get_relation(database=none, schema=model.schema, identifier=identifier) -%}
+    {%- if existing is not none and not existing.is_view -%}
+        {%- do adapter.drop_relation(existing) -%}
+    {%- endif -%}
+    {%- call statement('history_view') -%}
+        create or replace view {{ target_relation }} as
+        {{ kaudit_snapshot_history_sql(log_relation, columns, meta) }}
+    {%- endcall -%}
+    {%- do adapter.cache_added(target_relation) -%}
+    {%- set strategy = strategy_macro(model, "snapshotted_data", "source_data", model['config'], True) -%}
     {%- call statement('snapshot_staging') -%}
         create or replace temporary view `{{ staging_view }}` as
         {{ snapshot_staging_table(strategy, model['compiled_code'], target_relation) }}
     {%- endcall -%}
 
-    {#- 3. rebuild -#}
-    {%- set closing_columns = [meta.dbt_valid_to, 'dbt_valid_to_run_id'] -%}
-    {%- call statement('snapshot_rebuild') -%}
-        insert overwrite table {{ rebuild_relation }}
+    {#- 4. the change: new versions and closed copies, in this run's partition (the view reads
+        the other runs' partitions: Spark appends to a table it reads, it cannot overwrite it) -#}
+    {%- call statement('main') -%}
+        insert into table {{ log_relation }} partition (run_id = '{{ run_id }}')
         select
             {%- for name, type in columns %}
             {%- if name == meta.dbt_valid_to %}
-            case when closing.{{ meta.dbt_scd_id }} is not null
-                 then closing.{{ meta.dbt_valid_to }} else history.{{ meta.dbt_valid_to }} end
+            closing.{{ meta.dbt_valid_to }}
             {%- elif name == 'dbt_valid_to_run_id' %}
-            case when closing.{{ meta.dbt_scd_id }} is not null
-                 then '{{ run_id }}' else history.dbt_valid_to_run_id end
+            '{{ run_id }}'
             {%- else %}
             history.`{{ name }}`
             {%- endif %} as `{{ name }}`{{ ',' if not loop.last }}
             {%- endfor %}
         from {{ target_relation }} as history
-        left join (
-            select {{ meta.dbt_scd_id }}, max({{ meta.dbt_valid_to }}) as {{ meta.dbt_valid_to }}
+        inner join (
+            select
+                {{ meta.dbt_scd_id }},
+                max({{ meta.dbt_valid_to }}) as {{ meta.dbt_valid_to }}
             from `{{ staging_view }}`
             where dbt_change_type in ('update', 'delete')
             group by {{ meta.dbt_scd_id }}
         ) as closing
             on history.{{ meta.dbt_scd_id }} = closing.{{ meta.dbt_scd_id }}
-            and history.{{ meta.dbt_valid_to }} is null
+        where history.{{ meta.dbt_valid_to }} is null
         union all
         select
             {%- for name, type in columns %}
@@ -116,14 +161,9 @@
             {%- endif %} as `{{ name }}`{{ ',' if not loop.last }}
             {%- endfor %}
         from `{{ staging_view }}` as staged
-        where dbt_change_type = 'insert'
+        where staged.dbt_change_type = 'insert'
     {%- endcall -%}
 
-    {#- 4. swap -#}
-    {%- call statement('main') -%}
-        insert overwrite table {{ target_relation }}
-        select {{ kaudit_column_list(columns) }} from {{ rebuild_relation }}
-    {%- endcall -%}
     {%- for view in [shape_view, staging_view] -%}
         {%- call statement('drop_' ~ view) -%}
             drop view if exists `{{ view }}`
@@ -133,4 +173,20 @@
     {{ run_hooks(post_hooks) }}
     {%- do adapter.commit() -%}
     {{ return({'relations': [target_relation]}) }}
-{% endmaterialization %}
+{% endmacro %}
+
+
+{% macro kaudit_snapshot_history_sql(log_relation, columns, meta) -%}
+    {#- One row per version: its closed copy if it has one, else its open copy. -#}
+    select {{ kaudit_column_list(columns) }}
+    from (
+        select
+            *,
+            row_number() over (
+                partition by {{ meta.dbt_scd_id }}
+                order by {{ meta.dbt_valid_to }} is null, run_id desc
+            ) as kaudit_copy
+        from {{ log_relation }}
+    ) as copies
+    where kaudit_copy = 1
+{%- endmacro %}

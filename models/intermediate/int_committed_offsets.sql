@@ -22,8 +22,9 @@ kafka as (
         committed_at,
         run_id
     from kafka_ranked
-    where commits_back = 1
-      and not is_tombstone
+    where
+        commits_back = 1
+        and not is_tombstone
 ),
 
 zookeeper as (
@@ -46,7 +47,6 @@ unioned as (
 )
 
 select
-    concat_ws('|', source, group_id, topic, coalesce(cast(broker_id as string), ''), cast(`partition` as string))
-        as partition_key,
+    {{ kaudit_partition_key() }} as partition_key,
     *
 from unioned

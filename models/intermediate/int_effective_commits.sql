@@ -11,8 +11,9 @@
 with effective as (
     select *
     from {{ ref('stg_kafka__offset_commits') }}
-    where not is_transactional
-       or txn_state = 'committed'
+    where
+        not is_transactional
+        or txn_state = 'committed'
 )
 
 select

@@ -16,8 +16,9 @@ ranked as (
             order by commit_seq desc
         ) as commits_back
     from live
-    where offset_generation = latest_generation
-      and not is_tombstone
+    where
+        offset_generation = latest_generation
+        and not is_tombstone
 )
 
 select
@@ -33,6 +34,7 @@ select
     ranked.run_id
 from ranked
 left join {{ ref('stg_kafka__log_end_offsets') }} as log_end
-    on log_end.topic = ranked.topic
-    and log_end.`partition` = ranked.`partition`
+    on
+        ranked.topic = log_end.topic
+        and ranked.`partition` = log_end.`partition`
 where ranked.commits_back <= {{ var('lag_window_commits') }}

@@ -24,8 +24,9 @@ kafka as (
         observed_owner as owner,
         run_id
     from {{ ref('stg_kaudit__assignment_audit') }}
-    where source = 'kafka'
-      and observed_owner is not null
+    where
+        source = 'kafka'
+        and observed_owner is not null
 ),
 
 unioned as (
@@ -35,7 +36,6 @@ unioned as (
 )
 
 select
-    concat_ws('|', source, group_id, topic, coalesce(cast(broker_id as string), ''), cast(`partition` as string))
-        as partition_key,
+    {{ kaudit_partition_key() }} as partition_key,
     *
 from unioned

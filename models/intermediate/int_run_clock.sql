@@ -6,7 +6,7 @@
 with clocks as (
     select max(commit_timestamp) as seen_at from {{ ref('stg_kafka__offset_commits') }}
     union all
-    select max(max_timestamp) from {{ ref('stg_kafka__log_end_offsets') }}
+    select max(max_timestamp) as seen_at from {{ ref('stg_kafka__log_end_offsets') }}
 )
 
 select
@@ -15,5 +15,5 @@ select
     {%- else %}
     max(seen_at) as evaluated_at,
     {%- endif %}
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from clocks

@@ -14,6 +14,7 @@ select
     offsets.committed_at
 from {{ ref('int_committed_offsets') }} as offsets
 left join {{ ref('stg_kafka__log_end_offsets') }} as log_end
-    on log_end.topic = offsets.topic
-    and log_end.`partition` = offsets.`partition`
-    and offsets.broker_id is null
+    on
+        offsets.topic = log_end.topic
+        and offsets.`partition` = log_end.`partition`
+        and offsets.broker_id is null

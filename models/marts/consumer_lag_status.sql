@@ -45,7 +45,7 @@ judged as (
         clock.evaluated_at,
         coalesce(
             unix_millis(clock.evaluated_at) - unix_millis(windows.window_end_at)
-                > unix_millis(windows.window_end_at) - unix_millis(windows.window_start_at),
+            > unix_millis(windows.window_end_at) - unix_millis(windows.window_start_at),
             false
         ) as stopped
     from windows

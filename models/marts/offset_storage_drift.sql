@@ -2,14 +2,25 @@
 -- seed documents: offsets.storage=kafka with dual.commit.enabled): every partition either
 -- store knows, side by side. drift = kafka_offset - zk_offset (null when one side lacks it).
 with zookeeper as (
-    select group_id, topic, `partition`, committed_offset, committed_at
+    select
+        group_id,
+        topic,
+        `partition`,
+        committed_offset,
+        committed_at
     from {{ ref('int_committed_offsets') }}
-    where source = 'zookeeper'
-      and broker_id is null
+    where
+        source = 'zookeeper'
+        and broker_id is null
 ),
 
 kafka as (
-    select group_id, topic, `partition`, committed_offset, committed_at
+    select
+        group_id,
+        topic,
+        `partition`,
+        committed_offset,
+        committed_at
     from {{ ref('int_committed_offsets') }}
     where source = 'kafka'
 ),
@@ -31,13 +42,14 @@ paired as (
         kafka.committed_at as kafka_committed_at
     from zookeeper
     full outer join kafka
-        on zookeeper.group_id = kafka.group_id
-        and zookeeper.topic = kafka.topic
-        and zookeeper.`partition` = kafka.`partition`
+        on
+            zookeeper.group_id = kafka.group_id
+            and zookeeper.topic = kafka.topic
+            and zookeeper.`partition` = kafka.`partition`
 )
 
 select
-    '{{ var("run_id") }}' as run_id,
+    {{ kaudit_run_id() }} as run_id,
     paired.group_id,
     paired.topic,
     paired.`partition`,
@@ -47,4 +59,4 @@ select
     paired.zk_committed_at,
     paired.kafka_committed_at
 from paired
-where paired.group_id in (select group_id from dual_groups)
+where paired.group_id in (select dual_groups.group_id from dual_groups)

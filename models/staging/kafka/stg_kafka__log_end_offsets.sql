@@ -6,6 +6,6 @@ select
     min(log_start_offset) as log_start_offset,
     max(log_end_offset) as log_end_offset,
     max(max_timestamp) as max_timestamp,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from {{ source('kafka', 'log_end_offsets') }}
 group by topic, `partition`

@@ -29,6 +29,6 @@ select
     coalesce(is_transactional, false) as is_transactional,
     txn_state,
     segment_file,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from records
 where copy_number = 1

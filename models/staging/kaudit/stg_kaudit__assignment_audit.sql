@@ -12,5 +12,5 @@ select
         else array_join(array_sort(array_distinct(observed_owners)), ',')
     end as observed_owner,
     status,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from {{ source('kaudit', 'assignment_audit') }}

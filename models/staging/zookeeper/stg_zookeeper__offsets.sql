@@ -6,5 +6,5 @@ select
     `partition`,
     committed_offset,
     mtime as committed_at,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from {{ source('zookeeper', 'zk_offsets') }}

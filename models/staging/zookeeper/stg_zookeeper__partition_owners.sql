@@ -5,5 +5,5 @@ select
     broker_id,
     `partition`,
     owner,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from {{ source('zookeeper', 'partition_owners') }}
