@@ -49,5 +49,5 @@ select
         partition by topic_id, `partition` order by replay_order, source_rank, record_offset
         rows between unbounded preceding and current row
     ) as replicas,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from changes

@@ -25,6 +25,6 @@ select
     replay_order,
     recorded_at as created_at,
     lag(topic_id) over (partition by topic order by replay_order, record_offset) as previous_topic_id,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from created
 where copy_number = 1

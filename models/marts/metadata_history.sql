@@ -113,7 +113,7 @@ history as (
 )
 
 select
-    '{{ var("run_id") }}' as run_id,
+    {{ kaudit_run_id() }} as run_id,
     cast(record_offset as bigint) as metadata_offset,
     cast(recorded_at as timestamp) as event_at,
     cast(event as string) as event,

@@ -49,5 +49,5 @@ select
     get_json_object(record, '$.resourceName') as resource_name,
     case when record_type = 'ConfigRecord' then get_json_object(record, '$.name') end as config_name,
     case when record_type = 'ConfigRecord' then get_json_object(record, '$.value') end as config_value,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from records
