@@ -5,7 +5,8 @@
 -- Only applied log records are events (a snapshot has no times: it is the state before them);
 -- records of an aborted or unfinished metadata transaction never happened.
 with records as (
-    select * from {{ ref('stg_kraft__metadata_records') }} where applied
+    select * from {{ ref('stg_kraft__metadata_records') }}
+    where applied
 ),
 
 topics as (
@@ -13,7 +14,9 @@ topics as (
 ),
 
 partitions as (
-    select p.*, t.topic
+    select
+        p.*,
+        t.topic
     from {{ ref('int_kraft_partition_states') }} as p
     left join topics as t on p.topic_id = t.topic_id
     where p.source = 'log'
@@ -32,31 +35,55 @@ configs as (
 
 events as (
     select
-        r.record_offset, r.recorded_at, r.record_type,
+        r.record_offset,
+        r.recorded_at,
+        r.record_type,
         case when t.previous_topic_id is null then 'topic_created' else 'topic_recreated' end as event,
-        r.topic_id, r.topic, t.previous_topic_id
+        r.topic_id,
+        r.topic,
+        t.previous_topic_id
     from records as r
     inner join topics as t on r.topic_id = t.topic_id
     where r.record_type = 'TopicRecord' and r.source = 'log'
 
     union all
 
-    select r.record_offset, r.recorded_at, r.record_type, 'topic_deleted', r.topic_id, t.topic, null
+    select
+        r.record_offset,
+        r.recorded_at,
+        r.record_type,
+        'topic_deleted',
+        r.topic_id,
+        t.topic,
+        null
     from records as r
     left join topics as t on r.topic_id = t.topic_id
     where r.record_type = 'RemoveTopicRecord' and r.source = 'log'
 ),
 
 partition_events as (
-    select *, 'partition_created' as event from partitions where record_type = 'PartitionRecord'
+    select
+        *,
+        'partition_created' as event
+    from partitions
+    where record_type = 'PartitionRecord'
     union all
-    select *, 'leader_changed' from partitions where record_type = 'PartitionChangeRecord' and leader_changed
+    select
+        *,
+        'leader_changed'
+    from partitions
+    where record_type = 'PartitionChangeRecord' and leader_changed
     union all
-    select *, 'isr_changed' from partitions where record_type = 'PartitionChangeRecord' and isr_changed
+    select
+        *,
+        'isr_changed'
+    from partitions
+    where record_type = 'PartitionChangeRecord' and isr_changed
 ),
 
 broker_events as (
-    select *,
+    select
+        *,
         case record_type
             when 'RegisterBrokerRecord' then 'broker_registered'
             when 'UnregisterBrokerRecord' then 'broker_unregistered'
@@ -64,50 +91,122 @@ broker_events as (
             when 'UnfenceBrokerRecord' then 'broker_unfenced'
         end as event
     from records
-    where source = 'log'
-        and record_type in ('RegisterBrokerRecord', 'UnregisterBrokerRecord', 'FenceBrokerRecord', 'UnfenceBrokerRecord')
+    where
+        source = 'log'
+        and record_type in (
+            'RegisterBrokerRecord', 'UnregisterBrokerRecord', 'FenceBrokerRecord', 'UnfenceBrokerRecord'
+        )
     union all
-    select *, case fenced when '1' then 'broker_fenced' else 'broker_unfenced' end
+    select
+        *,
+        case fenced when '1' then 'broker_fenced' else 'broker_unfenced' end
     from records
     where source = 'log' and record_type = 'BrokerRegistrationChangeRecord' and fenced in ('1', '-1')
     union all
-    select *, 'broker_controlled_shutdown'
+    select
+        *,
+        'broker_controlled_shutdown'
     from records
     where source = 'log' and record_type = 'BrokerRegistrationChangeRecord' and in_controlled_shutdown = '1'
 ),
 
 history as (
     select
-        record_offset, recorded_at, event, record_type, topic_id, topic, cast(null as int) as `partition`,
-        cast(null as int) as leader, cast(null as int) as previous_leader, cast(null as string) as isr,
-        cast(null as string) as previous_isr, cast(null as string) as replicas, previous_topic_id,
-        cast(null as int) as broker_id, cast(null as bigint) as broker_epoch, cast(null as string) as resource_type,
-        cast(null as string) as resource_name, cast(null as string) as config_name,
-        cast(null as string) as config_value, cast(null as string) as previous_config_value
+        record_offset,
+        recorded_at,
+        event,
+        record_type,
+        topic_id,
+        topic,
+        cast(null as int) as `partition`,
+        cast(null as int) as leader,
+        cast(null as int) as previous_leader,
+        cast(null as string) as isr,
+        cast(null as string) as previous_isr,
+        cast(null as string) as replicas,
+        previous_topic_id,
+        cast(null as int) as broker_id,
+        cast(null as bigint) as broker_epoch,
+        cast(null as string) as resource_type,
+        cast(null as string) as resource_name,
+        cast(null as string) as config_name,
+        cast(null as string) as config_value,
+        cast(null as string) as previous_config_value
     from events
 
     union all
 
     select
-        record_offset, recorded_at, event, record_type, topic_id, topic, `partition`, leader,
+        record_offset,
+        recorded_at,
+        event,
+        record_type,
+        topic_id,
+        topic,
+        `partition`,
+        leader,
         case when event = 'partition_created' then null else previous_leader end,
-        isr, case when event = 'partition_created' then null else previous_isr end, replicas, null,
-        null, null, null, null, null, null, null
+        isr,
+        case when event = 'partition_created' then null else previous_isr end,
+        replicas,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null
     from partition_events
 
     union all
 
     select
-        record_offset, recorded_at, event, record_type, null, null, null, null, null, null, null, null, null,
-        broker_id, broker_epoch, null, null, null, null, null
+        record_offset,
+        recorded_at,
+        event,
+        record_type,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        broker_id,
+        broker_epoch,
+        null,
+        null,
+        null,
+        null,
+        null
     from broker_events
 
     union all
 
     select
-        record_offset, recorded_at, case when config_value is null then 'config_deleted' else 'config_set' end,
-        record_type, null, null, null, null, null, null, null, null, null, null, null, resource_type,
-        resource_name, config_name, config_value, previous_config_value
+        record_offset,
+        recorded_at,
+        case when config_value is null then 'config_deleted' else 'config_set' end,
+        record_type,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        resource_type,
+        resource_name,
+        config_name,
+        config_value,
+        previous_config_value
     from configs
     where source = 'log'
 )

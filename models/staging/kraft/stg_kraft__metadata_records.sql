@@ -4,8 +4,8 @@
 with records as (
     select
         source,
-        `offset` as record_offset,
-        `timestamp` as recorded_at,
+        offset as record_offset,
+        timestamp as recorded_at,
         record_type,
         txn_state,
         source_file,
