@@ -166,7 +166,8 @@ def test_numbers_units_and_paths_are_honest(demo_run, report):
     # the marts the page was written from are the real build's, each its declared contract
     for name in MARTS:
         mart = read_arrow(Warehouse(demo_run.warehouse), f"marts/{name}", demo_run.run_id, with_run_id=False)
-        assert mart.num_rows and mart.schema.names == MARTS[name].names
+        assert mart.schema.names == MARTS[name].names
+        assert mart.num_rows or name == "metadata_history"  # the demo's ZooKeeper run has no KRaft metadata
 
 
 def _visible_findings(browser, status: str) -> int:
