@@ -56,7 +56,7 @@ class ZkTls(_Model):
     key: Path | None = None
 
     @model_validator(mode="after")
-    def _pair(self) -> "ZkTls":
+    def _pair(self) -> ZkTls:
         if (self.cert is None) != (self.key is None):
             raise ValueError("cert and key go together: give both or neither")
         return self
@@ -139,7 +139,7 @@ class KraftSource(_Model):
         return v
 
     @model_validator(mode="after")
-    def _one_target(self) -> "KraftSource":
+    def _one_target(self) -> KraftSource:
         if self.at_offset is not None and self.at_time is not None:
             raise ValueError("give at_offset or at_time, not both")
         return self
@@ -175,7 +175,7 @@ class Sources(_Model):
         return v
 
     @model_validator(mode="after")
-    def _one_of_each(self) -> "Sources":
+    def _one_of_each(self) -> Sources:
         # raw/znodes keeps one file per step in a run: a run audits one cluster.
         live = [i for i, z in enumerate(self.zookeeper) if isinstance(z, ZkLive)]
         backups = [i for i, z in enumerate(self.zookeeper) if isinstance(z, ZkBackup)]

@@ -23,7 +23,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pipelines.errors import InputError, UsageError
@@ -45,11 +45,11 @@ def check_run_id(run_id: str, where: str = "--run-id") -> str:
 
 def new_run_id(now: datetime | None = None) -> str:
     """A new run's id: UTC time ``YYYYMMDDTHHMMSSZ``."""
-    return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _write_json(path: Path, data: dict, exclusive: bool = False) -> None:
@@ -111,7 +111,7 @@ class RunLog:
         except (OSError, ValueError, KeyError):
             if not d.is_dir():
                 return None
-            started = datetime.fromtimestamp(d.stat().st_mtime, timezone.utc)  # a run from before run.json
+            started = datetime.fromtimestamp(d.stat().st_mtime, UTC)  # a run from before run.json
         steps = {}
         for f in sorted((d / "steps").glob("*.json")) if (d / "steps").is_dir() else []:
             try:

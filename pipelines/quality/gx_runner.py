@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -108,7 +108,7 @@ class GxProject:
                 "unexpected_index_column_names": [ROW_ID],
                 "return_unexpected_index_query": False,
             },
-            run_id=RunIdentifier(run_name=run_id, run_time=datetime.now(timezone.utc)),
+            run_id=RunIdentifier(run_name=run_id, run_time=datetime.now(UTC)),
         )
         results = []
         for r in outcome.results:

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def at(minute: int) -> dt.datetime:

@@ -23,7 +23,7 @@ from pipelines.transform.dbt_runner import run_dbt
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
 SPARK_BIN = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / "pyspark" / "bin"
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def free_port() -> int:

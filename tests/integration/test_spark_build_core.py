@@ -5,7 +5,7 @@ earlier tables as they were."""
 
 import json
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
@@ -22,7 +22,7 @@ from pipelines.tables import (
 
 pytestmark = pytest.mark.integration
 
-TS = datetime(2024, 1, 1, tzinfo=timezone.utc)
+TS = datetime(2024, 1, 1, tzinfo=UTC)
 
 TREE = {
     # 0.8+ layout: topic "orders", 4 partitions; group g08 with two one-stream consumers

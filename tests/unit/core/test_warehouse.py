@@ -27,9 +27,9 @@ def _quarantine(*locations):
 
 
 def test_run_id_default_is_utc_compact():
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
-    assert new_run_id(datetime(2026, 11, 22, 4, 5, 6, tzinfo=timezone.utc)) == "20261122T040506Z"
+    assert new_run_id(datetime(2026, 11, 22, 4, 5, 6, tzinfo=UTC)) == "20261122T040506Z"
 
 
 def test_write_read_roundtrip_adds_run_id_and_hive_layout(tmp_path):

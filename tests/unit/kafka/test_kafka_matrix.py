@@ -5,7 +5,7 @@ builders (testkit/segments.py), decodes exactly."""
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -32,7 +32,7 @@ T0 = 1_700_000_000_000
 
 
 def _ts(ms):
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, timezone.utc)
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
 
 def _spec(magic):

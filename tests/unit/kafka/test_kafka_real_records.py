@@ -7,7 +7,7 @@ nulls (leader_epoch -1 and expire_timestamp -1 are null there)."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -77,7 +77,7 @@ def _cases(real_fixtures):
 
 
 def _ts(ms):
-    return None if ms is None or ms < 0 else datetime.fromtimestamp(ms / 1000, timezone.utc)
+    return None if ms is None or ms < 0 else datetime.fromtimestamp(ms / 1000, UTC)
 
 
 def _decode_pair(tmp_path, key: bytes, value: bytes | None):

@@ -5,7 +5,7 @@ holding every row."""
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 from markupsafe import escape as html_escape
@@ -15,7 +15,7 @@ from pipelines.report import charts, page
 from pipelines.report.write import write_report
 from pipelines.tables import SCHEMAS
 
-T0 = datetime(2025, 3, 4, 5, 6, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 4, 5, 6, tzinfo=UTC)
 
 
 def _table(warehouse, table, rows, step="main"):

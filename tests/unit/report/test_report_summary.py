@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -48,7 +48,7 @@ def test_counts_per_source_and_group_names_are_escaped(warehouse):
     warehouse.write_table("raw/quarantine", "r", quarantine.slice(0, 1), step="zk-snapshot")
     d = warehouse.partition_dir("marts/offset_regressions", "r")
     d.mkdir(parents=True)
-    t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t = datetime(2026, 1, 1, tzinfo=UTC)
     pq.write_table(pa.Table.from_pylist([dict(group_id="<i>", topic="t", partition=0, log_offset=3,
                                               previous_committed_offset=9, committed_offset=4, regressed_by=5,
                                               committed_at=t)], schema=MARTS["offset_regressions"]), d / "x.parquet")

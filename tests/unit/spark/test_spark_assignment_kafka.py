@@ -1,14 +1,14 @@
 """Kafka groups: latest GroupMetadata record, static members first, range / roundrobin /
 not-recomputed protocols, partition counts from ZooKeeper or log ends."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.spark import assignment_kafka as ak
 from pipelines.spark.schemas import table_schema
 
-TS = datetime(2024, 1, 1, tzinfo=timezone.utc)
+TS = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def _meta(group, log_offset, protocol="range", tombstone=False, ptype="consumer"):
