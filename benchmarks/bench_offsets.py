@@ -116,7 +116,7 @@ def kafka_python_decode(data: Path, out: Path) -> int:
                     if r.value is not None:
                         vb = BytesIO(r.value)
                         vv = Int16.decode(vb)
-                        fields = dict(zip(values[vv].names, values[vv].decode(vb)))
+                        fields = dict(zip(values[vv].names, values[vv].decode(vb), strict=True))
                         row.update(committed_offset=fields["offset"], metadata=fields["metadata"], value_version=vv,
                                    commit_timestamp=fields["commit_timestamp"])
                         if fields.get("leader_epoch", -1) >= 0:

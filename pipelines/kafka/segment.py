@@ -360,7 +360,7 @@ def _coordinator(r: _Records, keys: _Keys, oj: np.ndarray) -> pa.Table:
     oi = keys.rows[oj]
     groups, bad = keys.strings(r, "group", oj, valid=keys.group_ok[oj])
     if bad.any():  # a group id that is not UTF-8 is unknown; the raw key keeps it
-        groups = pa.array([None if b else x for x, b in zip(groups.to_pylist(), bad)], pa.string())
+        groups = pa.array([None if b else x for x, b in zip(groups.to_pylist(), bad, strict=True)], pa.string())
     cols = {
         "key_type": pa.array(keys.type[oj], pa.int16()),
         "group_id": groups,

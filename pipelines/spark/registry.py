@@ -328,7 +328,8 @@ def parse_topics(z: DataFrame) -> DataFrame:
         .unionByName(t07.where(F.col("reason").isNotNull()).select(*cols))
     )
     typed = ["topic", "partition", "broker_id", "replicas", "leader", "leader_epoch", "isr"]
-    nulls = [F.lit(None).cast(t).alias(c) for c, t in zip(typed, ["string", "int", "int", "array<int>", "int", "int", "array<int>"])]
+    types = ["string", "int", "int", "array<int>", "int", "int", "array<int>"]
+    nulls = [F.lit(None).cast(t).alias(c) for c, t in zip(typed, types, strict=True)]
     return good.select(*cols, *typed).unionByName(bad.select(*cols, *nulls))
 
 

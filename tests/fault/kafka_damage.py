@@ -152,7 +152,7 @@ def clean_logs(root: Path, seed: int = 0, batches_per_segment: int = 12) -> Layo
                 for codec in ("none", "gzip"):
                     recs, rows = _commit_rows(part, offset, 2, rng)
                     if codec == "none":  # one top-level message per record
-                        for j, (rec, row) in enumerate(zip(recs, rows)):
+                        for j, (rec, row) in enumerate(zip(recs, rows, strict=True)):
                             parts.append((batch([rec], base_offset=offset + j, magic=1, timestamp_ms=T0), offset + j, offset + j, [row]))
                     else:
                         parts.append((batch(recs, base_offset=offset, magic=1, codec=codec, timestamp_ms=T0), offset, offset + 1, rows))
@@ -166,7 +166,7 @@ def clean_logs(root: Path, seed: int = 0, batches_per_segment: int = 12) -> Layo
             files.append(_write(root, f"__consumer_offsets-{part}/{segment_name(base)}", "__consumer_offsets", part, parts))
     for part in DATA_PARTITIONS:
         offset = 0
-        for s in range(2):
+        for _ in range(2):
             base, parts = offset, []
             for j in range(batches_per_segment):
                 n = rng.randint(1, 30)

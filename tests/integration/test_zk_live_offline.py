@@ -168,7 +168,7 @@ def _rows(ctx: RunContext) -> pa.Table:
 def _assert_same(live: pa.Table, offline: pa.Table) -> None:
     assert live.num_rows == offline.num_rows
     assert live["path"].to_pylist() == offline["path"].to_pylist()
-    for a, b in zip(live.to_pylist(), offline.to_pylist()):
+    for a, b in zip(live.to_pylist(), offline.to_pylist(), strict=True):
         assert a == b, (a, b)
     assert live.equals(offline)
 

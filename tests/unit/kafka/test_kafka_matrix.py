@@ -233,7 +233,7 @@ def test_group_metadata_matrix_decodes_exactly(tmp_path, value_version, sub_vers
     assert got_members == exp_members
     got_asg = [(r["group_id"], r["member_id"], r["topic"], r["partition"], r["generation"]) for r in tables["raw/group_assignments"].to_pylist()]
     assert got_asg == [("billing", m["member_id"], t, p, 4)
-                       for i, m in zip((1, 2), members) for t, ps in (("orders", [i, i + 10]), (f"topic-{i}", [0])) for p in ps]
+                       for i, m in zip((1, 2), members, strict=True) for t, ps in (("orders", [i, i + 10]), (f"topic-{i}", [0])) for p in ps]
 
 
 def test_coordinator_record_types_are_kept_raw(tmp_path):
@@ -254,11 +254,11 @@ def test_coordinator_record_types_are_kept_raw(tmp_path):
     rows = tables["raw/coordinator_records"].to_pylist()
     consumer = (3, 4, 5, 6, 7, 8, 16)  # version 0x0303 of their values is unknown: raw
     expected = [dict(key_type=t, group_id=f"grp-{t}", key=k, value=v, offsets_partition=1, log_offset=i)
-                for i, ((k, v), t) in enumerate(zip(records, range(3, 25))) if t in consumer and v is not None]
+                for i, ((k, v), t) in enumerate(zip(records, range(3, 25), strict=False)) if t in consumer and v is not None]
     expected.append(dict(key_type=99, group_id=None, key=records[-1][0], value=b"v", offsets_partition=1, log_offset=22))
     for r in rows:
         assert r.pop("segment_file").endswith(segment_name(0))
     assert rows == expected
     generic = tables["raw/group_coordinator_records"].to_pylist()
     assert [(r["key_type"], r["value"]) for r in generic] == [
-        (t, v) for (k, v), t in zip(records, range(3, 25)) if t not in consumer]
+        (t, v) for (k, v), t in zip(records, range(3, 25), strict=False) if t not in consumer]

@@ -136,7 +136,7 @@ def test_real_record_decodes_to_expected_values(real_fixtures, tmp_path, name):
     members = res.tables["raw/group_members"].to_pylist()
     assert [m["member_id"] for m in members] == [m["id"] for m in e["members"]]
     expected_assignments = []
-    for m, em in zip(members, e["members"]):
+    for m, em in zip(members, e["members"], strict=True):
         assert (m["group_instance_id"] or "") == em["group_instance_id"]
         assert m["client_id"] == em["client_id"]
         assert m["client_host"] == em["client_host"]

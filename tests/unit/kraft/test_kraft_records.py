@@ -181,7 +181,7 @@ def _transcode(values: list[bytes]):
 def test_kernel_json_of_every_flat_record():
     texts, api, ver = _transcode([r[1] for r in RECORDS])
     encode = json.JSONEncoder(separators=(",", ":")).encode
-    for (case, data, api_key, version, expected), text, a, v in zip(RECORDS, texts, api, ver):
+    for (case, data, api_key, version, expected), text, a, v in zip(RECORDS, texts, api, ver, strict=True):
         assert (a, v) == (api_key, version), case
         if case in PYTHON_ONLY:
             assert text is None, case

@@ -51,9 +51,9 @@ def _checkpoint_image() -> list[bytes]:
     ]
 
 
-def _extract(tmp_path, paths, target=Target(), run="r1") -> tuple[Warehouse, dict]:
+def _extract(tmp_path, paths, target: Target | None = None, run="r1") -> tuple[Warehouse, dict]:
     wh = Warehouse(tmp_path / f"wh-{run}")
-    meta = extract_kraft(RunContext(wh, run, quiet=True), paths, target)
+    meta = extract_kraft(RunContext(wh, run, quiet=True), paths, target or Target())
     return wh, meta
 
 
@@ -276,7 +276,7 @@ def test_compressed_batches(tmp_path):
     values = [B.topic("z", T1), B.partition(T1, 0, [1, 2]), B.partition_change(T1, 0, leader=2)]
     (d / B.segment_name(0)).write_bytes(b"".join(
         batch([(None, v)], base_offset=i, timestamp_ms=1_750_000_000_000, codec=codec)
-        for i, (v, codec) in enumerate(zip(values, ("gzip", "zstd", "lz4")))))
+        for i, (v, codec) in enumerate(zip(values, ("gzip", "zstd", "lz4"), strict=True))))
     wh, meta = _extract(tmp_path, [d])
     (p,) = _rows(wh, "raw/kraft_partitions")
     assert (p["topic"], p["leader"], p["leader_epoch"], p["partition_epoch"]) == ("z", 2, 1, 1)

@@ -80,7 +80,7 @@ def test_hand_encoded_snapshot_decodes_field_by_field(tmp_path):
     assert n.data().to_pylist() == [d for _, d, *_ in HAND_NODES]
     st = n.stats()
     got = list(zip(*(st[k].tolist() for k in ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion",
-                                              "ephemeral_owner", "pzxid"))))
+                                              "ephemeral_owner", "pzxid")), strict=True))
     assert got == [tuple(r[2:]) for r in HAND_NODES]
     # the digest of one node, computed independently with zlib (DigestCalculator's layout)
     stat = struct.pack(">qqqqqiiiq", 2, 5, 6, 1_700_000_000_000, 1_700_000_000_500, 3, 1, 0, 0)
