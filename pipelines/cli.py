@@ -49,7 +49,9 @@ def _global(
         str | None, typer.Option("--spark-master", help="Spark master URL (default local[*] or spark-submit's).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="Only errors.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", help="Tracebacks on errors; Spark's own log on stderr.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Tracebacks on errors; Spark's own log on stderr.")
+    ] = False,
 ) -> None:
     if run_id is not None and run_id != LATEST:
         check_run_id(run_id)  # a usage error before any work, whatever the command
@@ -162,7 +164,8 @@ def extract_log_end(
 def extract_kraft(
     ctx: typer.Context,
     paths: Annotated[
-        list[Path], typer.Argument(help="__cluster_metadata-0 dirs (or log dirs holding one), .log or .checkpoint files.")
+        list[Path],
+        typer.Argument(help="__cluster_metadata-0 dirs (or log dirs holding one), .log or .checkpoint files."),
     ],
     at_offset: Annotated[str | None, typer.Option("--at-offset", help="State after this log offset.")] = None,
     at_time: Annotated[
@@ -322,7 +325,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(usage[1])
         if verbose:
             raise
-        print(f"kaudit: internal error: {type(err).__name__}: {err} (run with --verbose for the traceback)", file=sys.stderr)
+        print(f"kaudit: internal error: {type(err).__name__}: {err} (run with --verbose for the traceback)",
+              file=sys.stderr)
         sys.exit(1)
     sys.exit(0)
 

@@ -307,7 +307,8 @@ def _expand(value: Any, env: dict[str, str], loc: tuple, name: str) -> Any:
         raise UsageError(f"{name}: {_loc(loc)}: environment variable {var} is not set")
 
     if _BAD_REF.search(value):
-        raise UsageError(f"{name}: {_loc(loc)}: malformed ${{...}} reference in {value!r} (use ${{VAR}} or ${{VAR:-default}})")
+        raise UsageError(f"{name}: {_loc(loc)}: malformed ${{...}} reference in {value!r} "
+                         "(use ${VAR} or ${VAR:-default})")
     return _ENV_REF.sub(sub, value)
 
 
@@ -381,7 +382,8 @@ def _resolve_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
         if isinstance(z, ZkBackup):
             zk.append(z.model_copy(update={"data_dir": p(z.data_dir)}))
         elif z.tls is not None:
-            zk.append(z.model_copy(update={"tls": z.tls.model_copy(update={k: p(getattr(z.tls, k)) for k in ("ca", "cert", "key")})}))
+            tls = z.tls.model_copy(update={k: p(getattr(z.tls, k)) for k in ("ca", "cert", "key")})
+            zk.append(z.model_copy(update={"tls": tls}))
         else:
             zk.append(z)
     k = cfg.sources.kafka

@@ -101,7 +101,8 @@ class RunLog:
     def record_step(self, run_id: str, step: str, when: datetime | None = None) -> None:
         """``step`` of ``run_id`` finished (and the run exists from now on, if it did not)."""
         when = when or _now()
-        _write_json(self._run_dir(run_id) / "run.json", {"run_id": run_id, "started_at": when.isoformat()}, exclusive=True)
+        _write_json(self._run_dir(run_id) / "run.json", {"run_id": run_id, "started_at": when.isoformat()},
+                    exclusive=True)
         _write_json(self._run_dir(run_id) / "steps" / f"{step}.json", {"step": step, "finished_at": when.isoformat()})
 
     def info(self, run_id: str) -> RunInfo | None:

@@ -81,7 +81,9 @@ class GxProject:
         except (KeyError, LookupError, ValueError):
             return asset.add_batch_definition_whole_dataframe("whole")
 
-    def run_checks(self, suite_name: str, view: str, frame: DataFrame, checks: list[Check], run_id: str) -> list[CheckResult]:
+    def run_checks(
+        self, suite_name: str, view: str, frame: DataFrame, checks: list[Check], run_id: str
+    ) -> list[CheckResult]:
         """Evaluate ``checks`` on ``frame`` (which carries ``_row``) as the GX suite
         ``<suite>.<view>``; the validation result lands in the context's store for Data Docs."""
         gx_suite = gx.ExpectationSuite(name=f"{suite_name}.{view}")
