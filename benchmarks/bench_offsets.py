@@ -152,7 +152,9 @@ def main() -> None:
         first = sorted((data / "__consumer_offsets-0").glob("*.log"))[0]
         warm.mkdir(parents=True)
         (warm / first.name).write_bytes(first.read_bytes()[:100_000])
-        subprocess.run([*kaudit, "--quiet", "--warehouse", f"{tmp}/w0", "extract", "offsets", str(warm)], check=True, cwd=REPO)
+        subprocess.run(
+            [*kaudit, "--quiet", "--warehouse", f"{tmp}/w0", "extract", "offsets", str(warm)], check=True, cwd=REPO
+        )
 
         cmd = [*kaudit, "--quiet", "--warehouse", f"{tmp}/w1", "--run-id", "bench", "extract", "offsets", str(data)]
         if args.workers:

@@ -161,9 +161,13 @@ def clean_logs(root: Path, seed: int = 0, batches_per_segment: int = 12) -> Layo
                 n = rng.randint(1, 6)
                 recs, rows = _commit_rows(part, offset, n, rng)
                 codec = MAGIC2_CODECS[j % len(MAGIC2_CODECS)]
-                parts.append((batch(recs, base_offset=offset, codec=codec, timestamp_ms=T0), offset, offset + n - 1, rows))
+                parts.append(
+                    (batch(recs, base_offset=offset, codec=codec, timestamp_ms=T0), offset, offset + n - 1, rows)
+                )
                 offset += n
-            files.append(_write(root, f"__consumer_offsets-{part}/{segment_name(base)}", "__consumer_offsets", part, parts))
+            files.append(
+                _write(root, f"__consumer_offsets-{part}/{segment_name(base)}", "__consumer_offsets", part, parts)
+            )
     for part in DATA_PARTITIONS:
         offset = 0
         for _ in range(2):
@@ -172,7 +176,9 @@ def clean_logs(root: Path, seed: int = 0, batches_per_segment: int = 12) -> Layo
                 n = rng.randint(1, 30)
                 recs = [(b"k%d" % i, struct.pack(">qq", rng.randrange(1 << 20), i) + b"v" * rng.randrange(30)) for i in range(n)]
                 codec = ("none", "zstd", "lz4")[j % 3]
-                parts.append((batch(recs, base_offset=offset, codec=codec, timestamp_ms=T0 + offset), offset, offset + n - 1, []))
+                parts.append(
+                    (batch(recs, base_offset=offset, codec=codec, timestamp_ms=T0 + offset), offset, offset + n - 1, [])
+                )
                 offset += n
             files.append(_write(root, f"orders-{part}/{segment_name(base)}", "orders", part, parts))
     return Layout(files)
@@ -228,9 +234,13 @@ def damage(layout: Layout, clean: Path, out: Path, seed: int, kind: str | None =
         data[p] ^= 1 << rng.randrange(8)
         case.note = f"byte {p - b.pos} of the batch"
         if p - b.pos < 8:
-            case.undetectable = _invisible(layout, f, i, struct.unpack_from(">q", data, b.pos)[0], _wrapper(data, b.pos))
+            case.undetectable = _invisible(
+                layout, f, i, struct.unpack_from(">q", data, b.pos)[0], _wrapper(data, b.pos)
+            )
     elif kind == "length":
-        value = rng.choice([-1, 0, 7, 1 << 30, 0x7FFFFFFF, b.size - 12 + rng.choice([-3, -1, 1, 5]), rng.randrange(1 << 31)])
+        value = rng.choice(
+            [-1, 0, 7, 1 << 30, 0x7FFFFFFF, b.size - 12 + rng.choice([-3, -1, 1, 5]), rng.randrange(1 << 31)]
+        )
         struct.pack_into(">i", data, b.pos + 8, value)
         case.note = f"length {value}"
     elif kind in ("count", "count_crc"):
@@ -243,7 +253,9 @@ def damage(layout: Layout, clean: Path, out: Path, seed: int, kind: str | None =
         case.note = f"recordCount {value}"
     elif kind == "base_offset":
         old = struct.unpack_from(">q", data, b.pos)[0]
-        value = rng.choice([old ^ (1 << rng.randrange(63)), old + rng.choice([-2, -1, 1, 3]), rng.randrange(1 << 62), 0])
+        value = rng.choice(
+            [old ^ (1 << rng.randrange(63)), old + rng.choice([-2, -1, 1, 3]), rng.randrange(1 << 62), 0]
+        )
         struct.pack_into(">q", data, b.pos, value)
         case.note = f"baseOffset {old} -> {value}"
         case.undetectable = _invisible(layout, f, i, value, _wrapper(data, b.pos))

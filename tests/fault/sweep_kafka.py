@@ -68,7 +68,9 @@ class Runner:
         """One CLI process: counts tracebacks, hangs, RSS, exit codes and orphans. With
         ``kill_after``, kill -9 it that many seconds after its pool's workers are up."""
         with tempfile.TemporaryFile(mode="w+") as log:
-            p = subprocess.Popen([sys.executable, "-m", "pipelines", *args], cwd=self.repo, stdout=subprocess.DEVNULL, stderr=log)
+            p = subprocess.Popen(
+                [sys.executable, "-m", "pipelines", *args], cwd=self.repo, stdout=subprocess.DEVNULL, stderr=log
+            )
             family: set[int] = set()
             deadline = time.monotonic() + self.timeout
             status, killing = None, False
@@ -135,7 +137,9 @@ def damaged_case(r: Runner, layout, clean: Path, tmp: Path, seed: int, kind: str
         named = f"{logs / case.file.rel}:{case.at}" in locations
         cut = case.kind == "truncate" and case.at == len(data)
         if case.file.topic == "__consumer_offsets" and not (named or cut or case.undetectable or harmless(case, data)):
-            r.t.notes.append(f"seed {seed} {kind} {case.note}: damage at {case.file.rel}:{case.at} not named in raw/quarantine")
+            r.t.notes.append(
+                f"seed {seed} {kind} {case.note}: damage at {case.file.rel}:{case.at} not named in raw/quarantine"
+            )
     if r.run(["--warehouse", str(wh), "--run-id", "e", "extract", "log-end", str(logs)], 0) == 0:
         ends = {(x["topic"], x["partition"]): x for x in read_arrow(w, "raw/log_end_offsets", "e").to_pylist()}
         for key, (start, max_start, min_end, end) in case.ends_bounds(layout).items():
@@ -185,7 +189,9 @@ def fixed_cases(r: Runner, tmp: Path, rng: random.Random, kills: int) -> int:
     n = len(cases)
     for codec in ("zstd", "gzip"):
         def commit(i):
-            return batch([(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=1))], base_offset=i, timestamp_ms=1)
+            return batch(
+                [(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=1))], base_offset=i, timestamp_ms=1
+            )
 
         seg = tmp / f"bomb-{codec}" / "__consumer_offsets-0" / segment_name(0)
         write_segment(seg, [commit(0), bomb_batch(commit(1), codec, 2 << 30), commit(2)])

@@ -69,7 +69,9 @@ def test_damaged_log_dir(n, corpus, tmp_path, capsys):
     where = f"{logs / case.file.rel}:{case.at}"
     w = Warehouse(tmp_path / "wh")
 
-    code, err, took = _run(["--warehouse", str(w.root), "--run-id", "o", "extract", "offsets", str(logs), "--workers", "1"], capsys)
+    code, err, took = _run(
+        ["--warehouse", str(w.root), "--run-id", "o", "extract", "offsets", str(logs), "--workers", "1"], capsys
+    )
     assert (code, "Traceback" in err) == (0, False), err
     assert took < CASE_SECONDS
     got = table_rows(w, "o")
@@ -120,7 +122,9 @@ def test_resync_through_17_mib_of_ones_is_linear(corpus, tmp_path):
 
 def _bomb_segment(tmp_path: Path, codec: str) -> tuple[Path, list[bytes]]:
     def commit(i):
-        return batch([(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=T0))], base_offset=i, timestamp_ms=T0)
+        return batch(
+            [(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=T0))], base_offset=i, timestamp_ms=T0
+        )
 
     good = [commit(0), bomb_batch(commit(1), codec, 2 << 30), commit(2)]
     seg = tmp_path / "logs" / "__consumer_offsets-0" / segment_name(0)

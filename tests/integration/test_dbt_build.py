@@ -113,7 +113,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
 
     lag = read_mart(warehouse, "marts/consumer_lag")
-    assert [(r["source"], r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"], r["run_id"]) for r in lag] == [
+    assert [
+        (r["source"], r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"], r["run_id"]) for r in lag
+    ] == [
         ("kafka", 0, 15, 100, 85, "r1"),
         ("kafka", 1, 50, 100, 50, "r1"),
         ("zookeeper", 0, 12, 100, 88, "r1"),
@@ -139,7 +141,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     assert status[0]["evaluated_at"] == at(70)  # the capture's clock: the newest input timestamp
     # t-0 went 10, 20, 15: back, but not below the window's first offset, and lag decreased;
     # t-1's last commit (10:06) is older than its window's span (1 minute) at 11:10
-    assert [(p, s["status"], s["group_status"], s["window_commits"], s["current_lag"]) for p, s in sorted(status.items())] == [
+    assert [
+        (p, s["status"], s["group_status"], s["window_commits"], s["current_lag"]) for p, s in sorted(status.items())
+    ] == [
         (0, "OK", "STOP", 3, 85),
         (1, "STOP", "STOP", 2, 50),
     ]
@@ -174,7 +178,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     # r2's partition was added, r1's kept; the missing log ends make r2's lag unknown
     lag = read_mart(warehouse, "marts/consumer_lag")
     assert sorted({r["run_id"] for r in lag}) == ["r1", "r2"]
-    assert [(r["source"], r["committed_offset"], r["lag"]) for r in lag if r["run_id"] == "r2"] == [("zookeeper", 30, None)]
+    assert [(r["source"], r["committed_offset"], r["lag"]) for r in lag if r["run_id"] == "r2"] == [
+        ("zookeeper", 30, None)
+    ]
     assert spark.sql("select count(*) as n from kaudit_marts.consumer_lag").first().n == 4
 
 

@@ -108,13 +108,19 @@ def test_dbt_build_over_thrift(thrift_server, warehouse, monkeypatch):
 
     # kept lean: sources hook, staging/intermediate views, data and unit tests, a
     # run-partitioned mart and a Parquet snapshot - every kind of node the project has
-    run_dbt(RunContext(warehouse, "t1", quiet=True), target="thrift", select=["+consumer_lag", "snap_committed_offsets"])
+    run_dbt(
+        RunContext(warehouse, "t1", quiet=True), target="thrift", select=["+consumer_lag", "snap_committed_offsets"]
+    )
 
     def mart(name):
         return ds.dataset(warehouse.root / "marts" / name, format="parquet", partitioning="hive").to_table().to_pylist()
 
-    assert [(r["source"], r["committed_offset"], r["lag"], r["run_id"]) for r in mart("consumer_lag")] == [("kafka", 7, 5, "t1")]
-    history = ds.dataset(warehouse.root / "snapshots" / "snap_committed_offsets", format="parquet").to_table().to_pylist()
+    assert [(r["source"], r["committed_offset"], r["lag"], r["run_id"]) for r in mart("consumer_lag")] == [
+        ("kafka", 7, 5, "t1")
+    ]
+    history = (
+        ds.dataset(warehouse.root / "snapshots" / "snap_committed_offsets", format="parquet").to_table().to_pylist()
+    )
     assert [(r["partition_key"], r["committed_offset"], r["dbt_valid_from_run_id"], r["dbt_valid_to_run_id"]) for r in history] == [
         ("kafka|g|t||0", 7, "t1", None)
     ]

@@ -47,7 +47,9 @@ def _cluster(root):
         batch([(offset_commit_key(g, "pay", 0), offset_commit_value(15, commit_ts=T0 + 1))], base_offset=3, timestamp_ms=T0,
               producer_id=77, producer_epoch=0, base_sequence=0, transactional=True),
     ])
-    tail = batch([(offset_commit_key(g, "pay", 1), offset_commit_value(25, commit_ts=T0 + 2))], base_offset=5, timestamp_ms=T0)
+    tail = batch(
+        [(offset_commit_key(g, "pay", 1), offset_commit_value(25, commit_ts=T0 + 2))], base_offset=5, timestamp_ms=T0
+    )
     write_segment(part / segment_name(4), [
         control_batch(base_offset=4, producer_id=77, producer_epoch=0, commit=True, timestamp_ms=T0 + 1), tail[:-4]])
     write_segment(logs / "__consumer_offsets-0" / segment_name(0), [
@@ -55,7 +57,9 @@ def _cluster(root):
               base_offset=0, magic=0, timestamp_ms=T0)])
     write_segment(logs / "pay-0" / segment_name(0), [batch([(b"k", b"v")] * 30, base_offset=0, timestamp_ms=T0)])
     write_segment(logs / "pay-1" / segment_name(0), [batch([(b"k", b"v")] * 12, base_offset=0, timestamp_ms=T0 + 5)])
-    write_segment(logs / "__transaction_state-0" / segment_name(0), [batch([(b"k", b"v")], base_offset=0, timestamp_ms=T0)])
+    write_segment(
+        logs / "__transaction_state-0" / segment_name(0), [batch([(b"k", b"v")], base_offset=0, timestamp_ms=T0)]
+    )
     return logs, p
 
 
@@ -73,10 +77,14 @@ def test_extract_offsets_cli(tmp_path, capsys):
     assert "3 segment files in 2 partitions" in err and "quarantined" in err
     w = Warehouse(wh)
     commits = read_arrow(w, "raw/offset_commits", "r1").to_pylist()
-    got = sorted((c["offsets_partition"], c["log_offset"], c["group_id"], c["committed_offset"], c["txn_state"]) for c in commits)
+    got = sorted(
+        (c["offsets_partition"], c["log_offset"], c["group_id"], c["committed_offset"], c["txn_state"]) for c in commits
+    )
     assert got == [(0, 0, "legacy", 5, None), (p, 1, "payments", 10, None), (p, 2, "payments", 20, None), (p, 3, "payments", 15, "committed")]
     assert [r["generation"] for r in read_arrow(w, "raw/group_metadata", "r1").to_pylist()] == [1]
-    assert [(r["member_id"], r["subscribed_topics"]) for r in read_arrow(w, "raw/group_members", "r1").to_pylist()] == [("c-1", ["pay"])]
+    assert [(r["member_id"], r["subscribed_topics"]) for r in read_arrow(w, "raw/group_members", "r1").to_pylist()] == [
+        ("c-1", ["pay"])
+    ]
     assert read_arrow(w, "raw/group_assignments", "r1").num_rows == 2
     assert read_arrow(w, "raw/coordinator_records", "r1").num_rows == 0
     (q,) = read_arrow(w, "raw/quarantine", "r1").to_pylist()

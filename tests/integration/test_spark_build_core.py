@@ -150,7 +150,9 @@ def test_a_run_with_only_kafka_group_tables(spark, warehouse):
          "session_timeout_ms": 1, "rebalance_timeout_ms": 1, "subscribed_topics": ["clicks"]}
         for m in ("m1", "m2")
     ]
-    warehouse.write_table("raw/group_members", run, pa.Table.from_pylist(members, schema=RAW_GROUP_MEMBERS), step="offsets")
+    warehouse.write_table(
+        "raw/group_members", run, pa.Table.from_pylist(members, schema=RAW_GROUP_MEMBERS), step="offsets"
+    )
     assigned = [("m1", 0), ("m1", 1), ("m1", 2), ("m2", 2)]  # m1 took m2's partition 2 as well
     warehouse.write_table(
         "raw/group_assignments",

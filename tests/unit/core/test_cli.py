@@ -105,7 +105,9 @@ def test_build_of_a_run_with_nothing_extracted_names_the_run(tmp_path):
     assert result.returncode == 1
     run_line, error = result.stderr.strip().splitlines()
     run_id = run_line.split()[1]
-    assert error.startswith(f"kaudit: run {run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records")
+    assert error.startswith(
+        f"kaudit: run {run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records"
+    )
     assert not (tmp_path / "wh" / "core").exists()
     for step in ("validate", "report"):
         result = kaudit("--warehouse", str(tmp_path / "wh"), step)

@@ -89,7 +89,9 @@ def test_unknown_magic(tmp_path):
     a, b, c = _batches()
     bad = b[:16] + b"\x07" + b[17:]
     q, offsets, _ = _decode(tmp_path, [a, bad, c])
-    assert [(int(p), r) for _, p, r, _ in q] == [(len(a), f"UnknownMagic: unknown magic 7; skipped {len(b)} bytes to the next valid batch")]
+    assert [(int(p), r) for _, p, r, _ in q] == [
+        (len(a), f"UnknownMagic: unknown magic 7; skipped {len(b)} bytes to the next valid batch")
+    ]
     assert offsets == [0, 1, 4, 5]
 
 
@@ -125,16 +127,21 @@ def test_undecodable_key_quarantines_the_record_only(tmp_path):
     ],
 )
 def test_undecodable_commit_value(tmp_path, value, why):
-    b = batch([_commit(0), (offset_commit_key("g", "t", 1), value), _commit(2)], base_offset=0, timestamp_ms=T0, codec="gzip")
+    b = batch(
+        [_commit(0), (offset_commit_key("g", "t", 1), value), _commit(2)], base_offset=0, timestamp_ms=T0, codec="gzip"
+    )
     q, offsets, _ = _decode(tmp_path, [b])
     assert offsets == [0, 2]
-    assert [(int(p), r) for _, p, r, _ in q] == [(0, f"UndecodableValue: {why} (log offset 1)")]  # compressed: batch position
+    # compressed: batch position
+    assert [(int(p), r) for _, p, r, _ in q] == [(0, f"UndecodableValue: {why} (log offset 1)")]
     assert q[0][3] == value
 
 
 def test_undecodable_group_metadata_and_embedded_protocol(tmp_path):
     good = group_metadata_value(generation=1, protocol="range", leader="m", members=[])
-    member = dict(member_id="m", client_id="c", client_host="h", subscription=b"\x00\x00\x00\x00\x00\x05", assignment=b"\x00")
+    member = dict(
+        member_id="m", client_id="c", client_host="h", subscription=b"\x00\x00\x00\x00\x00\x05", assignment=b"\x00"
+    )
     recs = [
         (group_metadata_key("a"), good[:-6]),
         (group_metadata_key("b"), group_metadata_value(generation=2, protocol="range", leader="m", members=[member])),
@@ -148,7 +155,9 @@ def test_undecodable_group_metadata_and_embedded_protocol(tmp_path):
     res = decode_segment(seg, 0)
     assert [r["group_id"] for r in res.tables["raw/group_metadata"].to_pylist()] == ["b", "c"]
     # the member is kept, its subscription unknown (null), no assignment rows
-    assert [(m["member_id"], m["subscribed_topics"]) for m in res.tables["raw/group_members"].to_pylist()] == [("m", None)]
+    assert [(m["member_id"], m["subscribed_topics"]) for m in res.tables["raw/group_members"].to_pylist()] == [
+        ("m", None)
+    ]
     assert res.tables["raw/group_assignments"].num_rows == 0
 
 

@@ -119,10 +119,14 @@ def _write_partition(root, magic, codec, specs):
         second_base = offset
         for pid, commit in TXN.values():
             if commit is not None:
-                second.append(control_batch(base_offset=offset, producer_id=pid, producer_epoch=0, commit=commit, timestamp_ms=T0))
+                second.append(
+                    control_batch(base_offset=offset, producer_id=pid, producer_epoch=0, commit=commit, timestamp_ms=T0)
+                )
                 offset += 1
         # a later, unrelated transaction of the committed producer must not change anything
-        second.append(control_batch(base_offset=offset, producer_id=1000, producer_epoch=0, commit=False, timestamp_ms=T0))
+        second.append(
+            control_batch(base_offset=offset, producer_id=1000, producer_epoch=0, commit=False, timestamp_ms=T0)
+        )
         write_segment(part / segment_name(second_base), second)
     return log_offsets
 
@@ -255,7 +259,9 @@ def test_coordinator_record_types_are_kept_raw(tmp_path):
     consumer = (3, 4, 5, 6, 7, 8, 16)  # version 0x0303 of their values is unknown: raw
     expected = [dict(key_type=t, group_id=f"grp-{t}", key=k, value=v, offsets_partition=1, log_offset=i)
                 for i, ((k, v), t) in enumerate(zip(records, range(3, 25), strict=False)) if t in consumer and v is not None]
-    expected.append(dict(key_type=99, group_id=None, key=records[-1][0], value=b"v", offsets_partition=1, log_offset=22))
+    expected.append(
+        dict(key_type=99, group_id=None, key=records[-1][0], value=b"v", offsets_partition=1, log_offset=22)
+    )
     for r in rows:
         assert r.pop("segment_file").endswith(segment_name(0))
     assert rows == expected

@@ -114,7 +114,9 @@ def test_log_end_truncated_tail_and_empty_partition(tmp_path):
 
 def test_legacy_wrapper_opening_a_segment_starts_at_file_base(tmp_path):
     d = tmp_path / "old-0"
-    write_segment(d / segment_name(500), [batch([(None, b"v")] * 5, base_offset=500, magic=0, codec="snappy", timestamp_ms=1)])
+    write_segment(
+        d / segment_name(500), [batch([(None, b"v")] * 5, base_offset=500, magic=0, codec="snappy", timestamp_ms=1)]
+    )
     ends = scan_partition("old", 0, d)
     assert (ends.log_start_offset, ends.log_end_offset, ends.max_timestamp) == (500, 505, None)
 

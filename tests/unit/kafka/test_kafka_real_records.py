@@ -15,7 +15,9 @@ from pipelines.kafka.records import CONSUMER_ASSIGNMENT, CONSUMER_SUBSCRIPTION, 
 from pipelines.kafka.segment import decode_segment
 from testkit.segments import batch, write_segment
 
-TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<num>-?\d+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<p>[{}\[\]:,]))')
+TOKEN = re.compile(
+    r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<num>-?\d+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<p>[{}\[\]:,]))'
+)
 
 
 def parse_fmt(text: str):
@@ -92,7 +94,9 @@ def test_fixture_set_is_complete(real_fixtures):
     assert len([n for n in names if n.startswith("group_metadata")]) == 5
 
 
-@pytest.mark.parametrize("name", [f"offset_commit_{i:02d}" for i in range(1, 6)] + [f"group_metadata_{i:02d}" for i in range(1, 6)])
+@pytest.mark.parametrize(
+    "name", [f"offset_commit_{i:02d}" for i in range(1, 6)] + [f"group_metadata_{i:02d}" for i in range(1, 6)]
+)
 def test_real_record_decodes_to_expected_values(real_fixtures, tmp_path, name):
     d = real_fixtures / "consumer_offsets_records"
     expected = parse_fmt((d / f"{name}.ts_int.fmt").read_text())

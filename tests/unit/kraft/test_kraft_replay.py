@@ -23,7 +23,9 @@ def _history(log: B.Log) -> dict[str, int]:
     """A small cluster's life; returns the offsets the tests aim at."""
     at = {}
     log.control(B.leader_change(3000, [3000, 3001]))
-    log.append(B.feature_level("metadata.version", 21), B.register_broker(1, rack="r1"), B.register_broker(2, rack="r2"))
+    log.append(
+        B.feature_level("metadata.version", 21), B.register_broker(1, rack="r1"), B.register_broker(2, rack="r2")
+    )
     log.append(B.unfence_broker(1), B.unfence_broker(2))
     log.append(B.topic("orders", T1), B.partition(T1, 0, [1, 2]), B.partition(T1, 1, [2, 1]),
                B.config(2, "orders", "retention.ms", "1000"))
@@ -136,7 +138,9 @@ def test_snapshot_plus_log_tail_equals_the_whole_log(tmp_path, cluster):
 def test_deleted_and_recreated_topic_keeps_two_ids(tmp_path, cluster):
     d, at, log = cluster
     wh, _ = _extract(tmp_path, [d])
-    topics = sorted((t["topic"], t["topic_id"], t["created_offset"], t["deleted_offset"]) for t in _rows(wh, "raw/kraft_topics"))
+    topics = sorted(
+        (t["topic"], t["topic_id"], t["created_offset"], t["deleted_offset"]) for t in _rows(wh, "raw/kraft_topics")
+    )
     assert topics == [("orders", U(T1), at["checkpoint"] - 5, at["remove"]), ("orders", U(T3), at["recreate"] - 1, None)]
     records = [r for r in _rows(wh, "raw/metadata_records") if r["record_type"] == "TopicRecord"]
     assert [json.loads(r["record"]) for r in records] == [
@@ -205,7 +209,9 @@ def test_corrupt_parts_are_quarantined(tmp_path):
 def test_incomplete_snapshot_is_not_used(tmp_path, cluster):
     d, at, _ = cluster
     image = B.snapshot_bytes(_checkpoint_image(), last_contained_ts=1_750_000_005_000)
-    footer = B.control_batch(B.snapshot_footer(), base_offset=len(_checkpoint_image()) + 1, timestamp_ms=1_750_000_005_000)
+    footer = B.control_batch(
+        B.snapshot_footer(), base_offset=len(_checkpoint_image()) + 1, timestamp_ms=1_750_000_005_000
+    )
     (d / B.snapshot_name(at["end"] + 1, 1)).write_bytes(image[: -len(footer)])
     wh, meta = _extract(tmp_path, [d])
     assert meta["snapshot"] is None and meta["metadata_offset"] == at["end"]
@@ -241,7 +247,9 @@ def test_control_records_in_the_log(tmp_path):
     wh, meta = _extract(tmp_path, [d])
     rows = _rows(wh, "raw/metadata_records")
     assert [(r["record_type"], r["control_type"], json.loads(r["record"])) for r in rows] == [
-        ("KRaftVersionRecord", 5, {"version": 0, "kRaftVersion": 1}), ("TopicRecord", None, {"name": "a", "topicId": U(T1)})]
+        ("KRaftVersionRecord", 5, {"version": 0, "kRaftVersion": 1}),
+        ("TopicRecord", None, {"name": "a", "topicId": U(T1)}),
+    ]
     assert meta["control_records"] == 1
 
 

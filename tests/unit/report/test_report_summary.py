@@ -41,7 +41,9 @@ def _audit(source, group, partition, status):
 def test_counts_per_source_and_group_names_are_escaped(warehouse):
     rows = [_audit("kafka", "<b>g</b>", 0, "ok"), _audit("kafka", "<b>g</b>", 1, "duplicate_owner"),
             _audit("zookeeper", "z", 0, "unowned")]
-    warehouse.write_table("core/assignment_audit", "r", pa.Table.from_pylist(rows, schema=SCHEMAS["core/assignment_audit"]))
+    warehouse.write_table(
+        "core/assignment_audit", "r", pa.Table.from_pylist(rows, schema=SCHEMAS["core/assignment_audit"])
+    )
     quarantine = pa.Table.from_pylist([dict(source="offsets", location="a.log:12", reason="bad crc", raw=None)] * 2,
                                       schema=SCHEMAS["raw/quarantine"])
     warehouse.write_table("raw/quarantine", "r", quarantine, step="offsets")

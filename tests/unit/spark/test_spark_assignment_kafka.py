@@ -43,7 +43,8 @@ def test_latest_record_static_members_and_protocols(spark):
         _member("conn", 16, "w1", None, ["a"]),
     ]
     log_ends = [("a", p, 0, 10, TS, "r1") for p in range(4)] + [("b", p, 0, 10, TS, "r1") for p in range(3)]
-    zk_tp = [("b", p, None, [1], 1, 0, [1], None, None, None, "r1") for p in range(2)]  # ZooKeeper knows b: 2 partitions
+    # ZooKeeper knows b: 2 partitions
+    zk_tp = [("b", p, None, [1], 1, 0, [1], None, None, None, "r1") for p in range(2)]
     gm = spark.createDataFrame(meta, table_schema("raw/group_metadata", True))
     mem = spark.createDataFrame(members, table_schema("raw/group_members", True))
     le = spark.createDataFrame(log_ends, table_schema("raw/log_end_offsets", True))

@@ -4,7 +4,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines.spark.audit import audit
 
-EXP = "source string, group_id string, topic string, partition int, broker_id int, expected_owner string, assignor string"
+EXP = (
+    "source string, group_id string, topic string, partition int, broker_id int, expected_owner string, assignor string"
+)
 OBS = "source string, group_id string, topic string, partition int, broker_id int, owner string"
 REG = "source string, group_id string, owner string"
 SUB = "source string, group_id string, topic string"

@@ -101,7 +101,9 @@ def test_dbt_args_keep_everything_under_the_warehouse(warehouse):
 
 
 def _result(status, name, message):
-    return SimpleNamespace(status=SimpleNamespace(value=status), node=SimpleNamespace(resource_type="test", name=name), message=message)
+    return SimpleNamespace(
+        status=SimpleNamespace(value=status), node=SimpleNamespace(resource_type="test", name=name), message=message
+    )
 
 
 def test_failures_name_the_node_and_reason():
