@@ -141,9 +141,8 @@ def io_floor(spark, warehouse: Warehouse, out: Path) -> Clock:
     """One run of the I/O floor (see the module docstring)."""
     clock = Clock()
     with clock.timing():
-        spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))).select("path", "data", "mtime").write.format(
-            "noop"
-        ).mode("overwrite").save()
+        znodes = spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN)))
+        znodes.select("path", "data", "mtime").write.format("noop").mode("overwrite").save()
     for table in CORE:
         rows = spark.read.parquet(str(warehouse.partition_dir(table, RUN))).persist(StorageLevel.MEMORY_AND_DISK)
         rows.count()

@@ -82,7 +82,8 @@ class Layout:
             if f.topic == "orders" and f.batches:
                 lo, hi = out.get((f.topic, f.partition), (None, None))
                 first, last = f.batches[0].first, f.batches[-1].last + 1
-                out[(f.topic, f.partition)] = (first if lo is None else min(lo, first), last if hi is None else max(hi, last))
+                out[(f.topic, f.partition)] = (first if lo is None else min(lo, first),
+                                               last if hi is None else max(hi, last))
         return out
 
 
@@ -153,9 +154,11 @@ def clean_logs(root: Path, seed: int = 0, batches_per_segment: int = 12) -> Layo
                     recs, rows = _commit_rows(part, offset, 2, rng)
                     if codec == "none":  # one top-level message per record
                         for j, (rec, row) in enumerate(zip(recs, rows, strict=True)):
-                            parts.append((batch([rec], base_offset=offset + j, magic=1, timestamp_ms=T0), offset + j, offset + j, [row]))
+                            parts.append((batch([rec], base_offset=offset + j, magic=1, timestamp_ms=T0),
+                                          offset + j, offset + j, [row]))
                     else:
-                        parts.append((batch(recs, base_offset=offset, magic=1, codec=codec, timestamp_ms=T0), offset, offset + 1, rows))
+                        parts.append((batch(recs, base_offset=offset, magic=1, codec=codec, timestamp_ms=T0),
+                                      offset, offset + 1, rows))
                     offset += 2
             for j in range(batches_per_segment):
                 n = rng.randint(1, 6)
@@ -174,7 +177,8 @@ def clean_logs(root: Path, seed: int = 0, batches_per_segment: int = 12) -> Layo
             base, parts = offset, []
             for j in range(batches_per_segment):
                 n = rng.randint(1, 30)
-                recs = [(b"k%d" % i, struct.pack(">qq", rng.randrange(1 << 20), i) + b"v" * rng.randrange(30)) for i in range(n)]
+                recs = [(b"k%d" % i, struct.pack(">qq", rng.randrange(1 << 20), i) + b"v" * rng.randrange(30))
+                        for i in range(n)]
                 codec = ("none", "zstd", "lz4")[j % 3]
                 parts.append(
                     (batch(recs, base_offset=offset, codec=codec, timestamp_ms=T0 + offset), offset, offset + n - 1, [])
@@ -312,7 +316,8 @@ def _invisible(layout: Layout, f: SegmentFile, i: int, new_base: int, wrapper: b
     if first == b.first:
         return False  # nothing changed that a reader uses
     name = f.batches[0].first
-    later = [g.batches[0].first for g in layout.files if (g.topic, g.partition) == (f.topic, f.partition) and g.batches[0].first > name]
+    later = [g.batches[0].first for g in layout.files
+             if (g.topic, g.partition) == (f.topic, f.partition) and g.batches[0].first > name]
     hi = min([name + 2**31, *later])
     if first < name or last >= hi:
         return False
@@ -331,7 +336,8 @@ def table_rows(w: Warehouse, run: str) -> list[tuple]:
     rows = []
     for r in read_arrow(w, "raw/offset_commits", run).to_pylist():
         ts = int(r["commit_timestamp"].timestamp() * 1000)
-        rows.append(("commit", r["offsets_partition"], r["log_offset"], r["group_id"], r["topic"], r["partition"], r["committed_offset"], ts))
+        rows.append(("commit", r["offsets_partition"], r["log_offset"], r["group_id"], r["topic"], r["partition"],
+                     r["committed_offset"], ts))
     for r in read_arrow(w, "raw/group_metadata", run).to_pylist():
         rows.append(("group", r["offsets_partition"], r["log_offset"], r["group_id"], r["generation"]))
     return rows
@@ -374,7 +380,8 @@ def alive(pid: int) -> bool:
 def big_offsets_dir(root: Path, partitions: int = 4, batches: int = 3000) -> Path:
     """Partitions of many copies of one batch of 20 commits (kafka-python), base offsets
     rewritten (outside the CRC): enough to keep ``extract offsets`` busy for seconds."""
-    one = batch([(offset_commit_key(f"g{i}", "t", i), offset_commit_value(i, commit_ts=T0)) for i in range(20)], base_offset=0, timestamp_ms=T0)
+    one = batch([(offset_commit_key(f"g{i}", "t", i), offset_commit_value(i, commit_ts=T0)) for i in range(20)],
+                base_offset=0, timestamp_ms=T0)
     for p in range(partitions):
         data = bytearray(one * batches)
         for i in range(batches):

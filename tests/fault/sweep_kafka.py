@@ -149,7 +149,8 @@ def damaged_case(r: Runner, layout, clean: Path, tmp: Path, seed: int, kind: str
                 r.t.wrong += 1
                 if case.undetectable and key == (case.file.topic, case.file.partition):
                     r.t.undetectable += 1
-                r.t.notes.append(f"seed {seed} {kind} {case.note}: log-end {key} = {x and (x['log_start_offset'], x['log_end_offset'])}, "
+                got = x and (x["log_start_offset"], x["log_end_offset"])
+                r.t.notes.append(f"seed {seed} {kind} {case.note}: log-end {key} = {got}, "
                                  f"expected start in [{start}, {max_start}], end in [{min_end}, {end}]")
     r.t.debris += _debris(wh)
 
@@ -229,9 +230,10 @@ def main() -> None:
             shutil.rmtree(case_dir)
         t.cases += fixed_cases(r, root / "fixed", rng, args.kills)
     print(f"repo {args.repo} ({time.monotonic() - started:.0f}s)")
-    header = ["cases", "tracebacks", "hangs", "max RSS", "good records lost", "silent wrong rows", "wrong exit codes", "orphans", "debris"]
-    values = [t.cases, t.tracebacks, t.hangs, f"{t.max_rss_mb} MB", t.lost,
-              f"{t.wrong}" + (f" ({t.undetectable} undetectable)" if t.undetectable else ""), t.exit_codes, t.orphans, t.debris]
+    header = ["cases", "tracebacks", "hangs", "max RSS", "good records lost", "silent wrong rows", "wrong exit codes",
+              "orphans", "debris"]
+    wrong = f"{t.wrong}" + (f" ({t.undetectable} undetectable)" if t.undetectable else "")
+    values = [t.cases, t.tracebacks, t.hangs, f"{t.max_rss_mb} MB", t.lost, wrong, t.exit_codes, t.orphans, t.debris]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     print("| " + " | ".join(map(str, values)) + " |")

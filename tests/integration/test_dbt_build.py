@@ -121,9 +121,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
         ("zookeeper", 0, 12, 100, 88, "r1"),
     ]
     regressions = read_mart(warehouse, "marts/offset_regressions")
-    assert [(r["log_offset"], r["previous_committed_offset"], r["committed_offset"], r["regressed_by"]) for r in regressions] == [
-        (104, 20, 15, 5)
-    ]
+    got = [(r["log_offset"], r["previous_committed_offset"], r["committed_offset"], r["regressed_by"])
+           for r in regressions]
+    assert got == [(104, 20, 15, 5)]
     drift = read_mart(warehouse, "marts/offset_storage_drift")
     assert [(r["group_id"], r["partition"], r["zk_offset"], r["kafka_offset"], r["drift"]) for r in drift] == [
         ("g", 0, 12, 15, 3),

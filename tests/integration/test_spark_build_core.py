@@ -73,7 +73,8 @@ WANT = {
 def _audit(warehouse, run_id):
     rows = read_arrow(warehouse, "core/assignment_audit", run_id).to_pylist()
     return {
-        (r["group_id"], r["topic"], r["partition"], r["broker_id"]): (r["expected_owner"], r["observed_owners"], r["status"])
+        (r["group_id"], r["topic"], r["partition"], r["broker_id"]):
+            (r["expected_owner"], r["observed_owners"], r["status"])
         for r in rows
     }
 
@@ -127,7 +128,8 @@ def test_a_roundrobin_group_next_to_range_groups(spark, warehouse):
     }
     assert _audit(warehouse, run) == {**{k: v for k, v in WANT.items() if k[0] != "g08"}, **g08}
     expected = read_arrow(warehouse, "core/expected_assignment", run).to_pylist()
-    assert {(e["group_id"], e["assignor"]) for e in expected} == {("g08", "roundrobin"), ("g07", "range"), ("gw", "range")}
+    assert {(e["group_id"], e["assignor"]) for e in expected} == {
+        ("g08", "roundrobin"), ("g07", "range"), ("gw", "range")}
 
 
 def test_a_run_with_only_kafka_group_tables(spark, warehouse):
