@@ -26,14 +26,16 @@ def _commit(i, version=3):
 
 def _batches(magic=2, codec="none"):
     """Three batches of two commits each, at offsets 0-1, 2-3, 4-5."""
-    return [batch([_commit(2 * j), _commit(2 * j + 1)], base_offset=2 * j, magic=magic, codec=codec, timestamp_ms=T0) for j in range(3)]
+    return [batch([_commit(2 * j), _commit(2 * j + 1)], base_offset=2 * j, magic=magic, codec=codec, timestamp_ms=T0)
+            for j in range(3)]
 
 
 def _decode(tmp_path, parts: list[bytes]):
     seg = tmp_path / "__consumer_offsets-0" / "00000000000000000000.log"
     write_segment(seg, parts)
     res = decode_segment(seg, 0)
-    q = [(r["source"], r["location"].rsplit(":", 1)[1], r["reason"], r["raw"]) for r in res.tables["raw/quarantine"].to_pylist()]
+    q = [(r["source"], r["location"].rsplit(":", 1)[1], r["reason"], r["raw"])
+         for r in res.tables["raw/quarantine"].to_pylist()]
     offsets = res.tables["raw/offset_commits"]["log_offset"].to_pylist()
     return q, offsets, str(seg)
 
@@ -198,14 +200,16 @@ def test_random_damage_never_crashes_and_never_invents_rows():
             recs = [_commit(off + i, version=1 if magic < 2 else 4) for i in range(3)]
             parts.append(batch(recs, base_offset=off, magic=magic, codec=codec, timestamp_ms=T0))
             off += 3
-    member = dict(member_id="m", client_id="c", client_host="h", subscription=subscription(["t"], version=3), assignment=assignment({"t": [0]}))
-    parts.append(batch([(group_metadata_key("g"), group_metadata_value(generation=1, protocol="range", leader="m", members=[member], version=4))],
-                       base_offset=off, timestamp_ms=T0))
+    member = dict(member_id="m", client_id="c", client_host="h", subscription=subscription(["t"], version=3),
+                  assignment=assignment({"t": [0]}))
+    metadata = group_metadata_value(generation=1, protocol="range", leader="m", members=[member], version=4)
+    parts.append(batch([(group_metadata_key("g"), metadata)], base_offset=off, timestamp_ms=T0))
     clean = b"".join(parts)
 
     def rows(data: bytes):
         res = decode_segment("/fuzz/00000000000000000000.log", 0, np.frombuffer(data, np.uint8).copy())
-        commits = {(r["committed_offset"], r["partition"], r["commit_timestamp"]) for r in res.tables["raw/offset_commits"].to_pylist()}
+        commits = {(r["committed_offset"], r["partition"], r["commit_timestamp"])
+                   for r in res.tables["raw/offset_commits"].to_pylist()}
         groups = {(r["group_id"], r["generation"]) for r in res.tables["raw/group_metadata"].to_pylist()}
         return commits, groups, res.tables["raw/quarantine"].num_rows
 

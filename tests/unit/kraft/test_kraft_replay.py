@@ -77,10 +77,12 @@ def test_replay_to_end(tmp_path, cluster):
     d, at, _ = cluster
     wh, meta = _extract(tmp_path, [d])
     assert _rows(wh, "raw/kraft_brokers") == [
-        dict(broker_id=1, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r1", fenced=False,
-             in_controlled_shutdown=False, broker_epoch=10, incarnation_id=U(B.uuid.UUID(int=2)), log_dirs=[]),
-        dict(broker_id=2, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r2", fenced=True,
-             in_controlled_shutdown=False, broker_epoch=10, incarnation_id=U(B.uuid.UUID(int=3)), log_dirs=[]),
+        dict(broker_id=1, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r1",
+             fenced=False, in_controlled_shutdown=False, broker_epoch=10, incarnation_id=U(B.uuid.UUID(int=2)),
+             log_dirs=[]),
+        dict(broker_id=2, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r2",
+             fenced=True, in_controlled_shutdown=False, broker_epoch=10, incarnation_id=U(B.uuid.UUID(int=3)),
+             log_dirs=[]),
     ]
     parts = _rows(wh, "raw/kraft_partitions")
     assert [(p["topic"], p["topic_id"], p["partition"], p["replicas"], p["leader"]) for p in parts] == [
@@ -107,8 +109,9 @@ def test_replay_to_offset_equals_a_later_snapshot(tmp_path, cluster):
     for table in STATE:
         assert _rows(log_wh, table, "log") == _rows(snap_wh, table, "snap"), table
     parts = {p["partition"]: p for p in _rows(snap_wh, "raw/kraft_partitions", "snap")}
-    assert (parts[0]["isr"], parts[0]["leader"], parts[0]["leader_epoch"], parts[0]["partition_epoch"]) == ([1], 1, 0, 1)
-    assert (parts[1]["isr"], parts[1]["leader"], parts[1]["leader_epoch"], parts[1]["partition_epoch"]) == ([1], 1, 1, 1)
+    state = ("isr", "leader", "leader_epoch", "partition_epoch")
+    assert tuple(parts[0][k] for k in state) == ([1], 1, 0, 1)
+    assert tuple(parts[1][k] for k in state) == ([1], 1, 1, 1)
     topics = [(t["topic"], t["topic_id"], t["deleted_offset"]) for t in _rows(log_wh, "raw/kraft_topics", "log")]
     assert topics == [("orders", U(T1), None)]
     assert _rows(log_wh, "raw/kraft_cluster", "log")[0]["metadata_offset"] == at["checkpoint"]
@@ -141,7 +144,8 @@ def test_deleted_and_recreated_topic_keeps_two_ids(tmp_path, cluster):
     topics = sorted(
         (t["topic"], t["topic_id"], t["created_offset"], t["deleted_offset"]) for t in _rows(wh, "raw/kraft_topics")
     )
-    assert topics == [("orders", U(T1), at["checkpoint"] - 5, at["remove"]), ("orders", U(T3), at["recreate"] - 1, None)]
+    assert topics == [("orders", U(T1), at["checkpoint"] - 5, at["remove"]),
+                      ("orders", U(T3), at["recreate"] - 1, None)]
     records = [r for r in _rows(wh, "raw/metadata_records") if r["record_type"] == "TopicRecord"]
     assert [json.loads(r["record"]) for r in records] == [
         {"name": "orders", "topicId": U(T1)}, {"name": "tmp", "topicId": U(T2)}, {"name": "orders", "topicId": U(T3)}]

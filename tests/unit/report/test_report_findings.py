@@ -85,9 +85,11 @@ def test_a_zookeeper_group_whose_offsets_stopped_while_the_log_moved_is_unhealth
            [dict(group_id=g, consumer_id="c1", topic="t", streams=1) for g in ("zk", "ok")])
     lag = pa.Table.from_pylist([
         dict(source="zookeeper", group_id="zk", topic="t", partition=0, lag=40, committed_at=T0),  # 3 h behind
-        dict(source="zookeeper", group_id="zk", topic="t", partition=1, lag=5, committed_at=newest - timedelta(minutes=9)),
+        dict(source="zookeeper", group_id="zk", topic="t", partition=1, lag=5,
+             committed_at=newest - timedelta(minutes=9)),
         dict(source="zookeeper", group_id="zk", topic="t", partition=2, lag=0, committed_at=T0),  # caught up
-        dict(source="zookeeper", group_id="ok", topic="t", partition=0, lag=7, committed_at=newest - timedelta(minutes=1)),
+        dict(source="zookeeper", group_id="ok", topic="t", partition=0, lag=7,
+             committed_at=newest - timedelta(minutes=1)),
     ])
     health = {h.group_id: h for h in _health(warehouse, "r", lag, None, {})}
     assert health["zk"].reasons == [
