@@ -88,7 +88,9 @@ def generate(warehouse: Warehouse, groups: int, partitions: int, consumers: int,
         g = np.repeat(np.arange(groups), consumers)
         c = np.tile(np.arange(consumers), groups)
         cid = pc.binary_join_element_wise("g", _s(g), "_c", _s(c), "")
-        reg = pc.binary_join_element_wise('{"version":1,"pattern":"static","subscription":{"t', _s(g % topics), '":1}}', "")
+        reg = pc.binary_join_element_wise(
+            '{"version":1,"pattern":"static","subscription":{"t', _s(g % topics), '":1}}', ""
+        )
         w.write(_table(pc.binary_join_element_wise("/consumers/g", _s(g), "/ids/", cid, ""), reg))
         # owners: the range owner, 1% planted wrong owners
         per, extra = divmod(partitions, consumers)
@@ -139,9 +141,8 @@ def io_floor(spark, warehouse: Warehouse, out: Path) -> Clock:
     """One run of the I/O floor (see the module docstring)."""
     clock = Clock()
     with clock.timing():
-        spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))).select("path", "data", "mtime").write.format(
-            "noop"
-        ).mode("overwrite").save()
+        znodes = spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN)))
+        znodes.select("path", "data", "mtime").write.format("noop").mode("overwrite").save()
     for table in CORE:
         rows = spark.read.parquet(str(warehouse.partition_dir(table, RUN))).persist(StorageLevel.MEMORY_AND_DISK)
         rows.count()
@@ -175,7 +176,9 @@ def main() -> None:
     ap.add_argument("--consumers", type=int, default=4)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="3g")
-    ap.add_argument("--java-options", default=None, help="the driver JVM's options (default: kaudit's, see pipelines.spark.session)")
+    ap.add_argument(
+        "--java-options", default=None, help="the driver JVM's options (default: kaudit's, see pipelines.spark.session)"
+    )
     ap.add_argument("--repeat", type=int, default=3, help="runs of the build and of the floor (medians are compared)")
     ap.add_argument("--dir", default=None, help="work dir (default: a temp dir, removed afterwards)")
     args = ap.parse_args()

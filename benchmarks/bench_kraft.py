@@ -114,13 +114,15 @@ def main() -> None:
     t, total = timed(build, data, args.records)
     d = data / "__cluster_metadata-0"
     size = sum(f.stat().st_size for f in d.glob("*.log"))
-    print(f"log: {total:,} records, {size / 1e6:.0f} MB in {len(list(d.glob('*.log')))} segments ({t:.1f} s to build or find)")
+    segments = len(list(d.glob("*.log")))
+    print(f"log: {total:,} records, {size / 1e6:.0f} MB in {segments} segments ({t:.1f} s to build or find)")
 
     walk_s, walked = timed(batch_walk, d)
     kp_s, iterated = timed(kafka_python_iterate, d)
     assert walked == iterated == total, (walked, iterated, total)
     with tempfile.TemporaryDirectory() as wh:
-        cmd = [sys.executable, "-m", "pipelines", "--warehouse", wh, "--run-id", "bench", "--quiet", "extract", "kraft", str(d)]
+        cmd = [sys.executable, "-m", "pipelines", "--warehouse", wh, "--run-id", "bench", "--quiet",
+               "extract", "kraft", str(d)]
         kaudit_s, proc = timed(subprocess.run, cmd)
         if proc.returncode:
             sys.exit(f"extract kraft failed ({proc.returncode})")

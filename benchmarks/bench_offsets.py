@@ -87,9 +87,11 @@ def kafka_python_decode(data: Path, out: Path) -> int:
     key_schema = Schema(("group", String("utf-8")), ("topic", String("utf-8")), ("partition", Int32))
     values = {
         0: Schema(("offset", Int64), ("metadata", String("utf-8")), ("commit_timestamp", Int64)),
-        1: Schema(("offset", Int64), ("metadata", String("utf-8")), ("commit_timestamp", Int64), ("expire_timestamp", Int64)),
+        1: Schema(("offset", Int64), ("metadata", String("utf-8")), ("commit_timestamp", Int64),
+                  ("expire_timestamp", Int64)),
         2: Schema(("offset", Int64), ("metadata", String("utf-8")), ("commit_timestamp", Int64)),
-        3: Schema(("offset", Int64), ("leader_epoch", Int32), ("metadata", String("utf-8")), ("commit_timestamp", Int64)),
+        3: Schema(("offset", Int64), ("leader_epoch", Int32), ("metadata", String("utf-8")),
+                  ("commit_timestamp", Int64)),
     }
     out.mkdir(parents=True, exist_ok=True)
     rows = 0
@@ -111,12 +113,12 @@ def kafka_python_decode(data: Path, out: Path) -> int:
                     row = dict(group_id=group, topic=topic, partition=partition, key_version=kv, offsets_partition=p,
                                log_offset=r.offset, producer_id=pid, is_transactional=txn, txn_state=None,
                                segment_file=str(seg), committed_offset=None, leader_epoch=None, metadata=None,
-                               commit_timestamp=None, expire_timestamp=None, is_tombstone=r.value is None, value_version=None,
-                               topic_id=None)
+                               commit_timestamp=None, expire_timestamp=None, is_tombstone=r.value is None,
+                               value_version=None, topic_id=None)
                     if r.value is not None:
                         vb = BytesIO(r.value)
                         vv = Int16.decode(vb)
-                        fields = dict(zip(values[vv].names, values[vv].decode(vb)))
+                        fields = dict(zip(values[vv].names, values[vv].decode(vb), strict=True))
                         row.update(committed_offset=fields["offset"], metadata=fields["metadata"], value_version=vv,
                                    commit_timestamp=fields["commit_timestamp"])
                         if fields.get("leader_epoch", -1) >= 0:
@@ -143,7 +145,8 @@ def main() -> None:
     t = time.perf_counter()
     n = build(data, args.records)
     size = sum(f.stat().st_size for f in data.rglob("*.log"))
-    print(f"data: {n:,} commit records, {size / 1e6:.0f} MB in {PARTITIONS} partitions ({time.perf_counter() - t:.1f}s to build or reuse)")
+    print(f"data: {n:,} commit records, {size / 1e6:.0f} MB in {PARTITIONS} partitions "
+          f"({time.perf_counter() - t:.1f}s to build or reuse)")
 
     kaudit = [sys.executable, "-m", "pipelines"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,7 +155,9 @@ def main() -> None:
         first = sorted((data / "__consumer_offsets-0").glob("*.log"))[0]
         warm.mkdir(parents=True)
         (warm / first.name).write_bytes(first.read_bytes()[:100_000])
-        subprocess.run([*kaudit, "--quiet", "--warehouse", f"{tmp}/w0", "extract", "offsets", str(warm)], check=True, cwd=REPO)
+        subprocess.run(
+            [*kaudit, "--quiet", "--warehouse", f"{tmp}/w0", "extract", "offsets", str(warm)], check=True, cwd=REPO
+        )
 
         cmd = [*kaudit, "--quiet", "--warehouse", f"{tmp}/w1", "--run-id", "bench", "extract", "offsets", str(data)]
         if args.workers:
@@ -169,7 +174,8 @@ def main() -> None:
         base = time.perf_counter() - t
     assert ours_rows == base_rows == n, (ours_rows, base_rows, n)
     cores = os.cpu_count()
-    print(f"kaudit extract offsets : {ours:8.2f}s  {n / ours / 1e6:8.2f} M records/s  ({size / ours / 1e6:.0f} MB/s, {cores} cores)")
+    print(f"kaudit extract offsets : {ours:8.2f}s  {n / ours / 1e6:8.2f} M records/s  "
+          f"({size / ours / 1e6:.0f} MB/s, {cores} cores)")
     print(f"kafka-python decoder   : {base:8.2f}s  {n / base / 1e6:8.2f} M records/s  (1 process)")
     print(f"ratio                  : {base / ours:8.1f}x  (target >= 10x)")
 

@@ -34,7 +34,8 @@ def build(path: Path, size: int) -> int:
     from testkit.segments import batch, segment_name
 
     rng = random.Random(11)  # binary values (fixed-width ints, like Avro/Protobuf payloads)
-    recs = [(f"key-{i}".encode(), struct.pack(">qqi", rng.randrange(1 << 20), rng.randrange(1 << 40), i) + b"x" * rng.randrange(60))
+    recs = [(f"key-{i}".encode(),
+             struct.pack(">qqi", rng.randrange(1 << 20), rng.randrange(1 << 40), i) + b"x" * rng.randrange(60))
             for i in range(RECORDS)]
     one = np.frombuffer(batch(recs, base_offset=0, timestamp_ms=1_700_000_000_000), np.uint8)
     n = max(2, size // len(one))
@@ -114,7 +115,8 @@ def main() -> None:
         struct.pack_into(">i", data, 8, -1)  # the first batch's length
         damaged.write_bytes(data)
         del data
-        print(f"segment: {clean.stat().st_size / 1e6:.0f} MB of {size}-byte batches ({time.perf_counter() - t:.1f}s to build)")
+        print(f"segment: {clean.stat().st_size / 1e6:.0f} MB of {size}-byte batches "
+              f"({time.perf_counter() - t:.1f}s to build)")
         compare(f"one bad header near the start of a {args.mb} MB segment", clean, damaged, args.timeout)
         for p in (clean, damaged):
             p.unlink()

@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -38,7 +38,7 @@ def _global(
     ctx: typer.Context,
     warehouse: Annotated[Path, typer.Option("--warehouse", help="Warehouse directory.")] = Path(DEFAULT_ROOT),
     run_id: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--run-id",
             help="Run id, or 'latest'. Default: extracts continue the open run of this sitting (else a new one); "
@@ -46,10 +46,12 @@ def _global(
         ),
     ] = None,
     spark_master: Annotated[
-        Optional[str], typer.Option("--spark-master", help="Spark master URL (default local[*] or spark-submit's).")
+        str | None, typer.Option("--spark-master", help="Spark master URL (default local[*] or spark-submit's).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="Only errors.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", help="Tracebacks on errors; Spark's own log on stderr.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Tracebacks on errors; Spark's own log on stderr.")
+    ] = False,
 ) -> None:
     if run_id is not None and run_id != LATEST:
         check_run_id(run_id)  # a usage error before any work, whatever the command
@@ -96,14 +98,14 @@ def _run(ctx: typer.Context, kind: str) -> RunContext:
 def extract_zk(
     ctx: typer.Context,
     hosts: Annotated[str, typer.Option("--hosts", help="H:P[,H:P] of the ensemble.")],
-    chroot: Annotated[Optional[str], typer.Option("--chroot", help="Walk below this path.")] = None,
-    auth: Annotated[Optional[str], typer.Option("--auth", help="SCHEME:CRED, e.g. digest:user:pass.")] = None,
+    chroot: Annotated[str | None, typer.Option("--chroot", help="Walk below this path.")] = None,
+    auth: Annotated[str | None, typer.Option("--auth", help="SCHEME:CRED, e.g. digest:user:pass.")] = None,
     tls: Annotated[bool, typer.Option("--tls", help="Connect with TLS.")] = False,
-    ca: Annotated[Optional[Path], typer.Option("--ca", help="CA bundle for --tls.")] = None,
-    cert: Annotated[Optional[Path], typer.Option("--cert", help="Client certificate for --tls.")] = None,
-    key: Annotated[Optional[Path], typer.Option("--key", help="Client key for --tls.")] = None,
+    ca: Annotated[Path | None, typer.Option("--ca", help="CA bundle for --tls.")] = None,
+    cert: Annotated[Path | None, typer.Option("--cert", help="Client certificate for --tls.")] = None,
+    key: Annotated[Path | None, typer.Option("--key", help="Client key for --tls.")] = None,
     timeout: Annotated[
-        Optional[float], typer.Option("--timeout", help="Seconds to wait for a server that does not answer.")
+        float | None, typer.Option("--timeout", help="Seconds to wait for a server that does not answer.")
     ] = None,
 ) -> None:
     """Walk a live ZooKeeper, read-only, into raw/znodes."""
@@ -124,8 +126,8 @@ def extract_zk(
 def extract_zk_snapshot(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="Data dir, its version-2/, or one snapshot file.")],
-    at_zxid: Annotated[Optional[str], typer.Option("--at-zxid", help="Target zxid (decimal or 0x-hex).")] = None,
-    chroot: Annotated[Optional[str], typer.Option("--chroot", help="Only below this path, re-rooted at /.")] = None,
+    at_zxid: Annotated[str | None, typer.Option("--at-zxid", help="Target zxid (decimal or 0x-hex).")] = None,
+    chroot: Annotated[str | None, typer.Option("--chroot", help="Only below this path, re-rooted at /.")] = None,
 ) -> None:
     """Read a ZooKeeper data dir (or one snapshot) offline into raw/znodes."""
     zxid = _parse_int(at_zxid, "--at-zxid")
@@ -136,7 +138,7 @@ def extract_zk_snapshot(
 def extract_offsets(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Kafka log dirs, __consumer_offsets-N dirs or .log files.")],
-    workers: Annotated[Optional[int], typer.Option("--workers", help="Processes (default: cores).")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Processes (default: cores).")] = None,
 ) -> None:
     """Decode __consumer_offsets segments into the raw offsets and group tables."""
     if workers is not None and workers < 1:
@@ -147,9 +149,9 @@ def extract_offsets(
 @extract_app.command("log-end")
 def extract_log_end(
     ctx: typer.Context,
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Kafka log dirs or topic-partition dirs.")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Kafka log dirs or topic-partition dirs.")] = None,
     offsets_file: Annotated[
-        Optional[Path], typer.Option("--offsets-file", help="topic:partition:offset lines (GetOffsetShell).")
+        Path | None, typer.Option("--offsets-file", help="topic:partition:offset lines (GetOffsetShell).")
     ] = None,
 ) -> None:
     """Log start/end offsets of data-topic partitions into raw/log_end_offsets."""
@@ -162,11 +164,12 @@ def extract_log_end(
 def extract_kraft(
     ctx: typer.Context,
     paths: Annotated[
-        list[Path], typer.Argument(help="__cluster_metadata-0 dirs (or log dirs holding one), .log or .checkpoint files.")
+        list[Path],
+        typer.Argument(help="__cluster_metadata-0 dirs (or log dirs holding one), .log or .checkpoint files."),
     ],
-    at_offset: Annotated[Optional[str], typer.Option("--at-offset", help="State after this log offset.")] = None,
+    at_offset: Annotated[str | None, typer.Option("--at-offset", help="State after this log offset.")] = None,
     at_time: Annotated[
-        Optional[str], typer.Option("--at-time", help="State at this time (ISO 8601, UTC unless it says; or epoch ms).")
+        str | None, typer.Option("--at-time", help="State at this time (ISO 8601, UTC unless it says; or epoch ms).")
     ] = None,
 ) -> None:
     """Read a KRaft metadata log into raw/metadata_records and the replayed registry."""
@@ -193,7 +196,7 @@ def extract_kraft(
 def build(
     ctx: typer.Context,
     assignor: Annotated[
-        Optional[list[str]], typer.Option("--assignor", help="GROUP=range|roundrobin for a ZooKeeper group.")
+        list[str] | None, typer.Option("--assignor", help="GROUP=range|roundrobin for a ZooKeeper group.")
     ] = None,
     skip_dbt: Annotated[bool, typer.Option("--skip-dbt", help="Only the Spark core tables.")] = False,
 ) -> None:
@@ -222,7 +225,7 @@ def run(
     ctx: typer.Context,
     config: Annotated[Path, typer.Option("--config", help="audit.yaml (see examples/audit.yaml).")],
     only: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--only", help="Only this unit (extract:offsets, build, ...) or step; repeatable."),
     ] = None,
     show_plan: Annotated[bool, typer.Option("--plan", help="Print the plan as JSON and run nothing.")] = False,
@@ -239,7 +242,7 @@ def run(
 @app.command()
 def demo(
     ctx: typer.Context,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Where to write the demo cluster.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Where to write the demo cluster.")] = None,
 ) -> None:
     """Write a demo cluster with known faults and run every step on it."""
     from pipelines.demo import run_demo
@@ -322,7 +325,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(usage[1])
         if verbose:
             raise
-        print(f"kaudit: internal error: {type(err).__name__}: {err} (run with --verbose for the traceback)", file=sys.stderr)
+        print(f"kaudit: internal error: {type(err).__name__}: {err} (run with --verbose for the traceback)",
+              file=sys.stderr)
         sys.exit(1)
     sys.exit(0)
 

@@ -119,7 +119,8 @@ def submit_command(
 ) -> list[str]:
     """The spark-submit command line of one job (what Airflow's SparkSubmitHook also builds), with
     ``ctx.spark_conf`` as ``--conf``."""
-    cmd = [str(spark_submit_binary()), "--master", ctx.spark_master or "local[*]", "--name", f"kaudit-{step}-{ctx.run_id}"]
+    cmd = [str(spark_submit_binary()), "--master", ctx.spark_master or "local[*]",
+           "--name", f"kaudit-{step}-{ctx.run_id}"]
     cmd += ["--py-files", str(py_files or build_package())]
     for key, value in sorted(ctx.spark_conf.items()):
         cmd += ["--conf", f"{key}={value}"]
@@ -153,7 +154,8 @@ def submit_job(ctx: RunContext, step: str, args: list[str] | None = None) -> Non
     if proc.returncode == ExpectationsFailed.exit_code:  # validate.py --strict
         raise ExpectationsFailed(f"{step}: {_last_error(log)} (log: {log})")
     if proc.returncode != 0:
-        raise StepError(f"{step}: spark-submit exited {proc.returncode} after {took:.0f}s: {_last_error(log)} (log: {log})")
+        raise StepError(f"{step}: spark-submit exited {proc.returncode} after {took:.0f}s: {_last_error(log)} "
+                        f"(log: {log})")
     ctx.say(f"{step}: done on {ctx.spark_master} in {took:.1f}s")
 
 

@@ -56,7 +56,7 @@ class ZkTls(_Model):
     key: Path | None = None
 
     @model_validator(mode="after")
-    def _pair(self) -> "ZkTls":
+    def _pair(self) -> ZkTls:
         if (self.cert is None) != (self.key is None):
             raise ValueError("cert and key go together: give both or neither")
         return self
@@ -139,7 +139,7 @@ class KraftSource(_Model):
         return v
 
     @model_validator(mode="after")
-    def _one_target(self) -> "KraftSource":
+    def _one_target(self) -> KraftSource:
         if self.at_offset is not None and self.at_time is not None:
             raise ValueError("give at_offset or at_time, not both")
         return self
@@ -175,7 +175,7 @@ class Sources(_Model):
         return v
 
     @model_validator(mode="after")
-    def _one_of_each(self) -> "Sources":
+    def _one_of_each(self) -> Sources:
         # raw/znodes keeps one file per step in a run: a run audits one cluster.
         live = [i for i, z in enumerate(self.zookeeper) if isinstance(z, ZkLive)]
         backups = [i for i, z in enumerate(self.zookeeper) if isinstance(z, ZkBackup)]
@@ -307,7 +307,8 @@ def _expand(value: Any, env: dict[str, str], loc: tuple, name: str) -> Any:
         raise UsageError(f"{name}: {_loc(loc)}: environment variable {var} is not set")
 
     if _BAD_REF.search(value):
-        raise UsageError(f"{name}: {_loc(loc)}: malformed ${{...}} reference in {value!r} (use ${{VAR}} or ${{VAR:-default}})")
+        raise UsageError(f"{name}: {_loc(loc)}: malformed ${{...}} reference in {value!r} "
+                         "(use ${VAR} or ${VAR:-default})")
     return _ENV_REF.sub(sub, value)
 
 
@@ -381,7 +382,8 @@ def _resolve_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
         if isinstance(z, ZkBackup):
             zk.append(z.model_copy(update={"data_dir": p(z.data_dir)}))
         elif z.tls is not None:
-            zk.append(z.model_copy(update={"tls": z.tls.model_copy(update={k: p(getattr(z.tls, k)) for k in ("ca", "cert", "key")})}))
+            tls = z.tls.model_copy(update={k: p(getattr(z.tls, k)) for k in ("ca", "cert", "key")})
+            zk.append(z.model_copy(update={"tls": tls}))
         else:
             zk.append(z)
     k = cfg.sources.kafka

@@ -75,7 +75,7 @@ class LineProgress:
         self._last = time.monotonic()
         self._thread = threading.Thread(target=self._tick, name="kaudit-progress", daemon=True)
 
-    def __enter__(self) -> "LineProgress":
+    def __enter__(self) -> LineProgress:
         self._thread.start()
         return self
 

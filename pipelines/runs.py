@@ -23,7 +23,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pipelines.errors import InputError, UsageError
@@ -45,11 +45,11 @@ def check_run_id(run_id: str, where: str = "--run-id") -> str:
 
 def new_run_id(now: datetime | None = None) -> str:
     """A new run's id: UTC time ``YYYYMMDDTHHMMSSZ``."""
-    return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _write_json(path: Path, data: dict, exclusive: bool = False) -> None:
@@ -101,7 +101,8 @@ class RunLog:
     def record_step(self, run_id: str, step: str, when: datetime | None = None) -> None:
         """``step`` of ``run_id`` finished (and the run exists from now on, if it did not)."""
         when = when or _now()
-        _write_json(self._run_dir(run_id) / "run.json", {"run_id": run_id, "started_at": when.isoformat()}, exclusive=True)
+        _write_json(self._run_dir(run_id) / "run.json", {"run_id": run_id, "started_at": when.isoformat()},
+                    exclusive=True)
         _write_json(self._run_dir(run_id) / "steps" / f"{step}.json", {"step": step, "finished_at": when.isoformat()})
 
     def info(self, run_id: str) -> RunInfo | None:
@@ -111,7 +112,7 @@ class RunLog:
         except (OSError, ValueError, KeyError):
             if not d.is_dir():
                 return None
-            started = datetime.fromtimestamp(d.stat().st_mtime, timezone.utc)  # a run from before run.json
+            started = datetime.fromtimestamp(d.stat().st_mtime, UTC)  # a run from before run.json
         steps = {}
         for f in sorted((d / "steps").glob("*.json")) if (d / "steps").is_dir() else []:
             try:

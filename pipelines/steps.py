@@ -65,7 +65,9 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     return counts
 
 
-def extract_kraft(ctx: RunContext, paths: list[Path], at_offset: int | None = None, at_time_ms: int | None = None) -> dict:
+def extract_kraft(
+    ctx: RunContext, paths: list[Path], at_offset: int | None = None, at_time_ms: int | None = None
+) -> dict:
     """``kaudit extract kraft``: a KRaft metadata log (segments and snapshots), replayed."""
     from pipelines.kraft.extract import STEP, Target
     from pipelines.kraft.extract import extract_kraft as run
@@ -86,8 +88,8 @@ def require_extracted(ctx: RunContext) -> None:
     ctx.warehouse.settle(ctx.run_id)
     if not any(row_count(ctx.warehouse, t, ctx.run_id) for t in EXTRACTED):
         raise InputError(
-            f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records, no KRaft "
-            f"metadata in {ctx.warehouse.root}); run `kaudit extract zk-snapshot|zk|offsets|kraft ...` first"
+            f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records, "
+            f"no KRaft metadata in {ctx.warehouse.root}); run `kaudit extract zk-snapshot|zk|offsets|kraft ...` first"
         )
 
 

@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -76,10 +76,10 @@ class StepLock:
         self.path = root / LOCKS / f"{run_id}.{step}.lock"
         self.run_id, self.step = run_id, step
 
-    def __enter__(self) -> "StepLock":
+    def __enter__(self) -> StepLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = {"host": socket.gethostname(), "pid": os.getpid(), "start": _process_start(os.getpid()),
-              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+              "since": datetime.now(UTC).isoformat(timespec="seconds")}
         for _ in range(3):
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -149,7 +149,7 @@ class TableWriter:
 class Transaction:
     """Staged partitions of one step, published together by :meth:`Warehouse.transaction`."""
 
-    warehouse: "Warehouse"
+    warehouse: Warehouse
     run_id: str
     step: str = "main"
     staged: dict[str, Path] = field(default_factory=dict)

@@ -23,7 +23,7 @@ connection; trigger with ``{"config": "/path/to/audit.yaml"}`` or set the defaul
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import Param, dag, task
 
@@ -39,13 +39,11 @@ def _params() -> dict:
 
 def _run_id() -> str:
     """The run id of this DAG run: its logical date (or, without one, its run-after time)."""
-    from datetime import timezone
-
     from airflow.sdk import get_current_context
 
     context = get_current_context()
     when = context.get("logical_date") or context["dag_run"].run_after
-    return when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _venv_bin() -> str:

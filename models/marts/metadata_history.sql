@@ -52,10 +52,10 @@ events as (
         r.record_offset,
         r.recorded_at,
         r.record_type,
-        'topic_deleted',
+        'topic_deleted' as event,
         r.topic_id,
         t.topic,
-        null
+        null as previous_topic_id
     from records as r
     left join topics as t on r.topic_id = t.topic_id
     where r.record_type = 'RemoveTopicRecord' and r.source = 'log'
@@ -70,13 +70,13 @@ partition_events as (
     union all
     select
         *,
-        'leader_changed'
+        'leader_changed' as event
     from partitions
     where record_type = 'PartitionChangeRecord' and leader_changed
     union all
     select
         *,
-        'isr_changed'
+        'isr_changed' as event
     from partitions
     where record_type = 'PartitionChangeRecord' and isr_changed
 ),
@@ -99,13 +99,13 @@ broker_events as (
     union all
     select
         *,
-        case fenced when '1' then 'broker_fenced' else 'broker_unfenced' end
+        case fenced when '1' then 'broker_fenced' else 'broker_unfenced' end as event
     from records
     where source = 'log' and record_type = 'BrokerRegistrationChangeRecord' and fenced in ('1', '-1')
     union all
     select
         *,
-        'broker_controlled_shutdown'
+        'broker_controlled_shutdown' as event
     from records
     where source = 'log' and record_type = 'BrokerRegistrationChangeRecord' and in_controlled_shutdown = '1'
 ),
@@ -145,18 +145,18 @@ history as (
         topic,
         `partition`,
         leader,
-        case when event = 'partition_created' then null else previous_leader end,
+        case when event = 'partition_created' then null else previous_leader end as previous_leader,
         isr,
-        case when event = 'partition_created' then null else previous_isr end,
+        case when event = 'partition_created' then null else previous_isr end as previous_isr,
         replicas,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null
+        null as previous_topic_id,
+        null as broker_id,
+        null as broker_epoch,
+        null as resource_type,
+        null as resource_name,
+        null as config_name,
+        null as config_value,
+        null as previous_config_value
     from partition_events
 
     union all
@@ -166,22 +166,22 @@ history as (
         recorded_at,
         event,
         record_type,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
+        null as topic_id,
+        null as topic,
+        null as `partition`,
+        null as leader,
+        null as previous_leader,
+        null as isr,
+        null as previous_isr,
+        null as replicas,
+        null as previous_topic_id,
         broker_id,
         broker_epoch,
-        null,
-        null,
-        null,
-        null,
-        null
+        null as resource_type,
+        null as resource_name,
+        null as config_name,
+        null as config_value,
+        null as previous_config_value
     from broker_events
 
     union all
@@ -189,19 +189,19 @@ history as (
     select
         record_offset,
         recorded_at,
-        case when config_value is null then 'config_deleted' else 'config_set' end,
+        case when config_value is null then 'config_deleted' else 'config_set' end as event,
         record_type,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
+        null as topic_id,
+        null as topic,
+        null as `partition`,
+        null as leader,
+        null as previous_leader,
+        null as isr,
+        null as previous_isr,
+        null as replicas,
+        null as previous_topic_id,
+        null as broker_id,
+        null as broker_epoch,
         resource_type,
         resource_name,
         config_name,

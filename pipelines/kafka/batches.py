@@ -124,7 +124,9 @@ class _Output:
     def reserve(self, n: int) -> None:
         """A block that announces its size: refused before it is decompressed."""
         if self.size + n > self.limit:
-            raise DecompressionBomb(f"{self.codec} data announces {self.size + n} bytes, more than {self.limit}; not decompressed")
+            raise DecompressionBomb(
+                f"{self.codec} data announces {self.size + n} bytes, more than {self.limit}; not decompressed"
+            )
 
     def data(self) -> bytes:
         return b"".join(self.parts)
@@ -388,7 +390,9 @@ def walk_segment(buf: np.ndarray, check_crc: bool = True, bounds: OffsetBounds =
     return SegmentWalk(buf, batches, records, regions[:, K.R_BATCH].copy(), bad, file_size=file_size)
 
 
-def _wrapper_order(records: np.ndarray, errs: np.ndarray, regions: np.ndarray, batches: np.ndarray, lo: int) -> np.ndarray:
+def _wrapper_order(
+    records: np.ndarray, errs: np.ndarray, regions: np.ndarray, batches: np.ndarray, lo: int
+) -> np.ndarray:
     """A legacy compressed wrapper carries only its last offset, so ``check_offsets`` cannot
     see where it starts: once decompressed, its first inner offset must follow the last offset
     of the good batch before it (else errs = E_OFFSET_ORDER and its records are dropped)."""

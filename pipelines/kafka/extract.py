@@ -69,13 +69,15 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
                     staging[t] = str(tx.staging_dir(t))
             task = bar.add_task("reading transaction markers", total=len(segments))
             markers: dict[str, list] = {scope: [] for scope in scopes}
-            for seg, found in zip(segments, run(scan_markers, segments)):
+            for seg, found in zip(segments, run(scan_markers, segments), strict=True):
                 markers[seg.scope].append(found)
                 bar.advance(task)
-            by_scope = {scope: tuple(np.concatenate(parts) for parts in zip(*found)) for scope, found in markers.items()}
+            by_scope = {scope: tuple(np.concatenate(parts) for parts in zip(*found, strict=True))
+                        for scope, found in markers.items()}
             bar.update(task, visible=False)
             task = bar.add_task("decoding segments", total=len(segments))
-            jobs = [(seg, by_scope[seg.scope], staging, f"part-{STEP_OFFSETS}-{i:05d}") for i, seg in enumerate(segments)]
+            jobs = [(seg, by_scope[seg.scope], staging, f"part-{STEP_OFFSETS}-{i:05d}")
+                    for i, seg in enumerate(segments)]
             for rows, s, quarantine in run(_decode_job, jobs):
                 tx.write("raw/quarantine", quarantine)
                 for t, n in rows.items():
@@ -99,7 +101,8 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
     )
     ctx.say(
         "offsets: "
-        + ", ".join(f"{short[k]} {k}" for k in ("offset_commits", "group_metadata", "group_members", "group_assignments", "coordinator_records"))
+        + ", ".join(f"{short[k]} {k}" for k in ("offset_commits", "group_metadata", "group_members",
+                                                  "group_assignments", "coordinator_records"))
         + f", {sum(counts[t] for t in GROUP_TABLES)} KIP-848/share/streams group rows"
     )
     return {**short, **stats}

@@ -298,7 +298,8 @@ def scan_batches(b, check_crc, t32c, t32, lo=0, hi=NO_OFFSET_LIMIT, newest=False
             k += 1
             break
         claimed_end = pos + 12 + length
-        if length >= 0 and claimed_end <= n and claimed_end > pos + HEADER_PREFIX and _resync_at(b, claimed_end, n, lo, hi, t32c, t32, budget):
+        if (length >= 0 and claimed_end <= n and claimed_end > pos + HEADER_PREFIX
+                and _resync_at(b, claimed_end, n, lo, hi, t32c, t32, budget)):
             row[B_SIZE] = claimed_end - pos
         else:
             q = pos + 1
@@ -308,7 +309,8 @@ def scan_batches(b, check_crc, t32c, t32, lo=0, hi=NO_OFFSET_LIMIT, newest=False
                 if q + HEADER_PREFIX <= n and b[q + 16] <= 2:
                     base = _i64(b, q)
                     claimed = _i32(b, q + 8)
-                    if lo <= base < hi and claimed >= 14 and q + 12 + claimed <= n and _resync_at(b, q, n, lo, hi, t32c, t32, budget):
+                    if (lo <= base < hi and claimed >= 14 and q + 12 + claimed <= n
+                            and _resync_at(b, q, n, lo, hi, t32c, t32, budget)):
                         break
                 q += 1
             row[B_SIZE] = q - pos
@@ -361,7 +363,8 @@ def check_offsets(bt, lo, hi, newest):
         if bt[idx[j], B_LAST_OFFSET] <= bt[idx[j - 1], B_LAST_OFFSET]:
             ordered = False
             break
-    if ordered and (not newest or c == 0 or idx[0] != 0 or _unknown_base(bt[idx[0]]) or bt[idx[0], B_BASE_OFFSET] == lo):
+    if ordered and (not newest or c == 0 or idx[0] != 0 or _unknown_base(bt[idx[0]])
+                    or bt[idx[0], B_BASE_OFFSET] == lo):
         return
     # longest chain, O(c * ORDER_WINDOW): score = (batches, contiguous links)
     count = np.zeros(c, dtype=np.int64)
@@ -391,7 +394,8 @@ def check_offsets(bt, lo, hi, newest):
                 count[j], links[j], parent[j] = ci, li, i
     best = -1
     for j in range(c):
-        if count[j] > 0 and (best < 0 or count[j] > count[best] or (count[j] == count[best] and links[j] > links[best])):
+        if count[j] > 0 and (best < 0 or count[j] > count[best]
+                             or (count[j] == count[best] and links[j] > links[best])):
             best = j
     keep = np.zeros(c, dtype=np.bool_)
     while best >= 0:
@@ -567,7 +571,8 @@ def walk_records(b, regions, t32):
             out = _grow(out)
         if reg[R_KIND] == KIND_V2:
             last_delta = reg[R_LAST_OFFSET] - reg[R_OFFSET]
-            res = _walk_v2(b, reg[R_START], reg[R_END], reg[R_COUNT], reg[R_OFFSET], last_delta, out, k, r, reg[R_FILE_POS])
+            res = _walk_v2(b, reg[R_START], reg[R_END], reg[R_COUNT], reg[R_OFFSET], last_delta, out, k, r,
+                           reg[R_FILE_POS])
             if res == -1:
                 res = -E_RECORDS
             elif res == -2:

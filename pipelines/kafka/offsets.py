@@ -88,7 +88,9 @@ def scan_markers(seg: Segment) -> Markers:
     return recs[txn, K.C_OFFSET].copy(), producer[recs[txn, K.C_REGION]], ctype[txn] == 1
 
 
-def decode_file_to_parts(seg: Segment, markers: Markers, staging: dict[str, str], part: str) -> tuple[dict[str, int], dict[str, int], pa.Table]:
+def decode_file_to_parts(
+    seg: Segment, markers: Markers, staging: dict[str, str], part: str
+) -> tuple[dict[str, int], dict[str, int], pa.Table]:
     """Decode one segment, resolve its transactional commits with its partition's ``markers``
     and write each non-empty table as ``<staging[table]>/<part>.parquet``. Returns (rows per
     table, stats, its quarantine rows) - quarantine is a shared table the caller writes."""
@@ -99,14 +101,16 @@ def decode_file_to_parts(seg: Segment, markers: Markers, staging: dict[str, str]
     for t, data in tables.items():
         counts[t] = data.num_rows
         if t in staging and data.num_rows:
-            pq.write_table(data.cast(RAW[t]), f"{staging[t]}/{part}.parquet", compression="zstd", use_dictionary=DICTIONARY_COLUMNS)
+            pq.write_table(data.cast(RAW[t]), f"{staging[t]}/{part}.parquet", compression="zstd",
+                           use_dictionary=DICTIONARY_COLUMNS)
     return counts, r.stats, tables["raw/quarantine"]
 
 
 def assemble_scope(results: list[SegmentResult]) -> tuple[dict[str, pa.Table], dict[str, int]]:
     """Concatenate the segments of one partition (in log order) and resolve txn states."""
     tables = {t: pa.concat_tables([r.tables[t] for r in results]) if results else RAW[t].empty_table() for t in TABLES}
-    markers = tuple(np.concatenate([getattr(r, f) for r in results] or [np.zeros(0)]) for f in ("marker_offset", "marker_producer", "marker_commit"))
+    markers = tuple(np.concatenate([getattr(r, f) for r in results] or [np.zeros(0)])
+                    for f in ("marker_offset", "marker_producer", "marker_commit"))
     tables["raw/offset_commits"] = with_txn_states(tables["raw/offset_commits"], markers)
     stats: dict[str, int] = {}
     for r in results:

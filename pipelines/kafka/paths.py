@@ -121,7 +121,8 @@ def offsets_segments(paths: list[Path]) -> list[Segment]:
                 files = replicas.setdefault(n, {}).setdefault(d.resolve(), segment_files(d))
                 found += len(files)
             if not found:
-                raise InputError(f"{p}: no {OFFSETS_TOPIC} segments (expected a Kafka log dir, {OFFSETS_TOPIC}-N dirs or .log files)")
+                raise InputError(f"{p}: no {OFFSETS_TOPIC} segments "
+                                 f"(expected a Kafka log dir, {OFFSETS_TOPIC}-N dirs or .log files)")
         elif p.is_file():
             if not p.name.endswith(".log"):
                 raise InputError(f"{p}: not a Kafka log segment (expected a .log file)")
@@ -158,6 +159,7 @@ def data_partition_dirs(paths: list[Path]) -> list[tuple[str, int, Path]]:
             found = partition_dirs(p)
         found = [x for x in found if x[0] not in NOT_DATA_TOPICS]
         if not found:
-            raise InputError(f"{p}: no topic-partition dirs of data topics (expected a Kafka log dir or <topic>-<N> dirs)")
+            raise InputError(f"{p}: no topic-partition dirs of data topics "
+                             "(expected a Kafka log dir or <topic>-<N> dirs)")
         out.extend(found)
     return out

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -36,13 +36,13 @@ from pipelines.kafka.errors import DecodeError
 
 @dataclass(frozen=True)
 class ArrayOf:
-    item: "str | Struct"
+    item: str | Struct
 
 
 @dataclass(frozen=True)
 class Field:
     name: str
-    type: "str | ArrayOf"  # int8 int16 int32 int64 uuid string bytes, or ArrayOf(...)
+    type: str | ArrayOf  # int8 int16 int32 int64 uuid string bytes, or ArrayOf(...)
     versions: str  # "0+", "3+", "1", "1-3"
     default: object = None
     tag: int | None = None  # a tagged field (flexible versions): read from the tagged section
@@ -333,7 +333,7 @@ class FlatOps:
     nslots: int
 
 
-@lru_cache(maxsize=None)
+@cache
 def compile_ops(messages: tuple[tuple[int, Message], ...]) -> FlatOps:
     """Compile ``(version, message)`` pairs (for keys: the key type) into one op table."""
     int_slots: dict[str, int] = {}

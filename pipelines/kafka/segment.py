@@ -86,7 +86,8 @@ def _arrow_binary(kind: str, buf: np.ndarray, pos: np.ndarray, length: np.ndarra
            ("binary", True): pa.binary(), ("binary", False): pa.large_binary()}[(kind, small)]
     if small:
         offsets = offsets.astype(np.int32)
-    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=int(n - valid.sum()))
+    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=int(n - valid.sum()))
 
 
 def _strings(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[pa.Array, np.ndarray]:
@@ -285,7 +286,8 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
     ci = keys.rows[cj]
     tomb = r.val_len[ci] < 0
     vops = offset_value_ops()
-    vver, vint, vspos, vslen, verr = K.decode_flat(r.buf, r.val_pos[ci], r.val_len[ci], vops.ops, vops.nops, vops.nslots)
+    vver, vint, vspos, vslen, verr = K.decode_flat(r.buf, r.val_pos[ci], r.val_len[ci],
+                                                   vops.ops, vops.nops, vops.nslots)
     verr = np.where(tomb, 0, verr)
     for j in np.flatnonzero(verr):
         why = VALUE_ERRORS.get(int(verr[j]), f"value error {verr[j]}")
@@ -360,7 +362,7 @@ def _coordinator(r: _Records, keys: _Keys, oj: np.ndarray) -> pa.Table:
     oi = keys.rows[oj]
     groups, bad = keys.strings(r, "group", oj, valid=keys.group_ok[oj])
     if bad.any():  # a group id that is not UTF-8 is unknown; the raw key keeps it
-        groups = pa.array([None if b else x for x, b in zip(groups.to_pylist(), bad)], pa.string())
+        groups = pa.array([None if b else x for x, b in zip(groups.to_pylist(), bad, strict=True)], pa.string())
     cols = {
         "key_type": pa.array(keys.type[oj], pa.int16()),
         "group_id": groups,
@@ -390,7 +392,8 @@ def _groups(r: _Records, keys: _Keys, gj: np.ndarray) -> dict[str, pa.Table]:
     """raw/group_metadata, raw/group_members, raw/group_assignments of the GroupMetadata
     records (key type 2): one row per record / member / assigned partition, in log order."""
     names, bad = keys.strings(r, "group", gj)
-    out = {t: _Rows(s) for t, s in (("raw/group_metadata", RAW_GROUP_METADATA), ("raw/group_members", RAW_GROUP_MEMBERS),
+    out = {t: _Rows(s) for t, s in (("raw/group_metadata", RAW_GROUP_METADATA),
+                                     ("raw/group_members", RAW_GROUP_MEMBERS),
                                      ("raw/group_assignments", RAW_GROUP_ASSIGNMENTS))}
     for n, j in enumerate(gj):
         i = keys.rows[j]

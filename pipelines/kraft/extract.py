@@ -93,7 +93,7 @@ class Target:
 def parse_time_ms(value: str) -> int:
     """Epoch milliseconds of an ISO 8601 time (UTC when it names no zone) or of a number of
     milliseconds (``--at-time``, ``sources.kraft.at_time``); :class:`ValueError` otherwise."""
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     if value.isdigit():
         return int(value)
@@ -101,7 +101,7 @@ def parse_time_ms(value: str) -> int:
         when = datetime.fromisoformat(value)
     except ValueError:
         raise ValueError(f"{value!r} is neither an ISO 8601 time nor epoch milliseconds") from None
-    return int((when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+    return int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
 @dataclass
@@ -159,7 +159,7 @@ class _Stats:
     history_only: int = 0
     duplicates: int = 0
 
-    def add(self, other: "_Stats") -> None:
+    def add(self, other: _Stats) -> None:
         for k in ("records", "control", "applied", "history_only", "duplicates"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         for k, n in other.unknown.items():

@@ -23,7 +23,8 @@ METADATA_DIR = "__cluster_metadata-0"
 SEGMENT = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 EMPTY_SNAPSHOT = "00000000000000000000-0000000000.checkpoint"
-EXPECTED = "a KRaft metadata log (__cluster_metadata-0/ with <offset>.log segments or <offset>-<epoch>.checkpoint snapshots)"
+EXPECTED = ("a KRaft metadata log "
+            "(__cluster_metadata-0/ with <offset>.log segments or <offset>-<epoch>.checkpoint snapshots)")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from numba import njit
@@ -53,7 +53,7 @@ def _flat(layout: M.Layout) -> bool:
     return all(s.kind in _FLAT or (s.kind == M.ARRAY and s.item in _FLAT) for s in specs)
 
 
-@lru_cache(maxsize=None)
+@cache
 def compile_ops() -> Ops:
     """The op tables of every flat metadata record version the field tables know."""
     prog = np.full((MAX_KEY, MAX_VERSION, 3), -1, dtype=np.int64)

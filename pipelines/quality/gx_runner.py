@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -81,7 +81,9 @@ class GxProject:
         except (KeyError, LookupError, ValueError):
             return asset.add_batch_definition_whole_dataframe("whole")
 
-    def run_checks(self, suite_name: str, view: str, frame: DataFrame, checks: list[Check], run_id: str) -> list[CheckResult]:
+    def run_checks(
+        self, suite_name: str, view: str, frame: DataFrame, checks: list[Check], run_id: str
+    ) -> list[CheckResult]:
         """Evaluate ``checks`` on ``frame`` (which carries ``_row``) as the GX suite
         ``<suite>.<view>``; the validation result lands in the context's store for Data Docs."""
         gx_suite = gx.ExpectationSuite(name=f"{suite_name}.{view}")
@@ -108,7 +110,7 @@ class GxProject:
                 "unexpected_index_column_names": [ROW_ID],
                 "return_unexpected_index_query": False,
             },
-            run_id=RunIdentifier(run_name=run_id, run_time=datetime.now(timezone.utc)),
+            run_id=RunIdentifier(run_name=run_id, run_time=datetime.now(UTC)),
         )
         results = []
         for r in outcome.results:

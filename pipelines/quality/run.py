@@ -119,7 +119,8 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
         ctx.say(f"  no data  {', '.join(names)}: {reason}")
     for e in failed:
         count = "?" if e["unexpected_count"] is None else e["unexpected_count"]
-        ctx.say(f"  {e['level']:<7} {e['suite']}.{e['expectation']}: {count} row(s)" + (f" ({e['error']})" if e.get("error") else ""))
+        error = f" ({e['error']})" if e.get("error") else ""
+        ctx.say(f"  {e['level']:<7} {e['suite']}.{e['expectation']}: {count} row(s)" + error)
     ctx.say(f"validate: results {results_path(ctx.warehouse, ctx.run_id)}; Data Docs {docs}")
     if strict and errors:
         raise ExpectationsFailed(

@@ -86,7 +86,9 @@ def observed_owners(
 
 
 def partition_owners(owners: DataFrame) -> DataFrame:
-    return owners.transform(with_broker_key).select("group_id", "topic", "partition", "broker_id", "broker_key", "owner")
+    return owners.transform(with_broker_key).select(
+        "group_id", "topic", "partition", "broker_id", "broker_key", "owner"
+    )
 
 
 def zk_offset_znodes(znodes: DataFrame) -> DataFrame:
@@ -219,7 +221,9 @@ VIEWS: dict[str, View] = {
     ),
     "offset_commits": View(("raw/offset_commits",), offset_commits, evidence=("raw/offset_commits",)),
     "zk_offset_znodes": View(("raw/znodes",), zk_offset_znodes, evidence=("raw/znodes",)),
-    "topic_partitions": View(("core/topic_partitions", "core/brokers"), topic_partitions, evidence=("core/topic_partitions",)),
+    "topic_partitions": View(
+        ("core/topic_partitions", "core/brokers"), topic_partitions, evidence=("core/topic_partitions",)
+    ),
     "brokers": View(("core/brokers",), brokers, evidence=("core/brokers",)),
     "cluster": View(("core/cluster",), cluster, evidence=("core/cluster",)),
     "pending_topic_deletions": View(("core/cluster",), pending_topic_deletions, evidence=("core/cluster",)),

@@ -54,11 +54,11 @@ def heat_bins(top: int) -> list[HeatBin]:
         edges = list(range(1, top + 2))
     else:
         edges = [1] + sorted({round(2 * ((top + 1) / 2) ** (k / (n - 1))) for k in range(n)})
-    bounds = [(lo, hi - 1) for lo, hi in zip(edges, edges[1:]) if hi > lo]
+    bounds = [(lo, hi - 1) for lo, hi in zip(edges, edges[1:], strict=False) if hi > lo]
     last = n - 1  # fewer bins than colours: spread them over the whole scale
     k = len(bounds)
     colors = [HEAT_COLORS[round(i * last / (k - 1))] for i in range(k)] if k > 1 else [HEAT_COLORS[last // 2]]
-    return [HeatBin(lo, hi, c) for (lo, hi), c in zip(bounds, colors)]
+    return [HeatBin(lo, hi, c) for (lo, hi), c in zip(bounds, colors, strict=True)]
 
 
 def heat_color(n: int, bins: list[HeatBin]) -> str:

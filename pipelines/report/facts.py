@@ -426,7 +426,7 @@ def _heatmap(freq: pa.Table | None) -> Heatmap | None:
     row_of = {k: i for i, k in enumerate(shown)}
     index = {h: i for i, h in enumerate(hours)}
     cells: Counter = Counter()
-    wanted = pa.Table.from_pylist([dict(zip(key, k)) for k in shown], schema=freq.select(key).schema)
+    wanted = pa.Table.from_pylist([dict(zip(key, k, strict=True)) for k in shown], schema=freq.select(key).schema)
     for r in freq.join(wanted, key, join_type="inner").to_pylist():
         cells[(row_of[(r["group_id"], r["topic"], r["partition"])], index[r["window_start"]])] += r["commits"] or 0
     labels = [f"{g} · {t}/{p}" for g, t, p in shown]

@@ -4,7 +4,7 @@ small sorting/filter script of ``assets/`` inlined, so the one file works offlin
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
@@ -32,7 +32,7 @@ def _number(v, unknown: str = "unknown") -> Markup | str:
 def _when(v: datetime | None, seconds: bool = False) -> str:
     if v is None:
         return ""
-    return v.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
+    return v.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
 
 
 @cache
@@ -98,7 +98,7 @@ def _heat(f: Facts) -> dict | None:
 
 
 def render(f: Facts, generated: datetime | None = None, findings_csv: str | None = FINDINGS_CSV) -> str:
-    generated = generated or datetime.now(timezone.utc)
+    generated = generated or datetime.now(UTC)
     groups, capped = _finding_groups(f.findings)
     biggest = max((g.total for g in f.groups[:MAX_BAR_GROUPS]), default=0)
     bars = [{"g": g, "segments": charts.bar_segments(g.counts, biggest)} for g in f.groups[:MAX_BAR_GROUPS]]

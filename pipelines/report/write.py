@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 
 from pipelines.context import RunContext
@@ -23,7 +23,7 @@ ISR_BELOW_MIN, DELETED_TOPIC_COMMITS = "isr_below_min_insync", "deleted_topic_co
 
 
 def _iso(t) -> str:
-    return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else ""
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else ""
 
 
 def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFacts | None = None,

@@ -2,8 +2,9 @@
 GroupMetadata record of each group, its members, their observed assignment and the
 expected one.
 
-Latest record: the rule of ``pipelines.tables.GROUP_RECORD_ORDER`` (log order). A tombstone, an Empty group (no members) or a non-``consumer`` protocol type as the latest
-record means no ownership rows for that group.
+Latest record: the rule of ``pipelines.tables.GROUP_RECORD_ORDER`` (log order). A tombstone, an
+Empty group (no members) or a non-``consumer`` protocol type as the latest record means no
+ownership rows for that group.
 
 Expected owners (owner names are member ids):
 
@@ -77,7 +78,10 @@ def observed_owners(latest: DataFrame, group_assignments: DataFrame) -> DataFram
 def topic_partitions(zk_topic_partitions: DataFrame, log_end_offsets: DataFrame) -> DataFrame:
     """``topic, partition, broker_id`` for Kafka groups: ZooKeeper 0.8+ metadata, else log ends."""
     zk = zk_topic_partitions.where(F.col("broker_id").isNull()).select("topic", "partition").distinct()
-    from_logs = log_end_offsets.select("topic", "partition").distinct().join(zk.select("topic").distinct(), "topic", "left_anti")
+    from_logs = (
+        log_end_offsets.select("topic", "partition").distinct()
+        .join(zk.select("topic").distinct(), "topic", "left_anti")
+    )
     return zk.unionByName(from_logs).select("topic", "partition", F.lit(None).cast("int").alias("broker_id"))
 
 
@@ -93,7 +97,9 @@ def expected_assignment(members: DataFrame, partitions: DataFrame) -> DataFrame:
         of("range", mem), of("range", subs), partitions.withColumn("part_order", F.col("partition"))
     ).withColumn("assignor", F.lit("range"))
     rr = roundrobin_assign(
-        of("roundrobin", mem), of("roundrobin", subs), partitions.withColumn("part_order", F.struct("topic", "partition"))
+        of("roundrobin", mem),
+        of("roundrobin", subs),
+        partitions.withColumn("part_order", F.struct("topic", "partition")),
     ).withColumn("assignor", F.lit("roundrobin"))
     others = (
         subs.where(~F.coalesce(F.col("protocol").isin(*RECOMPUTED), F.lit(False)))

@@ -42,7 +42,10 @@ def consumer_threads(registrations: DataFrame) -> DataFrame:
         "group_id", "consumer_id", "topic", F.explode(F.sequence(F.lit(0), F.col("streams") - 1)).alias("_n")
     )
     return streams.select(
-        "group_id", "consumer_id", "topic", F.concat(F.col("consumer_id"), F.lit("-"), F.col("_n").cast("string")).alias("owner")
+        "group_id",
+        "consumer_id",
+        "topic",
+        F.concat(F.col("consumer_id"), F.lit("-"), F.col("_n").cast("string")).alias("owner"),
     )
 
 
@@ -117,7 +120,11 @@ def expected_range(plan: DataFrame, sparse: DataFrame) -> DataFrame:
     """``core/expected_assignment`` rows of range groups from :func:`range_inputs`: a dense
     topic's partitions are generated from its count, a sparse topic's joined from its ranks."""
     dense = plan.where(F.col("_dense")).select(
-        "group_id", "topic", "_owners", "_p", F.explode(F.sequence(F.lit(0), F.col("_p").cast("int") - 1)).alias("partition")
+        "group_id",
+        "topic",
+        "_owners",
+        "_p",
+        F.explode(F.sequence(F.lit(0), F.col("_p").cast("int") - 1)).alias("partition"),
     ).select("*", F.lit(None).cast("int").alias("broker_id"), F.col("partition").alias("_j"))
     other = plan.where(~F.col("_dense")).join(F.broadcast(sparse), "topic")
     return dense.unionByName(other.select(*dense.columns)).select(

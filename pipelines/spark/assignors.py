@@ -129,7 +129,9 @@ def roundrobin_assign(members: DataFrame, subscriptions: DataFrame, partitions: 
 
     def deal(acc, p):
         idx = F.try_element_at(F.col("_subs"), p["topic"])
-        pick = F.coalesce(F.try_element_at(F.filter(idx, lambda x: x >= acc["ptr"]), F.lit(1)), F.try_element_at(idx, F.lit(1)))
+        pick = F.coalesce(
+            F.try_element_at(F.filter(idx, lambda x: x >= acc["ptr"]), F.lit(1)), F.try_element_at(idx, F.lit(1))
+        )
         return F.struct((pick + 1).alias("ptr"), F.concat(acc["picks"], F.array(pick)).alias("picks"))
 
     start = F.struct(F.lit(0).alias("ptr"), F.array().cast("array<int>").alias("picks"))

@@ -60,7 +60,9 @@ def status(observed: str = "observed_owners", expected: str = "expected_owner") 
     )
 
 
-def audit(expected: DataFrame, observed: DataFrame, registered: DataFrame, subscribed: DataFrame, known: DataFrame) -> DataFrame:
+def audit(
+    expected: DataFrame, observed: DataFrame, registered: DataFrame, subscribed: DataFrame, known: DataFrame
+) -> DataFrame:
     exp = _with_b(expected).select(*KEY, "broker_id", "expected_owner")
     reg = registered.select("source", "group_id", "owner").distinct().withColumn("_reg", F.lit(True))
     obs = (

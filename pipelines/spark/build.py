@@ -150,7 +150,8 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
 
         # the scans of every znode for owners and offsets run next to everything else
         znodes = _znodes(spark, ctx)
-        bulk = {t: side.submit("scan", _write_parsed, tx, {t: p}, znodes, advance) for t, p in registry.BULK_PARSERS.items()}
+        bulk = {t: side.submit("scan", _write_parsed, tx, {t: p}, znodes, advance)
+                for t, p in registry.BULK_PARSERS.items()}
         bad = _small_registry(tx, znodes, advance)
         if kraft_registry.used(ctx):  # no ZooKeeper registry: the KRaft replay's tables replace the empty ones
             for table, frame in kraft_registry.frames(spark, ctx).items():
@@ -165,7 +166,8 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         plan, ranks = (t.cache() for t in assignment_zk.range_inputs(threads.where(ranged), topic_parts))
         expected_range = assignment_zk.expected_range(plan, ranks)
         roundrobin = (
-            _zookeeper_roundrobin_groups(threads.where(~ranged), topic_parts) if assignment_zk.non_range_groups(assignors) else None
+            _zookeeper_roundrobin_groups(threads.where(~ranged), topic_parts)
+            if assignment_zk.non_range_groups(assignors) else None
         )
         kafka = _kafka_groups(spark, ctx, topic_parts) if row_count(wh, "raw/group_metadata", run_id) else None
         kip848, findings = None, spark.createDataFrame([], table_schema("core/consumer_group_findings"))
@@ -174,7 +176,8 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         write_staged(tx, "core/consumer_group_findings", findings)
         advance()
         others = [o for o in (roundrobin, kafka, kip848) if o is not None]
-        expected = side.submit("expected", _write_expected, tx, [expected_range, *[o["expected"] for o in others]], advance)
+        expected = side.submit("expected", _write_expected, tx, [expected_range, *[o["expected"] for o in others]],
+                               advance)
 
         # the audit, once the owners are written
         for chain in bulk.values():

@@ -41,7 +41,8 @@ def _row_group_stats(path: Path, column: str) -> list[tuple[pq.Statistics | None
     """(statistics of ``column``, rows) of every row group of one Parquet file, from its footer."""
     meta = pq.ParquetFile(path).metadata
     index = meta.schema.to_arrow_schema().get_field_index(column)
-    return [(meta.row_group(g).column(index).statistics, meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
+    return [(meta.row_group(g).column(index).statistics, meta.row_group(g).num_rows)
+            for g in range(meta.num_row_groups)]
 
 
 def row_group_bounds(warehouse: Warehouse, table: str, run_id: str, column: str) -> set:

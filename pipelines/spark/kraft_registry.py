@@ -29,8 +29,8 @@ def frames(spark: SparkSession, ctx: RunContext) -> dict[str, DataFrame]:
     return {
         "core/brokers": raw("raw/kraft_brokers").select("broker_id", "host", "port", "endpoints", "rack", "fenced"),
         "core/topic_partitions": raw("raw/kraft_partitions").where(F.col("topic").isNotNull()).select(
-            "topic", "partition", F.lit(None).cast("int").alias("broker_id"), "replicas", "leader", "leader_epoch", "isr",
-            "topic_id", "directories", "eligible_leader_replicas",
+            "topic", "partition", F.lit(None).cast("int").alias("broker_id"), "replicas", "leader", "leader_epoch",
+            "isr", "topic_id", "directories", "eligible_leader_replicas",
         ),
         "core/cluster": raw("raw/kraft_cluster").select(
             "cluster_id", "controller_id", F.array().cast("array<string>").alias("pending_topic_deletions")

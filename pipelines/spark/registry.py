@@ -3,17 +3,17 @@
 
 Layouts (``../shared/FORMATS.md`` sec. 4; Kafka's ``ZkUtils`` of 0.7 and 0.8+)::
 
-    path                                   0.7 value                0.8+ value
-    /brokers/ids/<id>                      [creator:]host:port      {"host","port","endpoints",...}
-    /brokers/topics/<t>                    (none)                   {"version":1,"partitions":{"<p>":[replicas]}}
-    /brokers/topics/<t>/<broker_id>        nPartitions              -
-    /brokers/topics/<t>/partitions/<p>/state   -                    {"leader","leader_epoch","isr",...}
-    /consumers/<g>/ids/<consumer_id>       {"<topic>": streams}     {"version":1,"subscription":{...},"pattern":"static"}
-    /consumers/<g>/owners/<t>/<p>          p = broker-partition     p = partition; value = thread id
-    /consumers/<g>/offsets/<t>/<p>         p = broker-partition     p = partition; value = decimal offset
-    /cluster/id                            -                        {"version":"1","id":"..."}
-    /controller                            -                        {"version":1,"brokerid":N,...} (or bare N)
-    /admin/delete_topics/<t>               -                        (pending deletion)
+    path                                   0.7 value               0.8+ value
+    /brokers/ids/<id>                      [creator:]host:port     {"host","port","endpoints",...}
+    /brokers/topics/<t>                    (none)                  {"version":1,"partitions":{"<p>":[replicas]}}
+    /brokers/topics/<t>/<broker_id>        nPartitions             -
+    /brokers/topics/<t>/partitions/<p>/state   -                   {"leader","leader_epoch","isr",...}
+    /consumers/<g>/ids/<consumer_id>       {"<topic>": streams}    {"version":1,"subscription":{...},"pattern":"static"}
+    /consumers/<g>/owners/<t>/<p>          p = broker-partition    p = partition; value = thread id
+    /consumers/<g>/offsets/<t>/<p>         p = broker-partition    p = partition; value = decimal offset
+    /cluster/id                            -                       {"version":"1","id":"..."}
+    /controller                            -                       {"version":1,"brokerid":N,...} (or bare N)
+    /admin/delete_topics/<t>               -                       (pending deletion)
 
 A 0.7 partition is named ``<broker_id>-<partition_id>``: it becomes (broker_id, partition);
 0.8+ rows have a null ``broker_id``.
@@ -212,7 +212,8 @@ def parse_brokers(z: DataFrame) -> DataFrame:
             (~F.col("utf8_ok"), "broker registration is not UTF-8"),
             (F.col("broker_id").isNull(), "non-numeric broker id"),
             (F.col("_json") & ~F.col("_obj"), "broker registration is not valid JSON"),
-            (F.col("_json") & F.col("host").isNull() & F.col("port").isNull(), "broker JSON without host, port or endpoints"),
+            (F.col("_json") & F.col("host").isNull() & F.col("port").isNull(),
+             "broker JSON without host, port or endpoints"),
             (~F.col("_json") & F.col("port").isNull(), "broker registration is neither JSON nor host:port"),
         ),
     ).drop("_json", "_obj", "utf8_ok")
@@ -229,7 +230,8 @@ def parse_topics(z: DataFrame) -> DataFrame:
     t08 = topics.where((F.col("depth") == 3) & (F.length(text) > 0))
     js = F.from_json(text, TOPIC_JSON)
     t08 = t08.select(
-        "path", "data", "utf8_ok", _seg(3).alias("topic"), _is_object(text).alias("_obj"), js["partitions"].alias("_parts")
+        "path", "data", "utf8_ok", _seg(3).alias("topic"), _is_object(text).alias("_obj"),
+        js["partitions"].alias("_parts"),
     )
     head = t08.withColumn(
         "reason",
@@ -258,7 +260,8 @@ def parse_topics(z: DataFrame) -> DataFrame:
         ),
     )
     bad_head = head.where(F.col("reason").isNotNull()).select(
-        "path", "data", "topic", F.lit(None).cast("int").alias("partition"), F.lit(None).cast("array<int>").alias("replicas"), "reason"
+        "path", "data", "topic", F.lit(None).cast("int").alias("partition"),
+        F.lit(None).cast("array<int>").alias("replicas"), "reason",
     )
 
     # 0.8+: partition state
@@ -328,7 +331,8 @@ def parse_topics(z: DataFrame) -> DataFrame:
         .unionByName(t07.where(F.col("reason").isNotNull()).select(*cols))
     )
     typed = ["topic", "partition", "broker_id", "replicas", "leader", "leader_epoch", "isr"]
-    nulls = [F.lit(None).cast(t).alias(c) for c, t in zip(typed, ["string", "int", "int", "array<int>", "int", "int", "array<int>"])]
+    types = ["string", "int", "int", "array<int>", "int", "int", "array<int>"]
+    nulls = [F.lit(None).cast(t).alias(c) for c, t in zip(typed, types, strict=True)]
     return good.select(*cols, *typed).unionByName(bad.select(*cols, *nulls))
 
 
@@ -379,8 +383,10 @@ def _registration_entries(nodes: DataFrame) -> DataFrame:
                 F.concat(F.lit("unknown subscription pattern '"), F.col("_pattern"), F.lit("'")),
             ),
             (wild & (F.size("_subs") != 1), "wildcard subscription without exactly one topic filter"),
-            (wild & ~_compiles(_topic_filter(F.get(F.map_keys("_subs"), 0))), "wildcard topic filter is not a valid regex"),
-            (wild & _bad_streams(F.get(F.map_values("_subs"), 0)), "invalid stream count for the wildcard topic filter"),
+            (wild & ~_compiles(_topic_filter(F.get(F.map_keys("_subs"), 0))),
+             "wildcard topic filter is not a valid regex"),
+            (wild & _bad_streams(F.get(F.map_values("_subs"), 0)),
+             "invalid stream count for the wildcard topic filter"),
         ),
     )
     # one pass: good registrations explode into their entries, a bad one stays one row
@@ -417,7 +423,8 @@ def parse_registrations(z: DataFrame) -> DataFrame:
         streams.alias("streams"),
         F.coalesce(
             F.col("reason"),
-            F.when(_bad_streams(streams), F.concat(F.lit("invalid stream count for topic '"), F.col("_topic"), F.lit("'"))),
+            F.when(_bad_streams(streams),
+                   F.concat(F.lit("invalid stream count for topic '"), F.col("_topic"), F.lit("'"))),
         ).alias("reason"),
     )
 
@@ -471,7 +478,9 @@ def parse_cluster(z: DataFrame) -> DataFrame:
     text = F.trim(F.col("text"))
     is_id = F.col("path") == "/cluster/id"
     is_ctrl = F.col("path") == "/controller"
-    ctrl = F.when(text.rlike("^[0-9]+$"), _try_cast(text, "int")).otherwise(F.from_json(text, CONTROLLER_JSON)["brokerid"])
+    ctrl = F.when(text.rlike("^[0-9]+$"), _try_cast(text, "int")).otherwise(
+        F.from_json(text, CONTROLLER_JSON)["brokerid"]
+    )
     cid = F.from_json(text, CLUSTER_ID_JSON)["id"]
     rows = z.select(
         "path",
@@ -481,7 +490,8 @@ def parse_cluster(z: DataFrame) -> DataFrame:
         F.when(_under("admin", "delete_topics") & (F.col("depth") == 3), _seg(3)).alias("_deleting"),
         _reasons(
             (is_id & (~F.col("utf8_ok") | cid.isNull()), "cluster id is not {\"id\": ...} JSON"),
-            (is_ctrl & (~F.col("utf8_ok") | ctrl.isNull()), "controller is neither a broker id nor {\"brokerid\": N} JSON"),
+            (is_ctrl & (~F.col("utf8_ok") | ctrl.isNull()),
+             "controller is neither a broker id nor {\"brokerid\": N} JSON"),
         ).alias("reason"),
     )
     good = rows.where(F.col("reason").isNull()).agg(

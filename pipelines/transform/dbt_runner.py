@@ -115,7 +115,8 @@ def run_dbt(ctx: RunContext, target: str | None = None, select: list[str] | None
         kind = unique_id.split(".", 1)[0]
         counts[kind] = counts.get(kind, 0) + 1
     summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(counts.items()))
-    ctx.say(f"dbt build ({target}): {summary or 'nothing to do'} in {elapsed:.1f}s; marts in {ctx.warehouse.root / 'marts'}")
+    ctx.say(f"dbt build ({target}): {summary or 'nothing to do'} in {elapsed:.1f}s; "
+            f"marts in {ctx.warehouse.root / 'marts'}")
 
 
 def _failures(run_result) -> list[str]:

@@ -18,7 +18,9 @@ MASK = (1 << 64) - 1
 SYSTEM_PREFIX = "/zookeeper/"
 
 
-def node_digest(path: str, data: bytes | None, czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, owner) -> int:
+def node_digest(
+    path: str, data: bytes | None, czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, owner
+) -> int:
     if path.startswith(SYSTEM_PREFIX):
         return 0
     c = zlib.crc32(path.encode("utf-8", "surrogateescape"))

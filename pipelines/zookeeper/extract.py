@@ -178,7 +178,8 @@ def read_order(path: Path, at_zxid: int | None = None, chroot: str | None = None
         where = res.snapshot or str(path)
         for name in Spans.of(paths).take(np.asarray(orphans, dtype=np.int64), pa.large_binary()).to_pylist():
             res.quarantined(text(name.decode("utf-8", "surrogateescape")),
-                            f"{where}: invalid tree: this znode's parent is not in it (damage); left out with its subtree")
+                            f"{where}: invalid tree: this znode's parent is not in it (damage); "
+                            "left out with its subtree")
         res.warnings.append(f"invalid tree: {len(orphans)} znodes without a parent in {where}; "
                             f"{rows.left_out} znodes left out")
     if root and rows.num_rows == 0:

@@ -237,7 +237,8 @@ class Tree:
     def _one(self, op: str, b: dict, txn: Txn) -> None:
         zxid, time = txn.zxid, txn.time
         if op in ("create", "create2"):
-            ok = self.create(b["path"], b["data"], txn.client_id if b["ephemeral"] else 0, b["parent_cversion"], zxid, time)
+            owner = txn.client_id if b["ephemeral"] else 0
+            ok = self.create(b["path"], b["data"], owner, b["parent_cversion"], zxid, time)
         elif op == "createContainer":
             ok = self.create(b["path"], b["data"], CONTAINER_OWNER, b["parent_cversion"], zxid, time)
         elif op == "createTTL":

@@ -117,7 +117,7 @@ class StatRecords:
 
         order = np.arange(len(self.offsets), dtype=np.int64) if order is None else order
         longs, ints = native().decode_stats(self.values, self.offsets, order)
-        return dict(zip(STAT_LONGS, longs)) | dict(zip(STAT_INTS, ints))
+        return dict(zip(STAT_LONGS, longs, strict=True)) | dict(zip(STAT_INTS, ints, strict=True))
 
 
 def _take_stats(stats, order: np.ndarray) -> dict[str, np.ndarray]:

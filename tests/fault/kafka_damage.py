@@ -82,7 +82,8 @@ class Layout:
             if f.topic == "orders" and f.batches:
                 lo, hi = out.get((f.topic, f.partition), (None, None))
                 first, last = f.batches[0].first, f.batches[-1].last + 1
-                out[(f.topic, f.partition)] = (first if lo is None else min(lo, first), last if hi is None else max(hi, last))
+                out[(f.topic, f.partition)] = (first if lo is None else min(lo, first),
+                                               last if hi is None else max(hi, last))
         return out
 
 
@@ -152,27 +153,36 @@ def clean_logs(root: Path, seed: int = 0, batches_per_segment: int = 12) -> Layo
                 for codec in ("none", "gzip"):
                     recs, rows = _commit_rows(part, offset, 2, rng)
                     if codec == "none":  # one top-level message per record
-                        for j, (rec, row) in enumerate(zip(recs, rows)):
-                            parts.append((batch([rec], base_offset=offset + j, magic=1, timestamp_ms=T0), offset + j, offset + j, [row]))
+                        for j, (rec, row) in enumerate(zip(recs, rows, strict=True)):
+                            parts.append((batch([rec], base_offset=offset + j, magic=1, timestamp_ms=T0),
+                                          offset + j, offset + j, [row]))
                     else:
-                        parts.append((batch(recs, base_offset=offset, magic=1, codec=codec, timestamp_ms=T0), offset, offset + 1, rows))
+                        parts.append((batch(recs, base_offset=offset, magic=1, codec=codec, timestamp_ms=T0),
+                                      offset, offset + 1, rows))
                     offset += 2
             for j in range(batches_per_segment):
                 n = rng.randint(1, 6)
                 recs, rows = _commit_rows(part, offset, n, rng)
                 codec = MAGIC2_CODECS[j % len(MAGIC2_CODECS)]
-                parts.append((batch(recs, base_offset=offset, codec=codec, timestamp_ms=T0), offset, offset + n - 1, rows))
+                parts.append(
+                    (batch(recs, base_offset=offset, codec=codec, timestamp_ms=T0), offset, offset + n - 1, rows)
+                )
                 offset += n
-            files.append(_write(root, f"__consumer_offsets-{part}/{segment_name(base)}", "__consumer_offsets", part, parts))
+            files.append(
+                _write(root, f"__consumer_offsets-{part}/{segment_name(base)}", "__consumer_offsets", part, parts)
+            )
     for part in DATA_PARTITIONS:
         offset = 0
-        for s in range(2):
+        for _ in range(2):
             base, parts = offset, []
             for j in range(batches_per_segment):
                 n = rng.randint(1, 30)
-                recs = [(b"k%d" % i, struct.pack(">qq", rng.randrange(1 << 20), i) + b"v" * rng.randrange(30)) for i in range(n)]
+                recs = [(b"k%d" % i, struct.pack(">qq", rng.randrange(1 << 20), i) + b"v" * rng.randrange(30))
+                        for i in range(n)]
                 codec = ("none", "zstd", "lz4")[j % 3]
-                parts.append((batch(recs, base_offset=offset, codec=codec, timestamp_ms=T0 + offset), offset, offset + n - 1, []))
+                parts.append(
+                    (batch(recs, base_offset=offset, codec=codec, timestamp_ms=T0 + offset), offset, offset + n - 1, [])
+                )
                 offset += n
             files.append(_write(root, f"orders-{part}/{segment_name(base)}", "orders", part, parts))
     return Layout(files)
@@ -228,9 +238,13 @@ def damage(layout: Layout, clean: Path, out: Path, seed: int, kind: str | None =
         data[p] ^= 1 << rng.randrange(8)
         case.note = f"byte {p - b.pos} of the batch"
         if p - b.pos < 8:
-            case.undetectable = _invisible(layout, f, i, struct.unpack_from(">q", data, b.pos)[0], _wrapper(data, b.pos))
+            case.undetectable = _invisible(
+                layout, f, i, struct.unpack_from(">q", data, b.pos)[0], _wrapper(data, b.pos)
+            )
     elif kind == "length":
-        value = rng.choice([-1, 0, 7, 1 << 30, 0x7FFFFFFF, b.size - 12 + rng.choice([-3, -1, 1, 5]), rng.randrange(1 << 31)])
+        value = rng.choice(
+            [-1, 0, 7, 1 << 30, 0x7FFFFFFF, b.size - 12 + rng.choice([-3, -1, 1, 5]), rng.randrange(1 << 31)]
+        )
         struct.pack_into(">i", data, b.pos + 8, value)
         case.note = f"length {value}"
     elif kind in ("count", "count_crc"):
@@ -243,7 +257,9 @@ def damage(layout: Layout, clean: Path, out: Path, seed: int, kind: str | None =
         case.note = f"recordCount {value}"
     elif kind == "base_offset":
         old = struct.unpack_from(">q", data, b.pos)[0]
-        value = rng.choice([old ^ (1 << rng.randrange(63)), old + rng.choice([-2, -1, 1, 3]), rng.randrange(1 << 62), 0])
+        value = rng.choice(
+            [old ^ (1 << rng.randrange(63)), old + rng.choice([-2, -1, 1, 3]), rng.randrange(1 << 62), 0]
+        )
         struct.pack_into(">q", data, b.pos, value)
         case.note = f"baseOffset {old} -> {value}"
         case.undetectable = _invisible(layout, f, i, value, _wrapper(data, b.pos))
@@ -300,7 +316,8 @@ def _invisible(layout: Layout, f: SegmentFile, i: int, new_base: int, wrapper: b
     if first == b.first:
         return False  # nothing changed that a reader uses
     name = f.batches[0].first
-    later = [g.batches[0].first for g in layout.files if (g.topic, g.partition) == (f.topic, f.partition) and g.batches[0].first > name]
+    later = [g.batches[0].first for g in layout.files
+             if (g.topic, g.partition) == (f.topic, f.partition) and g.batches[0].first > name]
     hi = min([name + 2**31, *later])
     if first < name or last >= hi:
         return False
@@ -319,7 +336,8 @@ def table_rows(w: Warehouse, run: str) -> list[tuple]:
     rows = []
     for r in read_arrow(w, "raw/offset_commits", run).to_pylist():
         ts = int(r["commit_timestamp"].timestamp() * 1000)
-        rows.append(("commit", r["offsets_partition"], r["log_offset"], r["group_id"], r["topic"], r["partition"], r["committed_offset"], ts))
+        rows.append(("commit", r["offsets_partition"], r["log_offset"], r["group_id"], r["topic"], r["partition"],
+                     r["committed_offset"], ts))
     for r in read_arrow(w, "raw/group_metadata", run).to_pylist():
         rows.append(("group", r["offsets_partition"], r["log_offset"], r["group_id"], r["generation"]))
     return rows
@@ -362,7 +380,8 @@ def alive(pid: int) -> bool:
 def big_offsets_dir(root: Path, partitions: int = 4, batches: int = 3000) -> Path:
     """Partitions of many copies of one batch of 20 commits (kafka-python), base offsets
     rewritten (outside the CRC): enough to keep ``extract offsets`` busy for seconds."""
-    one = batch([(offset_commit_key(f"g{i}", "t", i), offset_commit_value(i, commit_ts=T0)) for i in range(20)], base_offset=0, timestamp_ms=T0)
+    one = batch([(offset_commit_key(f"g{i}", "t", i), offset_commit_value(i, commit_ts=T0)) for i in range(20)],
+                base_offset=0, timestamp_ms=T0)
     for p in range(partitions):
         data = bytearray(one * batches)
         for i in range(batches):

@@ -68,7 +68,9 @@ class Runner:
         """One CLI process: counts tracebacks, hangs, RSS, exit codes and orphans. With
         ``kill_after``, kill -9 it that many seconds after its pool's workers are up."""
         with tempfile.TemporaryFile(mode="w+") as log:
-            p = subprocess.Popen([sys.executable, "-m", "pipelines", *args], cwd=self.repo, stdout=subprocess.DEVNULL, stderr=log)
+            p = subprocess.Popen(
+                [sys.executable, "-m", "pipelines", *args], cwd=self.repo, stdout=subprocess.DEVNULL, stderr=log
+            )
             family: set[int] = set()
             deadline = time.monotonic() + self.timeout
             status, killing = None, False
@@ -135,7 +137,9 @@ def damaged_case(r: Runner, layout, clean: Path, tmp: Path, seed: int, kind: str
         named = f"{logs / case.file.rel}:{case.at}" in locations
         cut = case.kind == "truncate" and case.at == len(data)
         if case.file.topic == "__consumer_offsets" and not (named or cut or case.undetectable or harmless(case, data)):
-            r.t.notes.append(f"seed {seed} {kind} {case.note}: damage at {case.file.rel}:{case.at} not named in raw/quarantine")
+            r.t.notes.append(
+                f"seed {seed} {kind} {case.note}: damage at {case.file.rel}:{case.at} not named in raw/quarantine"
+            )
     if r.run(["--warehouse", str(wh), "--run-id", "e", "extract", "log-end", str(logs)], 0) == 0:
         ends = {(x["topic"], x["partition"]): x for x in read_arrow(w, "raw/log_end_offsets", "e").to_pylist()}
         for key, (start, max_start, min_end, end) in case.ends_bounds(layout).items():
@@ -145,7 +149,8 @@ def damaged_case(r: Runner, layout, clean: Path, tmp: Path, seed: int, kind: str
                 r.t.wrong += 1
                 if case.undetectable and key == (case.file.topic, case.file.partition):
                     r.t.undetectable += 1
-                r.t.notes.append(f"seed {seed} {kind} {case.note}: log-end {key} = {x and (x['log_start_offset'], x['log_end_offset'])}, "
+                got = x and (x["log_start_offset"], x["log_end_offset"])
+                r.t.notes.append(f"seed {seed} {kind} {case.note}: log-end {key} = {got}, "
                                  f"expected start in [{start}, {max_start}], end in [{min_end}, {end}]")
     r.t.debris += _debris(wh)
 
@@ -185,7 +190,9 @@ def fixed_cases(r: Runner, tmp: Path, rng: random.Random, kills: int) -> int:
     n = len(cases)
     for codec in ("zstd", "gzip"):
         def commit(i):
-            return batch([(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=1))], base_offset=i, timestamp_ms=1)
+            return batch(
+                [(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=1))], base_offset=i, timestamp_ms=1
+            )
 
         seg = tmp / f"bomb-{codec}" / "__consumer_offsets-0" / segment_name(0)
         write_segment(seg, [commit(0), bomb_batch(commit(1), codec, 2 << 30), commit(2)])
@@ -223,9 +230,10 @@ def main() -> None:
             shutil.rmtree(case_dir)
         t.cases += fixed_cases(r, root / "fixed", rng, args.kills)
     print(f"repo {args.repo} ({time.monotonic() - started:.0f}s)")
-    header = ["cases", "tracebacks", "hangs", "max RSS", "good records lost", "silent wrong rows", "wrong exit codes", "orphans", "debris"]
-    values = [t.cases, t.tracebacks, t.hangs, f"{t.max_rss_mb} MB", t.lost,
-              f"{t.wrong}" + (f" ({t.undetectable} undetectable)" if t.undetectable else ""), t.exit_codes, t.orphans, t.debris]
+    header = ["cases", "tracebacks", "hangs", "max RSS", "good records lost", "silent wrong rows", "wrong exit codes",
+              "orphans", "debris"]
+    wrong = f"{t.wrong}" + (f" ({t.undetectable} undetectable)" if t.undetectable else "")
+    values = [t.cases, t.tracebacks, t.hangs, f"{t.max_rss_mb} MB", t.lost, wrong, t.exit_codes, t.orphans, t.debris]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     print("| " + " | ".join(map(str, values)) + " |")

@@ -92,7 +92,8 @@ def main() -> None:
             shutil.rmtree(wh, ignore_errors=True)
     cols = ("cases", "traceback", "hang", "wrong_exit", "silent_wrong", "unnamed", "verified_past_gap",
             "unreadable_output", "unverified", "differs_flagged", "exit_1")
-    print(f"repo {args.repo} ({subprocess.run(['git', '-C', str(args.repo), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip()})")
+    head = subprocess.run(["git", "-C", str(args.repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    print(f"repo {args.repo} ({head.stdout.strip()})")
     print(f"{'kind':<18}" + "".join(f"{c:>18}" for c in cols))
     for kind in KINDS:
         if kind in by_kind:

@@ -207,7 +207,9 @@ def damage(clean: Clean, out: Path, seed: int, kind: str | None = None) -> Case:
             raw[e_off + 8 : e_off + 12] = bytes(4)
             detail = f"zero length at {e_off} (zxid {e_zxid:#x})"
         elif kind == "huge_length":
-            raw[e_off + 8 : e_off + 12] = struct.pack(">i", rnd.choice([0x7FFFFFFF, 0x00100000 + rnd.randrange(1 << 20)]))
+            raw[e_off + 8 : e_off + 12] = struct.pack(
+                ">i", rnd.choice([0x7FFFFFFF, 0x00100000 + rnd.randrange(1 << 20)])
+            )
             detail = f"huge length at {e_off} (zxid {e_zxid:#x})"
         elif kind == "forged_txn":  # a byte of a txn changed and its Adler32 made to match: only digests tell
             at = e_off + 12 + 32 + rnd.randrange(max(1, e_len - 32 - 12))

@@ -164,7 +164,8 @@ def test_dag_runs_whole_chain_on_demo(airflow_env, tmp_path):
     assert sorted(i for t, i in states if t == "extract") == [0, 1, 2]  # zookeeper, offsets, log-end
 
     # each task wrote its part of the run named by the logical date
-    for table in ("raw/znodes", "raw/offset_commits", "raw/log_end_offsets", "core/assignment_audit", "marts/consumer_lag"):
+    tables = ("raw/znodes", "raw/offset_commits", "raw/log_end_offsets", "core/assignment_audit", "marts/consumer_lag")
+    for table in tables:
         part = warehouse / table / f"run_id={RUN_ID}"
         assert part.is_dir() and list(part.glob("*.parquet")), table
     summary = json.loads((warehouse / "reports" / f"run_id={RUN_ID}" / "summary.json").read_text())

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def at(minute: int) -> dt.datetime:
@@ -113,15 +113,17 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
 
     lag = read_mart(warehouse, "marts/consumer_lag")
-    assert [(r["source"], r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"], r["run_id"]) for r in lag] == [
+    assert [
+        (r["source"], r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"], r["run_id"]) for r in lag
+    ] == [
         ("kafka", 0, 15, 100, 85, "r1"),
         ("kafka", 1, 50, 100, 50, "r1"),
         ("zookeeper", 0, 12, 100, 88, "r1"),
     ]
     regressions = read_mart(warehouse, "marts/offset_regressions")
-    assert [(r["log_offset"], r["previous_committed_offset"], r["committed_offset"], r["regressed_by"]) for r in regressions] == [
-        (104, 20, 15, 5)
-    ]
+    got = [(r["log_offset"], r["previous_committed_offset"], r["committed_offset"], r["regressed_by"])
+           for r in regressions]
+    assert got == [(104, 20, 15, 5)]
     drift = read_mart(warehouse, "marts/offset_storage_drift")
     assert [(r["group_id"], r["partition"], r["zk_offset"], r["kafka_offset"], r["drift"]) for r in drift] == [
         ("g", 0, 12, 15, 3),
@@ -139,7 +141,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     assert status[0]["evaluated_at"] == at(70)  # the capture's clock: the newest input timestamp
     # t-0 went 10, 20, 15: back, but not below the window's first offset, and lag decreased;
     # t-1's last commit (10:06) is older than its window's span (1 minute) at 11:10
-    assert [(p, s["status"], s["group_status"], s["window_commits"], s["current_lag"]) for p, s in sorted(status.items())] == [
+    assert [
+        (p, s["status"], s["group_status"], s["window_commits"], s["current_lag"]) for p, s in sorted(status.items())
+    ] == [
         (0, "OK", "STOP", 3, 85),
         (1, "STOP", "STOP", 2, 50),
     ]
@@ -174,7 +178,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     # r2's partition was added, r1's kept; the missing log ends make r2's lag unknown
     lag = read_mart(warehouse, "marts/consumer_lag")
     assert sorted({r["run_id"] for r in lag}) == ["r1", "r2"]
-    assert [(r["source"], r["committed_offset"], r["lag"]) for r in lag if r["run_id"] == "r2"] == [("zookeeper", 30, None)]
+    assert [(r["source"], r["committed_offset"], r["lag"]) for r in lag if r["run_id"] == "r2"] == [
+        ("zookeeper", 30, None)
+    ]
     assert spark.sql("select count(*) as n from kaudit_marts.consumer_lag").first().n == 4
 
 

@@ -21,7 +21,7 @@ U = B.uuid_text
 
 
 def _ts(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
 
 
 def metadata_log(root):

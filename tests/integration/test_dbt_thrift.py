@@ -22,8 +22,9 @@ from pipelines.transform.dbt_runner import run_dbt
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
-SPARK_BIN = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / "pyspark" / "bin"
-UTC = dt.timezone.utc
+SPARK_BIN = (Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+             / "pyspark" / "bin")
+UTC = dt.UTC
 
 
 def free_port() -> int:
@@ -50,7 +51,8 @@ def thrift_server(tmp_path):
         "--conf", "spark.driver.host=127.0.0.1",
         "--conf", "spark.sql.session.timeZone=UTC",
         "--conf", f"spark.sql.warehouse.dir={home / 'spark-warehouse'}",
-        "--conf", f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+        "--conf", "spark.hadoop.javax.jdo.option.ConnectionURL="
+                  f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
         "--hiveconf", f"hive.server2.thrift.port={port}",
         "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
         "spark-internal",
@@ -108,16 +110,22 @@ def test_dbt_build_over_thrift(thrift_server, warehouse, monkeypatch):
 
     # kept lean: sources hook, staging/intermediate views, data and unit tests, a
     # run-partitioned mart and a Parquet snapshot - every kind of node the project has
-    run_dbt(RunContext(warehouse, "t1", quiet=True), target="thrift", select=["+consumer_lag", "snap_committed_offsets"])
+    run_dbt(
+        RunContext(warehouse, "t1", quiet=True), target="thrift", select=["+consumer_lag", "snap_committed_offsets"]
+    )
 
     def mart(name):
         return ds.dataset(warehouse.root / "marts" / name, format="parquet", partitioning="hive").to_table().to_pylist()
 
-    assert [(r["source"], r["committed_offset"], r["lag"], r["run_id"]) for r in mart("consumer_lag")] == [("kafka", 7, 5, "t1")]
-    history = ds.dataset(warehouse.root / "snapshots" / "snap_committed_offsets", format="parquet").to_table().to_pylist()
-    assert [(r["partition_key"], r["committed_offset"], r["dbt_valid_from_run_id"], r["dbt_valid_to_run_id"]) for r in history] == [
-        ("kafka|g|t||0", 7, "t1", None)
+    assert [(r["source"], r["committed_offset"], r["lag"], r["run_id"]) for r in mart("consumer_lag")] == [
+        ("kafka", 7, 5, "t1")
     ]
+    history = (
+        ds.dataset(warehouse.root / "snapshots" / "snap_committed_offsets", format="parquet").to_table().to_pylist()
+    )
+    got = [(r["partition_key"], r["committed_offset"], r["dbt_valid_from_run_id"], r["dbt_valid_to_run_id"])
+           for r in history]
+    assert got == [("kafka|g|t||0", 7, "t1", None)]
     # the server's catalog (a Derby metastore) holds the marts as tables too
     from pyhive import hive
 

@@ -40,14 +40,18 @@ def _cluster(root):
              subscription=subscription(["pay"], version=1), assignment=assignment({"pay": [0, 1]}))
     part = logs / f"__consumer_offsets-{p}"
     write_segment(part / segment_name(0), [
-        batch([(group_metadata_key(g), group_metadata_value(generation=1, protocol="range", leader="c-1", state_ts=T0, members=[m]))],
+        batch([(group_metadata_key(g),
+                group_metadata_value(generation=1, protocol="range", leader="c-1", state_ts=T0, members=[m]))],
               base_offset=0, timestamp_ms=T0),
         batch([(offset_commit_key(g, "pay", 0), offset_commit_value(10, commit_ts=T0)),
-               (offset_commit_key(g, "pay", 1), offset_commit_value(20, commit_ts=T0))], base_offset=1, timestamp_ms=T0, codec="snappy"),
-        batch([(offset_commit_key(g, "pay", 0), offset_commit_value(15, commit_ts=T0 + 1))], base_offset=3, timestamp_ms=T0,
-              producer_id=77, producer_epoch=0, base_sequence=0, transactional=True),
+               (offset_commit_key(g, "pay", 1), offset_commit_value(20, commit_ts=T0))],
+              base_offset=1, timestamp_ms=T0, codec="snappy"),
+        batch([(offset_commit_key(g, "pay", 0), offset_commit_value(15, commit_ts=T0 + 1))],
+              base_offset=3, timestamp_ms=T0, producer_id=77, producer_epoch=0, base_sequence=0, transactional=True),
     ])
-    tail = batch([(offset_commit_key(g, "pay", 1), offset_commit_value(25, commit_ts=T0 + 2))], base_offset=5, timestamp_ms=T0)
+    tail = batch(
+        [(offset_commit_key(g, "pay", 1), offset_commit_value(25, commit_ts=T0 + 2))], base_offset=5, timestamp_ms=T0
+    )
     write_segment(part / segment_name(4), [
         control_batch(base_offset=4, producer_id=77, producer_epoch=0, commit=True, timestamp_ms=T0 + 1), tail[:-4]])
     write_segment(logs / "__consumer_offsets-0" / segment_name(0), [
@@ -55,7 +59,9 @@ def _cluster(root):
               base_offset=0, magic=0, timestamp_ms=T0)])
     write_segment(logs / "pay-0" / segment_name(0), [batch([(b"k", b"v")] * 30, base_offset=0, timestamp_ms=T0)])
     write_segment(logs / "pay-1" / segment_name(0), [batch([(b"k", b"v")] * 12, base_offset=0, timestamp_ms=T0 + 5)])
-    write_segment(logs / "__transaction_state-0" / segment_name(0), [batch([(b"k", b"v")], base_offset=0, timestamp_ms=T0)])
+    write_segment(
+        logs / "__transaction_state-0" / segment_name(0), [batch([(b"k", b"v")], base_offset=0, timestamp_ms=T0)]
+    )
     return logs, p
 
 
@@ -73,21 +79,29 @@ def test_extract_offsets_cli(tmp_path, capsys):
     assert "3 segment files in 2 partitions" in err and "quarantined" in err
     w = Warehouse(wh)
     commits = read_arrow(w, "raw/offset_commits", "r1").to_pylist()
-    got = sorted((c["offsets_partition"], c["log_offset"], c["group_id"], c["committed_offset"], c["txn_state"]) for c in commits)
-    assert got == [(0, 0, "legacy", 5, None), (p, 1, "payments", 10, None), (p, 2, "payments", 20, None), (p, 3, "payments", 15, "committed")]
+    got = sorted(
+        (c["offsets_partition"], c["log_offset"], c["group_id"], c["committed_offset"], c["txn_state"]) for c in commits
+    )
+    assert got == [(0, 0, "legacy", 5, None), (p, 1, "payments", 10, None), (p, 2, "payments", 20, None),
+                   (p, 3, "payments", 15, "committed")]
     assert [r["generation"] for r in read_arrow(w, "raw/group_metadata", "r1").to_pylist()] == [1]
-    assert [(r["member_id"], r["subscribed_topics"]) for r in read_arrow(w, "raw/group_members", "r1").to_pylist()] == [("c-1", ["pay"])]
+    assert [(r["member_id"], r["subscribed_topics"]) for r in read_arrow(w, "raw/group_members", "r1").to_pylist()] == [
+        ("c-1", ["pay"])
+    ]
     assert read_arrow(w, "raw/group_assignments", "r1").num_rows == 2
     assert read_arrow(w, "raw/coordinator_records", "r1").num_rows == 0
     (q,) = read_arrow(w, "raw/quarantine", "r1").to_pylist()
-    assert q["source"] == "offsets" and q["location"].endswith(f"__consumer_offsets-{p}/{segment_name(4)}:{len(control_batch(base_offset=4, producer_id=77, producer_epoch=0, commit=True, timestamp_ms=T0 + 1))}")
+    marker = control_batch(base_offset=4, producer_id=77, producer_epoch=0, commit=True, timestamp_ms=T0 + 1)
+    assert q["source"] == "offsets"
+    assert q["location"].endswith(f"__consumer_offsets-{p}/{segment_name(4)}:{len(marker)}")
     assert q["reason"].startswith("TruncatedBatch")
 
     # a single .log file: the partition comes from its dir; same run id replaces the partition
     one = logs / f"__consumer_offsets-{p}" / segment_name(0)
     assert _run(["--warehouse", str(wh), "--run-id", "r1", "--quiet", "extract", "offsets", str(one)]) == 0
     commits = read_arrow(w, "raw/offset_commits", "r1").to_pylist()
-    assert sorted((c["offsets_partition"], c["log_offset"], c["txn_state"]) for c in commits) == [(p, 1, None), (p, 2, None), (p, 3, "pending")]
+    got = sorted((c["offsets_partition"], c["log_offset"], c["txn_state"]) for c in commits)
+    assert got == [(p, 1, None), (p, 2, None), (p, 3, "pending")]
     assert read_arrow(w, "raw/quarantine", "r1").num_rows == 0
 
 
@@ -98,7 +112,8 @@ def test_extract_offsets_empty_and_unreadable(tmp_path, capsys):
     (tmp_path / "logs" / "__consumer_offsets-0").mkdir(parents=True)
     (tmp_path / "logs" / "__consumer_offsets-0" / segment_name(0)).write_bytes(b"")
     assert _run(["--warehouse", str(wh), "--run-id", "e", "extract", "offsets", str(tmp_path / "logs")]) == 0
-    for t in ("raw/offset_commits", "raw/group_metadata", "raw/group_members", "raw/group_assignments", "raw/coordinator_records", "raw/quarantine"):
+    for t in ("raw/offset_commits", "raw/group_metadata", "raw/group_members", "raw/group_assignments",
+              "raw/coordinator_records", "raw/quarantine"):
         assert w.exists(t, "e") and read_arrow(w, t, "e").num_rows == 0
     capsys.readouterr()
     # paths that hold nothing readable: one line naming the path, exit 1, no table
@@ -107,10 +122,12 @@ def test_extract_offsets_empty_and_unreadable(tmp_path, capsys):
     garbage = tmp_path / "garbage" / "__consumer_offsets-3" / segment_name(0)
     garbage.parent.mkdir(parents=True)
     garbage.write_bytes(random.Random(1).randbytes(1 << 20))
+    no_segments = ("no __consumer_offsets segments "
+                   "(expected a Kafka log dir, __consumer_offsets-N dirs or .log files)")
     expected = {
         tmp_path / "nope": "no such file or directory",
-        tmp_path / "empty": "no __consumer_offsets segments (expected a Kafka log dir, __consumer_offsets-N dirs or .log files)",
-        tmp_path / "dir.log": "no __consumer_offsets segments (expected a Kafka log dir, __consumer_offsets-N dirs or .log files)",
+        tmp_path / "empty": no_segments,
+        tmp_path / "dir.log": no_segments,
         garbage: f"no readable record batch in 1 segment files ({1 << 20} bytes; expected Kafka log segments)",
     }
     for path, why in expected.items():
@@ -120,7 +137,9 @@ def test_extract_offsets_empty_and_unreadable(tmp_path, capsys):
         assert not w.exists("raw/offset_commits", "e2") and not w.exists("raw/quarantine", "e2")
     # some good batches and some garbage: readable, the garbage quarantined
     mixed = tmp_path / "mixed" / "__consumer_offsets-3" / segment_name(0)
-    good = [batch([(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=T0))], base_offset=i, timestamp_ms=T0) for i in range(2)]
+    good = [batch([(offset_commit_key("g", "t", i), offset_commit_value(i, commit_ts=T0))],
+                  base_offset=i, timestamp_ms=T0)
+            for i in range(2)]
     write_segment(mixed, [good[0], b"\x13" * 5000, good[1]])
     assert _run(["--warehouse", str(wh), "--run-id", "e3", "extract", "offsets", str(mixed)]) == 0
     assert read_arrow(w, "raw/offset_commits", "e3")["log_offset"].to_pylist() == [0, 1]
@@ -130,17 +149,20 @@ def test_extract_offsets_empty_and_unreadable(tmp_path, capsys):
 def test_extract_log_end_unreadable_and_usage(tmp_path, capsys):
     wh = tmp_path / "wh"
     assert _run(["--warehouse", str(wh), "extract", "log-end"]) == 2
-    assert capsys.readouterr().err.strip() == "kaudit: extract log-end: give Kafka log dirs (PATH...) or --offsets-file FILE"
+    err = capsys.readouterr().err.strip()
+    assert err == "kaudit: extract log-end: give Kafka log dirs (PATH...) or --offsets-file FILE"
     (tmp_path / "logs" / "__consumer_offsets-0").mkdir(parents=True)
     assert _run(["--warehouse", str(wh), "extract", "log-end", str(tmp_path / "logs")]) == 1
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (f"kaudit: {tmp_path / 'logs'}: no topic-partition dirs of data topics "
-                                               "(expected a Kafka log dir or <topic>-<N> dirs)")
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"kaudit: {tmp_path / 'logs'}: no topic-partition dirs of data topics "
+        "(expected a Kafka log dir or <topic>-<N> dirs)")
     seg = tmp_path / "logs" / "t-0" / segment_name(0)
     seg.parent.mkdir()
     seg.write_bytes(random.Random(2).randbytes(1 << 20))
     assert _run(["--warehouse", str(wh), "extract", "log-end", str(tmp_path / "logs")]) == 1
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (f"kaudit: {tmp_path / 'logs'}: no readable record batch in the segments of 1 "
-                                               f"partition dirs ({1 << 20} bytes; expected Kafka log segments)")
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"kaudit: {tmp_path / 'logs'}: no readable record batch in the segments of 1 "
+        f"partition dirs ({1 << 20} bytes; expected Kafka log segments)")
     assert not Warehouse(wh).run_ids("raw/log_end_offsets")
 
 
@@ -149,7 +171,8 @@ def test_extract_log_end_cli_with_offsets_file(tmp_path):
     ends_file = tmp_path / "ends.txt"
     ends_file.write_text("pay:1:40\nother:0:9\n")
     wh = tmp_path / "wh"
-    assert _run(["--warehouse", str(wh), "--run-id", "r", "extract", "log-end", str(logs), "--offsets-file", str(ends_file)]) == 0
+    args = ["--warehouse", str(wh), "--run-id", "r", "extract", "log-end", str(logs), "--offsets-file", str(ends_file)]
+    assert _run(args) == 0
     rows = read_arrow(Warehouse(wh), "raw/log_end_offsets", "r").to_pylist()
     got = [(r["topic"], r["partition"], r["log_start_offset"], r["log_end_offset"]) for r in rows]
     assert got == [("other", 0, None, 9), ("pay", 0, 0, 30), ("pay", 1, 0, 40)]
@@ -161,8 +184,8 @@ def test_extract_log_end_cli_with_offsets_file(tmp_path):
 
 def test_console_script_exit_code(tmp_path):
     """The real process: one line on stderr, exit 1, no traceback."""
-    r = subprocess.run([sys.executable, "-m", "pipelines", "--warehouse", str(tmp_path), "extract", "offsets", str(tmp_path / "x.log")],
-                       capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "pipelines", "--warehouse", str(tmp_path), "extract", "offsets",
+                        str(tmp_path / "x.log")], capture_output=True, text=True)
     assert r.returncode == 1
     run_line, error = r.stderr.strip().splitlines()
     assert run_line.startswith("run ") and run_line.endswith(" (new)")

@@ -80,10 +80,14 @@ def test_build_fills_core_registry_from_kraft(spark, tmp_path):
     wh = Warehouse(tmp_path / "wh")
     assert _kaudit("--warehouse", str(wh.root), "--run-id", "k1", "extract", "kraft", str(d)) == 0
     build_core(RunContext(wh, "k1", quiet=True), {})
-    brokers = sorted(read_arrow(wh, "core/brokers", "k1").drop_columns(["run_id"]).to_pylist(), key=lambda b: b["broker_id"])
+    brokers = sorted(
+        read_arrow(wh, "core/brokers", "k1").drop_columns(["run_id"]).to_pylist(), key=lambda b: b["broker_id"]
+    )
     assert brokers == [
-        dict(broker_id=1, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r1", fenced=False),
-        dict(broker_id=2, host="127.0.0.1", port=9093, endpoints=["PLAINTEXT://127.0.0.1:9093"], rack="r2", fenced=True),
+        dict(broker_id=1, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r1",
+             fenced=False),
+        dict(broker_id=2, host="127.0.0.1", port=9093, endpoints=["PLAINTEXT://127.0.0.1:9093"], rack="r2",
+             fenced=True),
     ]
     parts = sorted(read_arrow(wh, "core/topic_partitions", "k1").drop_columns(["run_id"]).to_pylist(),
                    key=lambda p: p["partition"])

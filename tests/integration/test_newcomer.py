@@ -102,8 +102,10 @@ def test_the_extract_lists_what_it_quarantined(newcomer):
     _, outputs = newcomer
     q = json.loads((DEMO / "faults.json").read_text())["quarantine"][0]
     lines = outputs[1][1].stderr.splitlines()
-    assert any(re.match(r"^offsets: 1 part\(s\) quarantined in raw/quarantine: 1 CrcMismatch$", ln) for ln in lines), lines
-    assert any(ln.strip().startswith(f"kafka-logs/{q['file']}:{q['byte_offset']}: CrcMismatch: ") for ln in lines), lines
+    summary = r"^offsets: 1 part\(s\) quarantined in raw/quarantine: 1 CrcMismatch$"
+    assert any(re.match(summary, ln) for ln in lines), lines
+    named = f"kafka-logs/{q['file']}:{q['byte_offset']}: CrcMismatch: "
+    assert any(ln.strip().startswith(named) for ln in lines), lines
 
 
 QUERIES = r'''

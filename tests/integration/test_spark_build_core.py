@@ -5,7 +5,7 @@ earlier tables as they were."""
 
 import json
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
@@ -22,7 +22,7 @@ from pipelines.tables import (
 
 pytestmark = pytest.mark.integration
 
-TS = datetime(2024, 1, 1, tzinfo=timezone.utc)
+TS = datetime(2024, 1, 1, tzinfo=UTC)
 
 TREE = {
     # 0.8+ layout: topic "orders", 4 partitions; group g08 with two one-stream consumers
@@ -73,7 +73,8 @@ WANT = {
 def _audit(warehouse, run_id):
     rows = read_arrow(warehouse, "core/assignment_audit", run_id).to_pylist()
     return {
-        (r["group_id"], r["topic"], r["partition"], r["broker_id"]): (r["expected_owner"], r["observed_owners"], r["status"])
+        (r["group_id"], r["topic"], r["partition"], r["broker_id"]):
+            (r["expected_owner"], r["observed_owners"], r["status"])
         for r in rows
     }
 
@@ -127,7 +128,8 @@ def test_a_roundrobin_group_next_to_range_groups(spark, warehouse):
     }
     assert _audit(warehouse, run) == {**{k: v for k, v in WANT.items() if k[0] != "g08"}, **g08}
     expected = read_arrow(warehouse, "core/expected_assignment", run).to_pylist()
-    assert {(e["group_id"], e["assignor"]) for e in expected} == {("g08", "roundrobin"), ("g07", "range"), ("gw", "range")}
+    assert {(e["group_id"], e["assignor"]) for e in expected} == {
+        ("g08", "roundrobin"), ("g07", "range"), ("gw", "range")}
 
 
 def test_a_run_with_only_kafka_group_tables(spark, warehouse):
@@ -150,7 +152,9 @@ def test_a_run_with_only_kafka_group_tables(spark, warehouse):
          "session_timeout_ms": 1, "rebalance_timeout_ms": 1, "subscribed_topics": ["clicks"]}
         for m in ("m1", "m2")
     ]
-    warehouse.write_table("raw/group_members", run, pa.Table.from_pylist(members, schema=RAW_GROUP_MEMBERS), step="offsets")
+    warehouse.write_table(
+        "raw/group_members", run, pa.Table.from_pylist(members, schema=RAW_GROUP_MEMBERS), step="offsets"
+    )
     assigned = [("m1", 0), ("m1", 1), ("m1", 2), ("m2", 2)]  # m1 took m2's partition 2 as well
     warehouse.write_table(
         "raw/group_assignments",

@@ -5,7 +5,7 @@ failing rows; a clean run passes and `--strict` exits 0. Real Spark, real GX."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,7 +17,7 @@ from pipelines.tables import SCHEMAS
 
 pytestmark = pytest.mark.integration
 
-T0 = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
 def _write(warehouse, run_id, table, rows, step="main"):

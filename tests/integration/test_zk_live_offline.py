@@ -11,7 +11,7 @@ import json
 import re
 import subprocess
 from collections import namedtuple
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 
 import pyarrow as pa
@@ -168,7 +168,7 @@ def _rows(ctx: RunContext) -> pa.Table:
 def _assert_same(live: pa.Table, offline: pa.Table) -> None:
     assert live.num_rows == offline.num_rows
     assert live["path"].to_pylist() == offline["path"].to_pylist()
-    for a, b in zip(live.to_pylist(), offline.to_pylist()):
+    for a, b in zip(live.to_pylist(), offline.to_pylist(), strict=True):
         assert a == b, (a, b)
     assert live.equals(offline)
 
@@ -299,7 +299,7 @@ def test_snapshot_agrees_with_snapshotformatter(cluster):
             "dataVersion": str(n["version"][i]), "aclVersion": str(n["aversion"][i]),
             "ephemeralOwner": f"0x{int(n['ephemeral_owner'][i]) & (2**64 - 1):014x}",
             "ctime": pa.scalar(int(ctime), pa.timestamp("ms", tz="UTC")).as_py()
-            .astimezone(timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y"),
+            .astimezone(UTC).strftime("%a %b %d %H:%M:%S UTC %Y"),
         }
         assert {k: f[k] for k in expect} == expect, p
 

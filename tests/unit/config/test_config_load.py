@@ -37,7 +37,8 @@ def test_example_loads_and_resolves(tmp_path):
     assert cfg.assignors == {}
     assert cfg.spark.conf == {"spark.sql.shuffle.partitions": "8"}
     assert cfg.strict is False
-    assert plan(cfg) == ["extract:zookeeper[0]", "extract:offsets", "extract:log-end", "build", "dbt", "validate", "report"]
+    assert plan(cfg) == ["extract:zookeeper[0]", "extract:offsets", "extract:log-end", "build", "dbt", "validate",
+                         "report"]
     moved = load_config(EXAMPLE, env={"KAUDIT_DEMO": "/data/demo"})
     assert moved.sources.zookeeper[0].data_dir == Path("/data/demo/zookeeper")
 
@@ -86,7 +87,8 @@ def _model_keys(model, prefix=()):
 
 
 def test_example_documents_every_key():
-    documented = {k for example in (EXAMPLE, EXAMPLE_LIVE) for k in _documented_keys(yaml.safe_load(example.read_text()))}
+    documented = {k for example in (EXAMPLE, EXAMPLE_LIVE)
+                  for k in _documented_keys(yaml.safe_load(example.read_text()))}
     keys = set(_model_keys(AuditConfig))
     # assignors and spark.conf are free-form maps: their entries are examples, not keys
     documented = {k for k in documented if k[:1] != ("assignors",) or len(k) == 1}
@@ -104,26 +106,43 @@ def test_empty_config_is_all_defaults(tmp_path):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("sources:\n  zookeeper:\n    - hosts: x\n", "audit.yaml: sources.zookeeper[0].hosts: expected H:P[,H:P], got 'x'"),
-        ("sources:\n  zookeeper:\n    - hosts: 'a:1,b'\n", "sources.zookeeper[0].hosts: expected H:P[,H:P], got 'a:1,b'"),
-        ("sources:\n  zookeeper:\n    - hosts: 'a:70000'\n", "sources.zookeeper[0].hosts: expected H:P[,H:P], got 'a:70000'"),
-        ("sources:\n  zookeeper:\n    - {hosts: 'a:1', chroot: kafka}\n", "sources.zookeeper[0].chroot: expected an absolute znode path"),
-        ("sources:\n  zookeeper:\n    - {hosts: 'a:1', auth: digest}\n", "sources.zookeeper[0].auth: expected SCHEME:CRED"),
-        ("sources:\n  zookeeper:\n    - {hosts: 'a:1', tls: {cert: c.pem}}\n", "sources.zookeeper[0].tls: cert and key go together"),
-        ("sources:\n  zookeeper:\n    - {hosts: 'a:1', data_dir: d}\n", "sources.zookeeper[0]: give either hosts (live) or data_dir (backup)"),
-        ("sources:\n  zookeeper:\n    - {chroot: /x}\n", "sources.zookeeper[0]: needs hosts (a live ensemble) or data_dir"),
-        ("sources:\n  zookeeper:\n    - {data_dir: d, at_zxid: 0xzz}\n", "sources.zookeeper[0].at_zxid: expected a zxid (decimal or 0x-hex), got '0xzz'"),
+        ("sources:\n  zookeeper:\n    - hosts: x\n",
+         "audit.yaml: sources.zookeeper[0].hosts: expected H:P[,H:P], got 'x'"),
+        ("sources:\n  zookeeper:\n    - hosts: 'a:1,b'\n",
+         "sources.zookeeper[0].hosts: expected H:P[,H:P], got 'a:1,b'"),
+        ("sources:\n  zookeeper:\n    - hosts: 'a:70000'\n",
+         "sources.zookeeper[0].hosts: expected H:P[,H:P], got 'a:70000'"),
+        ("sources:\n  zookeeper:\n    - {hosts: 'a:1', chroot: kafka}\n",
+         "sources.zookeeper[0].chroot: expected an absolute znode path"),
+        ("sources:\n  zookeeper:\n    - {hosts: 'a:1', auth: digest}\n",
+         "sources.zookeeper[0].auth: expected SCHEME:CRED"),
+        ("sources:\n  zookeeper:\n    - {hosts: 'a:1', tls: {cert: c.pem}}\n",
+         "sources.zookeeper[0].tls: cert and key go together"),
+        ("sources:\n  zookeeper:\n    - {hosts: 'a:1', data_dir: d}\n",
+         "sources.zookeeper[0]: give either hosts (live) or data_dir (backup)"),
+        ("sources:\n  zookeeper:\n    - {chroot: /x}\n",
+         "sources.zookeeper[0]: needs hosts (a live ensemble) or data_dir"),
+        ("sources:\n  zookeeper:\n    - {data_dir: d, at_zxid: 0xzz}\n",
+         "sources.zookeeper[0].at_zxid: expected a zxid (decimal or 0x-hex), got '0xzz'"),
         ("sources:\n  zookeeper:\n    - {data_dir: d, at_zxid: -1}\n", "sources.zookeeper[0].at_zxid: expected a zxid"),
-        ("sources:\n  zookeeper:\n    - {hosts: 'a:1'}\n    - {hosts: 'b:1'}\n", "sources.zookeeper[1]: a run audits one cluster"),
-        ("sources:\n  zookeeper: [{data_dir: a}, {data_dir: b}]\n", "sources.zookeeper[1]: a run audits one cluster: at most one data-dir backup"),
-        ("sources:\n  kafka: {log_dir: [a]}\n", "sources.kafka.log_dir: unknown key (allowed: log_dirs, consumer_offsets, offsets_file, workers)"),
-        ("sources:\n  kafka: {workers: 0}\n", "sources.kafka.workers: input should be greater than or equal to 1, got 0"),
+        ("sources:\n  zookeeper:\n    - {hosts: 'a:1'}\n    - {hosts: 'b:1'}\n",
+         "sources.zookeeper[1]: a run audits one cluster"),
+        ("sources:\n  zookeeper: [{data_dir: a}, {data_dir: b}]\n",
+         "sources.zookeeper[1]: a run audits one cluster: at most one data-dir backup"),
+        ("sources:\n  kafka: {log_dir: [a]}\n",
+         "sources.kafka.log_dir: unknown key (allowed: log_dirs, consumer_offsets, offsets_file, workers)"),
+        ("sources:\n  kafka: {workers: 0}\n",
+         "sources.kafka.workers: input should be greater than or equal to 1, got 0"),
         ("sources:\n  kafka: {log_dirs: a}\n", "sources.kafka.log_dirs: input should be a valid list, got 'a'"),
-        ("source: {}\n", "source: unknown key (allowed: warehouse, run_id, steps, sources, spark, dbt, assignors, validate)"),
-        ("spark: {master: 'foo'}\n", "spark.master: expected local[*], local[N], spark://H:P, yarn or k8s://URL, got 'foo'"),
-        ("spark: {conf: {executor.memory: 2g}}\n", "spark.conf: keys are Spark properties (spark.*), got 'executor.memory'"),
+        ("source: {}\n",
+         "source: unknown key (allowed: warehouse, run_id, steps, sources, spark, dbt, assignors, validate)"),
+        ("spark: {master: 'foo'}\n",
+         "spark.master: expected local[*], local[N], spark://H:P, yarn or k8s://URL, got 'foo'"),
+        ("spark: {conf: {executor.memory: 2g}}\n",
+         "spark.conf: keys are Spark properties (spark.*), got 'executor.memory'"),
         ("assignors: {g1: ranged}\n", "assignors.g1: input should be 'range' or 'roundrobin', got 'ranged'"),
-        ("steps: [extract, bild]\n", "steps[1]: input should be 'extract', 'build', 'dbt', 'validate' or 'report', got 'bild'"),
+        ("steps: [extract, bild]\n",
+         "steps[1]: input should be 'extract', 'build', 'dbt', 'validate' or 'report', got 'bild'"),
         ("steps: []\n", "steps: name at least one of extract, build, dbt, validate, report"),
         ("steps: [build, build]\n", "steps: 'build' listed twice"),
         ("run_id: 'a/b'\n", "run_id: a run id is letters, digits, '-' and '_' only"),
@@ -132,8 +151,10 @@ def test_empty_config_is_all_defaults(tmp_path):
          "sources.kraft: give at_offset or at_time, not both"),
         ("sources: {kraft: {paths: [m], at_time: 'noon'}}\n",
          "sources.kraft.at_time: 'noon' is neither an ISO 8601 time nor epoch milliseconds"),
-        ("sources: {kraft: {paths: [m], at_offset: -1}}\n", "sources.kraft.at_offset: input should be greater than or equal to 0"),
-        ("validate: {strict: maybe}\n", "validate.strict: input should be a valid boolean, unable to interpret input, got 'maybe'"),
+        ("sources: {kraft: {paths: [m], at_offset: -1}}\n",
+         "sources.kraft.at_offset: input should be greater than or equal to 0"),
+        ("validate: {strict: maybe}\n",
+         "validate.strict: input should be a valid boolean, unable to interpret input, got 'maybe'"),
         ("- a\n- b\n", "audit.yaml: expected a mapping of keys at the top, got list"),
         ("sources: [\n", "audit.yaml: line 2, column 1: invalid YAML"),
         ("sources:\n  zookeeper:\n    - {hosts: 'a:1', auth: 'digest:u:${NOPE_UNSET_VAR}'}\n",
@@ -246,7 +267,9 @@ def test_cli_bad_config_exits_2_with_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as done:
         main(["run", "--config", str(path)])
     assert done.value.code == 2
-    assert capsys.readouterr().err.strip() == "kaudit: audit.yaml: sources.zookeeper[0].hosts: expected H:P[,H:P], got 'x'"
+    assert capsys.readouterr().err.strip() == (
+        "kaudit: audit.yaml: sources.zookeeper[0].hosts: expected H:P[,H:P], got 'x'"
+    )
 
 
 def test_cli_plan_json(tmp_path, capsys):

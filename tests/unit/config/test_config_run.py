@@ -73,7 +73,9 @@ def test_a_kraft_source_is_an_extract_unit(tmp_path, capsys):
     log.append(B.register_broker(3))
     log.write(d / B.segment_name(0))
     config = tmp_path / "audit.yaml"
-    config.write_text(f"warehouse: wh\nrun_id: k1\nsteps: [extract]\nsources: {{kraft: {{paths: [metadata], at_offset: {stop}}}}}\n")
+    config.write_text(
+        f"warehouse: wh\nrun_id: k1\nsteps: [extract]\nsources: {{kraft: {{paths: [metadata], at_offset: {stop}}}}}\n"
+    )
     with pytest.raises(SystemExit) as done:
         main(["run", "--config", str(config)])
     assert done.value.code == 0, capsys.readouterr().err

@@ -60,15 +60,20 @@ def _one_line(result: subprocess.CompletedProcess) -> str:
 
 
 USAGE_ERRORS = [
-    (["--run-id", "../../x", "build"], "kaudit: --run-id '../../x': a run id is letters, digits, '-' and '_' only (at most 64)"),
-    (["--run-id", "a b", "report"], "kaudit: --run-id 'a b': a run id is letters, digits, '-' and '_' only (at most 64)"),
-    (["report", "--run-id", "v1.2"], "kaudit: --run-id 'v1.2': a run id is letters, digits, '-' and '_' only (at most 64)"),
+    (["--run-id", "../../x", "build"],
+     "kaudit: --run-id '../../x': a run id is letters, digits, '-' and '_' only (at most 64)"),
+    (["--run-id", "a b", "report"],
+     "kaudit: --run-id 'a b': a run id is letters, digits, '-' and '_' only (at most 64)"),
+    (["report", "--run-id", "v1.2"],
+     "kaudit: --run-id 'v1.2': a run id is letters, digits, '-' and '_' only (at most 64)"),
     (["extract", "zk", "--hosts", "x"], "kaudit: --hosts: expected H:P[,H:P], got 'x'"),
     (["extract", "zk", "--hosts", "h:99999"], "kaudit: --hosts: expected H:P[,H:P], got 'h:99999'"),
     (["extract", "log-end"], "kaudit: extract log-end: give Kafka log dirs (PATH...) or --offsets-file FILE"),
     (["extract", "offsets"], "kaudit extract offsets: Missing argument 'paths'. (see 'kaudit extract offsets --help')"),
     (["extract", "offsets", "--workers", "0", "x"], "kaudit: --workers 0: expected 1 or more"),
-    (["extract", "zk-snapshot", "d", "--at-zxid", "zz"], "kaudit extract zk-snapshot: Invalid value for --at-zxid: 'zz' is not a number (see 'kaudit extract zk-snapshot --help')"),
+    (["extract", "zk-snapshot", "d", "--at-zxid", "zz"],
+     "kaudit extract zk-snapshot: Invalid value for --at-zxid: 'zz' is not a number "
+     "(see 'kaudit extract zk-snapshot --help')"),
     (["build", "--nope"], "kaudit build: No such option: --nope (see 'kaudit build --help')"),
     (["frobnicate"], "kaudit: No such command 'frobnicate'. (see 'kaudit --help')"),
 ]
@@ -86,7 +91,8 @@ def test_global_options_work_after_the_command(tmp_path):
     after = kaudit("report", "--run-id", "r1", "--warehouse", str(tmp_path))
     assert before.returncode == after.returncode == 1
     assert before.stderr == after.stderr == (
-        "run r1\nkaudit: run r1: not built yet (no core/assignment_audit), nothing to report on; run `kaudit build` first\n"
+        "run r1\nkaudit: run r1: not built yet (no core/assignment_audit), nothing to report on; "
+        "run `kaudit build` first\n"
     )
 
 
@@ -94,18 +100,24 @@ def test_global_options_work_after_the_command(tmp_path):
 def test_steps_on_an_empty_warehouse_name_it(tmp_path, command):
     result = kaudit("--warehouse", str(tmp_path / "wh"), *command)
     assert result.returncode == 1
-    assert _one_line(result) == f"kaudit: {tmp_path / 'wh'}: no run in this warehouse yet (start with `kaudit extract ...`)"
+    assert _one_line(result) == (
+        f"kaudit: {tmp_path / 'wh'}: no run in this warehouse yet (start with `kaudit extract ...`)"
+    )
 
 
 def test_build_of_a_run_with_nothing_extracted_names_the_run(tmp_path):
     # a run that only has log ends: nothing to audit
     (tmp_path / "offsets.txt").write_text("t:0:5\n")
-    assert kaudit("--warehouse", str(tmp_path / "wh"), "extract", "log-end", "--offsets-file", str(tmp_path / "offsets.txt")).returncode == 0
+    offsets_file = tmp_path / "offsets.txt"
+    assert kaudit("--warehouse", str(tmp_path / "wh"), "extract", "log-end", "--offsets-file",
+                  str(offsets_file)).returncode == 0
     result = kaudit("--warehouse", str(tmp_path / "wh"), "build")
     assert result.returncode == 1
     run_line, error = result.stderr.strip().splitlines()
     run_id = run_line.split()[1]
-    assert error.startswith(f"kaudit: run {run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records")
+    assert error.startswith(
+        f"kaudit: run {run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records"
+    )
     assert not (tmp_path / "wh" / "core").exists()
     for step in ("validate", "report"):
         result = kaudit("--warehouse", str(tmp_path / "wh"), step)

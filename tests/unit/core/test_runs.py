@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from pipelines.errors import InputError, UsageError
 from pipelines.runs import SITTING, RunLog, check_run_id, choose
 
-T0 = datetime(2026, 11, 23, 9, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 23, 9, 0, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize("good", ["20261123T090000Z", "prod-eu_1", "a", "x" * 64])

@@ -27,9 +27,9 @@ def _quarantine(*locations):
 
 
 def test_run_id_default_is_utc_compact():
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
-    assert new_run_id(datetime(2026, 11, 22, 4, 5, 6, tzinfo=timezone.utc)) == "20261122T040506Z"
+    assert new_run_id(datetime(2026, 11, 22, 4, 5, 6, tzinfo=UTC)) == "20261122T040506Z"
 
 
 def test_write_read_roundtrip_adds_run_id_and_hive_layout(tmp_path):
@@ -117,7 +117,9 @@ def test_a_file_that_is_not_its_declared_schema_fails_the_reader(tmp_path):
     part.mkdir(parents=True)
     retyped = RAW_LOG_END_OFFSETS.set(1, pa.field("partition", pa.int64()))
     pq.write_table(pa.Table.from_pylist([dict(topic="t", partition=0)], schema=retyped), part / "part-x.parquet")
-    with pytest.raises(SchemaMismatch, match=r"part-x.parquet: raw/log_end_offsets .*partition is int64, declared int32"):
+    with pytest.raises(
+        SchemaMismatch, match=r"part-x.parquet: raw/log_end_offsets .*partition is int64, declared int32"
+    ):
         read_arrow(wh, "raw/log_end_offsets", "r1")
     brokers = SCHEMAS["core/brokers"]
     old = pa.schema([f for f in brokers if f.name not in ("rack", "fenced")])
@@ -125,4 +127,6 @@ def test_a_file_that_is_not_its_declared_schema_fails_the_reader(tmp_path):
     part.mkdir(parents=True)
     row = dict(broker_id=1, host="h", port=9092, endpoints=[])
     pq.write_table(pa.Table.from_pylist([row], schema=old), part / "p.parquet")
-    assert read_arrow(wh, "core/brokers", "r1", with_run_id=False).to_pylist() == [{**row, "rack": None, "fenced": None}]
+    assert read_arrow(wh, "core/brokers", "r1", with_run_id=False).to_pylist() == [
+        {**row, "rack": None, "fenced": None}
+    ]

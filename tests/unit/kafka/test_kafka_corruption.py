@@ -26,14 +26,16 @@ def _commit(i, version=3):
 
 def _batches(magic=2, codec="none"):
     """Three batches of two commits each, at offsets 0-1, 2-3, 4-5."""
-    return [batch([_commit(2 * j), _commit(2 * j + 1)], base_offset=2 * j, magic=magic, codec=codec, timestamp_ms=T0) for j in range(3)]
+    return [batch([_commit(2 * j), _commit(2 * j + 1)], base_offset=2 * j, magic=magic, codec=codec, timestamp_ms=T0)
+            for j in range(3)]
 
 
 def _decode(tmp_path, parts: list[bytes]):
     seg = tmp_path / "__consumer_offsets-0" / "00000000000000000000.log"
     write_segment(seg, parts)
     res = decode_segment(seg, 0)
-    q = [(r["source"], r["location"].rsplit(":", 1)[1], r["reason"], r["raw"]) for r in res.tables["raw/quarantine"].to_pylist()]
+    q = [(r["source"], r["location"].rsplit(":", 1)[1], r["reason"], r["raw"])
+         for r in res.tables["raw/quarantine"].to_pylist()]
     offsets = res.tables["raw/offset_commits"]["log_offset"].to_pylist()
     return q, offsets, str(seg)
 
@@ -89,7 +91,9 @@ def test_unknown_magic(tmp_path):
     a, b, c = _batches()
     bad = b[:16] + b"\x07" + b[17:]
     q, offsets, _ = _decode(tmp_path, [a, bad, c])
-    assert [(int(p), r) for _, p, r, _ in q] == [(len(a), f"UnknownMagic: unknown magic 7; skipped {len(b)} bytes to the next valid batch")]
+    assert [(int(p), r) for _, p, r, _ in q] == [
+        (len(a), f"UnknownMagic: unknown magic 7; skipped {len(b)} bytes to the next valid batch")
+    ]
     assert offsets == [0, 1, 4, 5]
 
 
@@ -125,16 +129,21 @@ def test_undecodable_key_quarantines_the_record_only(tmp_path):
     ],
 )
 def test_undecodable_commit_value(tmp_path, value, why):
-    b = batch([_commit(0), (offset_commit_key("g", "t", 1), value), _commit(2)], base_offset=0, timestamp_ms=T0, codec="gzip")
+    b = batch(
+        [_commit(0), (offset_commit_key("g", "t", 1), value), _commit(2)], base_offset=0, timestamp_ms=T0, codec="gzip"
+    )
     q, offsets, _ = _decode(tmp_path, [b])
     assert offsets == [0, 2]
-    assert [(int(p), r) for _, p, r, _ in q] == [(0, f"UndecodableValue: {why} (log offset 1)")]  # compressed: batch position
+    # compressed: batch position
+    assert [(int(p), r) for _, p, r, _ in q] == [(0, f"UndecodableValue: {why} (log offset 1)")]
     assert q[0][3] == value
 
 
 def test_undecodable_group_metadata_and_embedded_protocol(tmp_path):
     good = group_metadata_value(generation=1, protocol="range", leader="m", members=[])
-    member = dict(member_id="m", client_id="c", client_host="h", subscription=b"\x00\x00\x00\x00\x00\x05", assignment=b"\x00")
+    member = dict(
+        member_id="m", client_id="c", client_host="h", subscription=b"\x00\x00\x00\x00\x00\x05", assignment=b"\x00"
+    )
     recs = [
         (group_metadata_key("a"), good[:-6]),
         (group_metadata_key("b"), group_metadata_value(generation=2, protocol="range", leader="m", members=[member])),
@@ -148,7 +157,9 @@ def test_undecodable_group_metadata_and_embedded_protocol(tmp_path):
     res = decode_segment(seg, 0)
     assert [r["group_id"] for r in res.tables["raw/group_metadata"].to_pylist()] == ["b", "c"]
     # the member is kept, its subscription unknown (null), no assignment rows
-    assert [(m["member_id"], m["subscribed_topics"]) for m in res.tables["raw/group_members"].to_pylist()] == [("m", None)]
+    assert [(m["member_id"], m["subscribed_topics"]) for m in res.tables["raw/group_members"].to_pylist()] == [
+        ("m", None)
+    ]
     assert res.tables["raw/group_assignments"].num_rows == 0
 
 
@@ -189,14 +200,16 @@ def test_random_damage_never_crashes_and_never_invents_rows():
             recs = [_commit(off + i, version=1 if magic < 2 else 4) for i in range(3)]
             parts.append(batch(recs, base_offset=off, magic=magic, codec=codec, timestamp_ms=T0))
             off += 3
-    member = dict(member_id="m", client_id="c", client_host="h", subscription=subscription(["t"], version=3), assignment=assignment({"t": [0]}))
-    parts.append(batch([(group_metadata_key("g"), group_metadata_value(generation=1, protocol="range", leader="m", members=[member], version=4))],
-                       base_offset=off, timestamp_ms=T0))
+    member = dict(member_id="m", client_id="c", client_host="h", subscription=subscription(["t"], version=3),
+                  assignment=assignment({"t": [0]}))
+    metadata = group_metadata_value(generation=1, protocol="range", leader="m", members=[member], version=4)
+    parts.append(batch([(group_metadata_key("g"), metadata)], base_offset=off, timestamp_ms=T0))
     clean = b"".join(parts)
 
     def rows(data: bytes):
         res = decode_segment("/fuzz/00000000000000000000.log", 0, np.frombuffer(data, np.uint8).copy())
-        commits = {(r["committed_offset"], r["partition"], r["commit_timestamp"]) for r in res.tables["raw/offset_commits"].to_pylist()}
+        commits = {(r["committed_offset"], r["partition"], r["commit_timestamp"])
+                   for r in res.tables["raw/offset_commits"].to_pylist()}
         groups = {(r["group_id"], r["generation"]) for r in res.tables["raw/group_metadata"].to_pylist()}
         return commits, groups, res.tables["raw/quarantine"].num_rows
 

@@ -39,8 +39,9 @@ def test_offset_commit_value_known_bytes(hexbytes, version, offset, epoch, metad
     data = bytes.fromhex(hexbytes.replace(" ", ""))
     # the Python reader of the field tables
     v, value = decode(OFFSET_COMMIT_VALUE, data)
-    assert (v, value["offset"], value["leader_epoch"], value["metadata"], value["commit_timestamp"], value["expire_timestamp"]) == (
-        version, offset, epoch, metadata, commit_ts, expire_ts)
+    got = (v, value["offset"], value["leader_epoch"], value["metadata"], value["commit_timestamp"],
+           value["expire_timestamp"])
+    assert got == (version, offset, epoch, metadata, commit_ts, expire_ts)
     # the numba kernel reading the same tables compiled to ops
     ops = offset_value_ops()
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -68,7 +69,8 @@ KEYS = [
 def test_record_keys_known_bytes(hexbytes, ktype, group, topic, partition):
     data = bytes.fromhex(hexbytes.replace(" ", ""))
     ops = key_ops()
-    ver, ints, spos, slen, err = K.decode_flat(np.frombuffer(data, np.uint8), np.array([0]), np.array([len(data)]), ops.ops, ops.nops, ops.nslots)
+    ver, ints, spos, slen, err = K.decode_flat(np.frombuffer(data, np.uint8), np.array([0]), np.array([len(data)]),
+                                               ops.ops, ops.nops, ops.nslots)
     g = ops.str_slots["group"]
     assert (ver[0], err[0]) == (ktype, 0)
     assert data[spos[0, g] : spos[0, g] + slen[0, g]].decode() == group
@@ -89,7 +91,8 @@ def test_group_metadata_v4_flexible_known_bytes():
     )
     v, g = decode(GROUP_METADATA_VALUE, data)
     assert v == 4
-    assert (g["protocol_type"], g["generation"], g["protocol"], g["leader"], g["current_state_timestamp"]) == ("consumer", 5, "range", "m", 100)
+    got = (g["protocol_type"], g["generation"], g["protocol"], g["leader"], g["current_state_timestamp"])
+    assert got == ("consumer", 5, "range", "m", 100)
     assert g["members"] == [dict(member_id="m", group_instance_id=None, client_id="c", client_host="h",
                                  rebalance_timeout=1000, session_timeout=2000, subscription=b"", assignment=b"")]
 
@@ -129,7 +132,8 @@ def test_snappy_framings():
 def test_varints_known_bytes():
     from pipelines.kafka.kernels import _uvarint, _varint
 
-    cases = [("00", 0), ("01", -1), ("02", 1), ("7f", -64), ("8001", 64), ("feffffff0f", 2147483647), ("ffffffff0f", -2147483648)]
+    cases = [("00", 0), ("01", -1), ("02", 1), ("7f", -64), ("8001", 64), ("feffffff0f", 2147483647),
+             ("ffffffff0f", -2147483648)]
     for hexbytes, value in cases:
         b = np.frombuffer(bytes.fromhex(hexbytes), np.uint8)
         assert _varint(b, 0, len(b)) == (value, len(b))
@@ -141,10 +145,13 @@ def test_varints_known_bytes():
 def test_v2_batch_header_known_bytes():
     """A control batch (COMMIT of producer 7) written byte by byte from the grammar."""
     records = bytes.fromhex("14" "00" "00" "00" "08" "00000001" "0c" "000000000005" "00")
-    body = bytes.fromhex("0030" "00000000" "0000000000000001" "0000000000000001" "0000000000000007" "0000" "ffffffff" "00000001") + records
+    body = bytes.fromhex("0030" "00000000" "0000000000000001" "0000000000000001" "0000000000000007" "0000" "ffffffff"
+                         "00000001") + records
     crc = crc32c.crc32c(body)
-    batch = (100).to_bytes(8, "big") + (len(body) + 9).to_bytes(4, "big") + bytes(4) + b"\x02" + crc.to_bytes(4, "big") + body
+    batch = ((100).to_bytes(8, "big") + (len(body) + 9).to_bytes(4, "big") + bytes(4) + b"\x02"
+             + crc.to_bytes(4, "big") + body)
     bt = K.scan_batches(np.frombuffer(batch, np.uint8), True, K.CRC32C_TABLE, K.CRC32_TABLE)
     row = bt[0]
     assert row[K.B_ERR] == K.OK
-    assert (row[K.B_BASE_OFFSET], row[K.B_ATTRS], row[K.B_PRODUCER_ID], row[K.B_COUNT], row[K.B_MAX_TS]) == (100, 0x30, 7, 1, 1)
+    got = (row[K.B_BASE_OFFSET], row[K.B_ATTRS], row[K.B_PRODUCER_ID], row[K.B_COUNT], row[K.B_MAX_TS])
+    assert got == (100, 0x30, 7, 1, 1)

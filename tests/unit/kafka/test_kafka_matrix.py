@@ -5,7 +5,7 @@ builders (testkit/segments.py), decodes exactly."""
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -32,7 +32,7 @@ T0 = 1_700_000_000_000
 
 
 def _ts(ms):
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, timezone.utc)
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
 
 def _spec(magic):
@@ -87,7 +87,8 @@ def _write_partition(root, magic, codec, specs):
             if not chunk:
                 continue
             state = chunk[0]["state"]
-            recs = [(offset_commit_key(s["group"], s["topic"], s["partition"], version=s["key_version"]), _value(s)) for s in chunk]
+            recs = [(offset_commit_key(s["group"], s["topic"], s["partition"], version=s["key_version"]), _value(s))
+                    for s in chunk]
             kw = {}
             if state is not None:
                 kw = dict(producer_id=TXN[state][0], producer_epoch=0, base_sequence=0, transactional=True)
@@ -119,10 +120,14 @@ def _write_partition(root, magic, codec, specs):
         second_base = offset
         for pid, commit in TXN.values():
             if commit is not None:
-                second.append(control_batch(base_offset=offset, producer_id=pid, producer_epoch=0, commit=commit, timestamp_ms=T0))
+                second.append(
+                    control_batch(base_offset=offset, producer_id=pid, producer_epoch=0, commit=commit, timestamp_ms=T0)
+                )
                 offset += 1
         # a later, unrelated transaction of the committed producer must not change anything
-        second.append(control_batch(base_offset=offset, producer_id=1000, producer_epoch=0, commit=False, timestamp_ms=T0))
+        second.append(
+            control_batch(base_offset=offset, producer_id=1000, producer_epoch=0, commit=False, timestamp_ms=T0)
+        )
         write_segment(part / segment_name(second_base), second)
     return log_offsets
 
@@ -192,24 +197,30 @@ def test_group_metadata_matrix_decodes_exactly(tmp_path, value_version, sub_vers
     asg_version = min(sub_version, 3)
     members = [_member(i, sub_version, asg_version, value_version >= 3) for i in (1, 2)]
     records = [
-        (group_metadata_key("billing"), group_metadata_value(generation=4, protocol="range", leader=members[0]["member_id"],
-                                                             state_ts=T0, members=members, version=value_version)),
-        (group_metadata_key("connect-x"), group_metadata_value(protocol_type="connect", generation=2, protocol="sessioned",
-                                                               leader="w1", members=[dict(members[0], subscription=b"\xff", assignment=b"\xff")],
-                                                               version=value_version)),
-        (group_metadata_key("empty"), group_metadata_value(generation=9, protocol=None, leader=None, members=[], version=value_version)),
+        (group_metadata_key("billing"),
+         group_metadata_value(generation=4, protocol="range", leader=members[0]["member_id"], state_ts=T0,
+                              members=members, version=value_version)),
+        (group_metadata_key("connect-x"),
+         group_metadata_value(protocol_type="connect", generation=2, protocol="sessioned", leader="w1",
+                              members=[dict(members[0], subscription=b"\xff", assignment=b"\xff")],
+                              version=value_version)),
+        (group_metadata_key("empty"),
+         group_metadata_value(generation=9, protocol=None, leader=None, members=[], version=value_version)),
         (group_metadata_key("gone"), None),
     ]
-    write_segment(tmp_path / "__consumer_offsets-3" / segment_name(100), [batch(records[:2], base_offset=100, timestamp_ms=T0),
-                                                                           batch(records[2:], base_offset=102, timestamp_ms=T0, codec="lz4")])
+    write_segment(tmp_path / "__consumer_offsets-3" / segment_name(100),
+                  [batch(records[:2], base_offset=100, timestamp_ms=T0),
+                   batch(records[2:], base_offset=102, timestamp_ms=T0, codec="lz4")])
     tables, _ = decode_scope(offsets_segments([tmp_path / "__consumer_offsets-3"]))
     assert tables["raw/quarantine"].num_rows == 0
     gm = [{k: r[k] for k in ("group_id", "generation", "protocol_type", "protocol", "leader", "state_timestamp",
-                               "is_tombstone", "value_version", "log_offset")} for r in tables["raw/group_metadata"].to_pylist()]
+                             "is_tombstone", "value_version", "log_offset")}
+          for r in tables["raw/group_metadata"].to_pylist()]
     state = _ts(T0) if value_version >= 2 else None
     assert gm == [
-        dict(group_id="billing", generation=4, protocol_type="consumer", protocol="range", leader=members[0]["member_id"],
-             state_timestamp=state, is_tombstone=False, value_version=value_version, log_offset=100),
+        dict(group_id="billing", generation=4, protocol_type="consumer", protocol="range",
+             leader=members[0]["member_id"], state_timestamp=state, is_tombstone=False, value_version=value_version,
+             log_offset=100),
         dict(group_id="connect-x", generation=2, protocol_type="connect", protocol="sessioned", leader="w1",
              state_timestamp=None, is_tombstone=False, value_version=value_version, log_offset=101),
         dict(group_id="empty", generation=9, protocol_type="consumer", protocol=None, leader=None,
@@ -217,8 +228,9 @@ def test_group_metadata_matrix_decodes_exactly(tmp_path, value_version, sub_vers
         dict(group_id="gone", generation=None, protocol_type=None, protocol=None, leader=None,
              state_timestamp=None, is_tombstone=True, value_version=None, log_offset=103),
     ]
-    got_members = [{k: r[k] for k in ("group_id", "generation", "member_id", "group_instance_id", "client_id", "client_host",
-                                       "session_timeout_ms", "rebalance_timeout_ms", "subscribed_topics", "log_offset")}
+    got_members = [{k: r[k] for k in ("group_id", "generation", "member_id", "group_instance_id", "client_id",
+                                      "client_host", "session_timeout_ms", "rebalance_timeout_ms", "subscribed_topics",
+                                      "log_offset")}
                    for r in tables["raw/group_members"].to_pylist()]
     exp_members = []
     for gid, gen, lo, topics in (("billing", 4, 100, True), ("connect-x", 2, 101, False)):
@@ -227,13 +239,17 @@ def test_group_metadata_matrix_decodes_exactly(tmp_path, value_version, sub_vers
                                     group_instance_id=m["group_instance_id"] if value_version >= 3 else None,
                                     client_id=m["client_id"], client_host=m["client_host"],
                                     session_timeout_ms=m["session_timeout"],
-                                    rebalance_timeout_ms=m["rebalance_timeout"] if value_version >= 1 else m["session_timeout"],
-                                    subscribed_topics=["orders", f"topic-{m['member_id'].split('-')[1]}"] if topics else [],
+                                    rebalance_timeout_ms=m["rebalance_timeout"] if value_version >= 1
+                                    else m["session_timeout"],
+                                    subscribed_topics=["orders", f"topic-{m['member_id'].split('-')[1]}"] if topics
+                                    else [],
                                     log_offset=lo))
     assert got_members == exp_members
-    got_asg = [(r["group_id"], r["member_id"], r["topic"], r["partition"], r["generation"]) for r in tables["raw/group_assignments"].to_pylist()]
+    got_asg = [(r["group_id"], r["member_id"], r["topic"], r["partition"], r["generation"])
+               for r in tables["raw/group_assignments"].to_pylist()]
     assert got_asg == [("billing", m["member_id"], t, p, 4)
-                       for i, m in zip((1, 2), members) for t, ps in (("orders", [i, i + 10]), (f"topic-{i}", [0])) for p in ps]
+                       for i, m in zip((1, 2), members, strict=True)
+                       for t, ps in (("orders", [i, i + 10]), (f"topic-{i}", [0])) for p in ps]
 
 
 def test_coordinator_record_types_are_kept_raw(tmp_path):
@@ -248,17 +264,21 @@ def test_coordinator_record_types_are_kept_raw(tmp_path):
 
     records = [(key(t, f"grp-{t}"), bytes([t]) * 3 if t % 4 else None) for t in range(3, 25)]
     records.append((struct.pack(">h", 99) + b"opaque", b"v"))  # a key type this version does not know
-    write_segment(tmp_path / "__consumer_offsets-1" / segment_name(0), [batch(records, base_offset=0, timestamp_ms=T0, codec="zstd")])
+    write_segment(tmp_path / "__consumer_offsets-1" / segment_name(0),
+                  [batch(records, base_offset=0, timestamp_ms=T0, codec="zstd")])
     tables, _ = decode_scope(offsets_segments([tmp_path]))
     assert tables["raw/quarantine"].num_rows == 0
     rows = tables["raw/coordinator_records"].to_pylist()
     consumer = (3, 4, 5, 6, 7, 8, 16)  # version 0x0303 of their values is unknown: raw
     expected = [dict(key_type=t, group_id=f"grp-{t}", key=k, value=v, offsets_partition=1, log_offset=i)
-                for i, ((k, v), t) in enumerate(zip(records, range(3, 25))) if t in consumer and v is not None]
-    expected.append(dict(key_type=99, group_id=None, key=records[-1][0], value=b"v", offsets_partition=1, log_offset=22))
+                for i, ((k, v), t) in enumerate(zip(records, range(3, 25), strict=False))
+                if t in consumer and v is not None]
+    expected.append(
+        dict(key_type=99, group_id=None, key=records[-1][0], value=b"v", offsets_partition=1, log_offset=22)
+    )
     for r in rows:
         assert r.pop("segment_file").endswith(segment_name(0))
     assert rows == expected
     generic = tables["raw/group_coordinator_records"].to_pylist()
     assert [(r["key_type"], r["value"]) for r in generic] == [
-        (t, v) for (k, v), t in zip(records, range(3, 25)) if t not in consumer]
+        (t, v) for (k, v), t in zip(records, range(3, 25), strict=False) if t not in consumer]

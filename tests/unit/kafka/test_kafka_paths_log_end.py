@@ -79,7 +79,8 @@ def test_data_partition_dirs_none_found(tmp_path):
 
 
 def test_data_partition_dirs_skip_internal_topics(tmp_path):
-    for name in ("my-topic-with-dashes-3", "__consumer_offsets-0", "__transaction_state-1", "t-0", "t-0.x-delete", "t-1-future"):
+    for name in ("my-topic-with-dashes-3", "__consumer_offsets-0", "__transaction_state-1", "t-0", "t-0.x-delete",
+                 "t-1-future"):
         (tmp_path / name).mkdir()
     assert [(t, p) for t, p, _ in data_partition_dirs([tmp_path])] == [("my-topic-with-dashes", 3), ("t", 0)]
 
@@ -95,7 +96,8 @@ def test_log_end_from_headers(tmp_path):
         batch([(None, b"v")] * 4, base_offset=16, magic=1, timestamp_ms=4, codec="gzip"),
     ])
     ends = scan_partition("orders", 2, d)
-    assert (ends.log_start_offset, ends.log_end_offset, ends.max_timestamp, ends.batches, ends.quarantine) == (10, 20, 9, 4, [])
+    got = (ends.log_start_offset, ends.log_end_offset, ends.max_timestamp, ends.batches, ends.quarantine)
+    assert got == (10, 20, 9, 4, [])
 
 
 def test_log_end_truncated_tail_and_empty_partition(tmp_path):
@@ -114,7 +116,9 @@ def test_log_end_truncated_tail_and_empty_partition(tmp_path):
 
 def test_legacy_wrapper_opening_a_segment_starts_at_file_base(tmp_path):
     d = tmp_path / "old-0"
-    write_segment(d / segment_name(500), [batch([(None, b"v")] * 5, base_offset=500, magic=0, codec="snappy", timestamp_ms=1)])
+    write_segment(
+        d / segment_name(500), [batch([(None, b"v")] * 5, base_offset=500, magic=0, codec="snappy", timestamp_ms=1)]
+    )
     ends = scan_partition("old", 0, d)
     assert (ends.log_start_offset, ends.log_end_offset, ends.max_timestamp) == (500, 505, None)
 

@@ -7,7 +7,7 @@ nulls (leader_epoch -1 and expire_timestamp -1 are null there)."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,7 +15,9 @@ from pipelines.kafka.records import CONSUMER_ASSIGNMENT, CONSUMER_SUBSCRIPTION, 
 from pipelines.kafka.segment import decode_segment
 from testkit.segments import batch, write_segment
 
-TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<num>-?\d+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<p>[{}\[\]:,]))')
+TOKEN = re.compile(
+    r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<num>-?\d+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<p>[{}\[\]:,]))'
+)
 
 
 def parse_fmt(text: str):
@@ -77,7 +79,7 @@ def _cases(real_fixtures):
 
 
 def _ts(ms):
-    return None if ms is None or ms < 0 else datetime.fromtimestamp(ms / 1000, timezone.utc)
+    return None if ms is None or ms < 0 else datetime.fromtimestamp(ms / 1000, UTC)
 
 
 def _decode_pair(tmp_path, key: bytes, value: bytes | None):
@@ -92,7 +94,9 @@ def test_fixture_set_is_complete(real_fixtures):
     assert len([n for n in names if n.startswith("group_metadata")]) == 5
 
 
-@pytest.mark.parametrize("name", [f"offset_commit_{i:02d}" for i in range(1, 6)] + [f"group_metadata_{i:02d}" for i in range(1, 6)])
+@pytest.mark.parametrize(
+    "name", [f"offset_commit_{i:02d}" for i in range(1, 6)] + [f"group_metadata_{i:02d}" for i in range(1, 6)]
+)
 def test_real_record_decodes_to_expected_values(real_fixtures, tmp_path, name):
     d = real_fixtures / "consumer_offsets_records"
     expected = parse_fmt((d / f"{name}.ts_int.fmt").read_text())
@@ -136,7 +140,7 @@ def test_real_record_decodes_to_expected_values(real_fixtures, tmp_path, name):
     members = res.tables["raw/group_members"].to_pylist()
     assert [m["member_id"] for m in members] == [m["id"] for m in e["members"]]
     expected_assignments = []
-    for m, em in zip(members, e["members"]):
+    for m, em in zip(members, e["members"], strict=True):
         assert (m["group_instance_id"] or "") == em["group_instance_id"]
         assert m["client_id"] == em["client_id"]
         assert m["client_host"] == em["client_host"]

@@ -32,7 +32,8 @@ CASES = [
     ([(5, 7, True)], [(4, 7, True)], [PENDING]),  # a marker BEFORE the commit ends an older txn
     ([(5, 7, True)], [(6, 8, True)], [PENDING]),  # another producer's marker
     ([(5, -1, False)], [(6, 7, True)], [NONE]),
-    ([(1, 7, True), (3, 7, True), (5, 9, True)], [(2, 7, False), (4, 7, True), (6, 9, True)], [ABORTED, COMMITTED, COMMITTED]),
+    ([(1, 7, True), (3, 7, True), (5, 9, True)], [(2, 7, False), (4, 7, True), (6, 9, True)],
+     [ABORTED, COMMITTED, COMMITTED]),
 ]
 
 
@@ -45,7 +46,8 @@ def test_resolve_table(commits, markers, expected):
 
 
 def test_state_array():
-    assert state_array(np.array([NONE, COMMITTED, ABORTED, PENDING], np.int8)).to_pylist() == [None, "committed", "aborted", "pending"]
+    states = state_array(np.array([NONE, COMMITTED, ABORTED, PENDING], np.int8))
+    assert states.to_pylist() == [None, "committed", "aborted", "pending"]
 
 
 def test_markers_in_later_segment_and_interleaved_producers(tmp_path):

@@ -80,7 +80,8 @@ RECORDS = [
     ("FenceBroker v0", B.fence_broker(4, 33), 7, 0, {"id": 4, "epoch": 33}),
     ("UnfenceBroker v0", B.unfence_broker(4, 34), 8, 0, {"id": 4, "epoch": 34}),
     ("RemoveTopic v0", B.remove_topic(T2), 9, 0, {"topicId": U(T2)}),
-    ("FeatureLevel v0", B.feature_level("metadata.version", 21), 12, 0, {"name": "metadata.version", "featureLevel": 21}),
+    ("FeatureLevel v0", B.feature_level("metadata.version", 21), 12, 0,
+     {"name": "metadata.version", "featureLevel": 21}),
     ("ProducerIds v0", B.producer_ids(1, 2, 5000), 15, 0, {"brokerId": 1, "brokerEpoch": 2, "nextProducerId": 5000}),
     ("BrokerRegistrationChange v0 fenced", B.broker_registration_change(4, fenced=1), 17, 0,
      {"brokerId": 4, "brokerEpoch": 10, "fenced": 1, "inControlledShutdown": 0, "logDirs": []}),
@@ -118,7 +119,8 @@ CONTROL = [
     ("LeaderChange", B.leader_change(3001, [3000, 3001]),
      {"version": 0, "leaderId": 3001, "voters": [{"voterId": 3000}, {"voterId": 3001}],
       "grantingVoters": [{"voterId": 3000}, {"voterId": 3001}]}),
-    ("SnapshotHeader", B.snapshot_header(1_750_000_000_123), {"version": 0, "lastContainedLogTimestamp": 1_750_000_000_123}),
+    ("SnapshotHeader", B.snapshot_header(1_750_000_000_123),
+     {"version": 0, "lastContainedLogTimestamp": 1_750_000_000_123}),
     ("SnapshotFooter", B.snapshot_footer(), {"version": 0}),
     ("KRaftVersion", B.kraft_version(1), {"version": 0, "kRaftVersion": 1}),
     ("Voters", B.voters([3000, 3001]), {"version": 0, "voters": [
@@ -160,8 +162,9 @@ def test_bad_records_raise_typed_errors(case, data, reason):
 
 
 # records the kernel leaves to the Python decoder: nested structs, a tag the table does not know
-PYTHON_ONLY = {"RegisterBroker v0", "RegisterBroker v1", "RegisterBroker v2", "RegisterBroker v3 + LogDirs tag, null rack",
-               "RegisterController v0", "FenceBroker v0 unknown tag, hand bytes"}
+PYTHON_ONLY = {"RegisterBroker v0", "RegisterBroker v1", "RegisterBroker v2",
+               "RegisterBroker v3 + LogDirs tag, null rack", "RegisterController v0",
+               "FenceBroker v0 unknown tag, hand bytes"}
 
 
 def _transcode(values: list[bytes]):
@@ -181,7 +184,7 @@ def _transcode(values: list[bytes]):
 def test_kernel_json_of_every_flat_record():
     texts, api, ver = _transcode([r[1] for r in RECORDS])
     encode = json.JSONEncoder(separators=(",", ":")).encode
-    for (case, data, api_key, version, expected), text, a, v in zip(RECORDS, texts, api, ver):
+    for (case, data, api_key, version, expected), text, a, v in zip(RECORDS, texts, api, ver, strict=True):
         assert (a, v) == (api_key, version), case
         if case in PYTHON_ONLY:
             assert text is None, case

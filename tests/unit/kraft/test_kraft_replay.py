@@ -23,7 +23,9 @@ def _history(log: B.Log) -> dict[str, int]:
     """A small cluster's life; returns the offsets the tests aim at."""
     at = {}
     log.control(B.leader_change(3000, [3000, 3001]))
-    log.append(B.feature_level("metadata.version", 21), B.register_broker(1, rack="r1"), B.register_broker(2, rack="r2"))
+    log.append(
+        B.feature_level("metadata.version", 21), B.register_broker(1, rack="r1"), B.register_broker(2, rack="r2")
+    )
     log.append(B.unfence_broker(1), B.unfence_broker(2))
     log.append(B.topic("orders", T1), B.partition(T1, 0, [1, 2]), B.partition(T1, 1, [2, 1]),
                B.config(2, "orders", "retention.ms", "1000"))
@@ -51,9 +53,9 @@ def _checkpoint_image() -> list[bytes]:
     ]
 
 
-def _extract(tmp_path, paths, target=Target(), run="r1") -> tuple[Warehouse, dict]:
+def _extract(tmp_path, paths, target: Target | None = None, run="r1") -> tuple[Warehouse, dict]:
     wh = Warehouse(tmp_path / f"wh-{run}")
-    meta = extract_kraft(RunContext(wh, run, quiet=True), paths, target)
+    meta = extract_kraft(RunContext(wh, run, quiet=True), paths, target or Target())
     return wh, meta
 
 
@@ -75,10 +77,12 @@ def test_replay_to_end(tmp_path, cluster):
     d, at, _ = cluster
     wh, meta = _extract(tmp_path, [d])
     assert _rows(wh, "raw/kraft_brokers") == [
-        dict(broker_id=1, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r1", fenced=False,
-             in_controlled_shutdown=False, broker_epoch=10, incarnation_id=U(B.uuid.UUID(int=2)), log_dirs=[]),
-        dict(broker_id=2, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r2", fenced=True,
-             in_controlled_shutdown=False, broker_epoch=10, incarnation_id=U(B.uuid.UUID(int=3)), log_dirs=[]),
+        dict(broker_id=1, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r1",
+             fenced=False, in_controlled_shutdown=False, broker_epoch=10, incarnation_id=U(B.uuid.UUID(int=2)),
+             log_dirs=[]),
+        dict(broker_id=2, host="127.0.0.1", port=9092, endpoints=["PLAINTEXT://127.0.0.1:9092"], rack="r2",
+             fenced=True, in_controlled_shutdown=False, broker_epoch=10, incarnation_id=U(B.uuid.UUID(int=3)),
+             log_dirs=[]),
     ]
     parts = _rows(wh, "raw/kraft_partitions")
     assert [(p["topic"], p["topic_id"], p["partition"], p["replicas"], p["leader"]) for p in parts] == [
@@ -105,8 +109,9 @@ def test_replay_to_offset_equals_a_later_snapshot(tmp_path, cluster):
     for table in STATE:
         assert _rows(log_wh, table, "log") == _rows(snap_wh, table, "snap"), table
     parts = {p["partition"]: p for p in _rows(snap_wh, "raw/kraft_partitions", "snap")}
-    assert (parts[0]["isr"], parts[0]["leader"], parts[0]["leader_epoch"], parts[0]["partition_epoch"]) == ([1], 1, 0, 1)
-    assert (parts[1]["isr"], parts[1]["leader"], parts[1]["leader_epoch"], parts[1]["partition_epoch"]) == ([1], 1, 1, 1)
+    state = ("isr", "leader", "leader_epoch", "partition_epoch")
+    assert tuple(parts[0][k] for k in state) == ([1], 1, 0, 1)
+    assert tuple(parts[1][k] for k in state) == ([1], 1, 1, 1)
     topics = [(t["topic"], t["topic_id"], t["deleted_offset"]) for t in _rows(log_wh, "raw/kraft_topics", "log")]
     assert topics == [("orders", U(T1), None)]
     assert _rows(log_wh, "raw/kraft_cluster", "log")[0]["metadata_offset"] == at["checkpoint"]
@@ -136,8 +141,11 @@ def test_snapshot_plus_log_tail_equals_the_whole_log(tmp_path, cluster):
 def test_deleted_and_recreated_topic_keeps_two_ids(tmp_path, cluster):
     d, at, log = cluster
     wh, _ = _extract(tmp_path, [d])
-    topics = sorted((t["topic"], t["topic_id"], t["created_offset"], t["deleted_offset"]) for t in _rows(wh, "raw/kraft_topics"))
-    assert topics == [("orders", U(T1), at["checkpoint"] - 5, at["remove"]), ("orders", U(T3), at["recreate"] - 1, None)]
+    topics = sorted(
+        (t["topic"], t["topic_id"], t["created_offset"], t["deleted_offset"]) for t in _rows(wh, "raw/kraft_topics")
+    )
+    assert topics == [("orders", U(T1), at["checkpoint"] - 5, at["remove"]),
+                      ("orders", U(T3), at["recreate"] - 1, None)]
     records = [r for r in _rows(wh, "raw/metadata_records") if r["record_type"] == "TopicRecord"]
     assert [json.loads(r["record"]) for r in records] == [
         {"name": "orders", "topicId": U(T1)}, {"name": "tmp", "topicId": U(T2)}, {"name": "orders", "topicId": U(T3)}]
@@ -205,7 +213,9 @@ def test_corrupt_parts_are_quarantined(tmp_path):
 def test_incomplete_snapshot_is_not_used(tmp_path, cluster):
     d, at, _ = cluster
     image = B.snapshot_bytes(_checkpoint_image(), last_contained_ts=1_750_000_005_000)
-    footer = B.control_batch(B.snapshot_footer(), base_offset=len(_checkpoint_image()) + 1, timestamp_ms=1_750_000_005_000)
+    footer = B.control_batch(
+        B.snapshot_footer(), base_offset=len(_checkpoint_image()) + 1, timestamp_ms=1_750_000_005_000
+    )
     (d / B.snapshot_name(at["end"] + 1, 1)).write_bytes(image[: -len(footer)])
     wh, meta = _extract(tmp_path, [d])
     assert meta["snapshot"] is None and meta["metadata_offset"] == at["end"]
@@ -241,7 +251,9 @@ def test_control_records_in_the_log(tmp_path):
     wh, meta = _extract(tmp_path, [d])
     rows = _rows(wh, "raw/metadata_records")
     assert [(r["record_type"], r["control_type"], json.loads(r["record"])) for r in rows] == [
-        ("KRaftVersionRecord", 5, {"version": 0, "kRaftVersion": 1}), ("TopicRecord", None, {"name": "a", "topicId": U(T1)})]
+        ("KRaftVersionRecord", 5, {"version": 0, "kRaftVersion": 1}),
+        ("TopicRecord", None, {"name": "a", "topicId": U(T1)}),
+    ]
     assert meta["control_records"] == 1
 
 
@@ -276,7 +288,7 @@ def test_compressed_batches(tmp_path):
     values = [B.topic("z", T1), B.partition(T1, 0, [1, 2]), B.partition_change(T1, 0, leader=2)]
     (d / B.segment_name(0)).write_bytes(b"".join(
         batch([(None, v)], base_offset=i, timestamp_ms=1_750_000_000_000, codec=codec)
-        for i, (v, codec) in enumerate(zip(values, ("gzip", "zstd", "lz4")))))
+        for i, (v, codec) in enumerate(zip(values, ("gzip", "zstd", "lz4"), strict=True))))
     wh, meta = _extract(tmp_path, [d])
     (p,) = _rows(wh, "raw/kraft_partitions")
     assert (p["topic"], p["leader"], p["leader_epoch"], p["partition_epoch"]) == ("z", 2, 1, 1)

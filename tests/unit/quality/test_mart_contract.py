@@ -4,7 +4,7 @@ error naming the file and the column, never a column of nulls."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,7 +19,7 @@ from pipelines.quality.marts import (
 )
 from pipelines.reading import SchemaMismatch, read_arrow
 
-T = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T = datetime(2026, 1, 1, tzinfo=UTC)
 ROW = dict(group_id="g", topic="t", partition=0, offsets_partition=3, log_offset=9, previous_committed_offset=20,
            committed_offset=5, regressed_by=15, committed_at=T)
 

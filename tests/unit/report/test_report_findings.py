@@ -5,7 +5,7 @@ holding every row."""
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 from markupsafe import escape as html_escape
@@ -15,7 +15,7 @@ from pipelines.report import charts, page
 from pipelines.report.write import write_report
 from pipelines.tables import SCHEMAS
 
-T0 = datetime(2025, 3, 4, 5, 6, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 4, 5, 6, tzinfo=UTC)
 
 
 def _table(warehouse, table, rows, step="main"):
@@ -66,7 +66,7 @@ def test_heat_scale_gives_1_and_6_different_colours_at_any_maximum():
     for top in (6, 7, 8, 50, 10**6):
         bins = charts.heat_bins(top)
         assert bins[0].low == 1 and bins[-1].high == top
-        assert all(a.high + 1 == b.low for a, b in zip(bins, bins[1:]))
+        assert all(a.high + 1 == b.low for a, b in zip(bins, bins[1:], strict=False))
         assert charts.heat_color(1, bins) != charts.heat_color(6, bins), top
 
 
@@ -85,9 +85,11 @@ def test_a_zookeeper_group_whose_offsets_stopped_while_the_log_moved_is_unhealth
            [dict(group_id=g, consumer_id="c1", topic="t", streams=1) for g in ("zk", "ok")])
     lag = pa.Table.from_pylist([
         dict(source="zookeeper", group_id="zk", topic="t", partition=0, lag=40, committed_at=T0),  # 3 h behind
-        dict(source="zookeeper", group_id="zk", topic="t", partition=1, lag=5, committed_at=newest - timedelta(minutes=9)),
+        dict(source="zookeeper", group_id="zk", topic="t", partition=1, lag=5,
+             committed_at=newest - timedelta(minutes=9)),
         dict(source="zookeeper", group_id="zk", topic="t", partition=2, lag=0, committed_at=T0),  # caught up
-        dict(source="zookeeper", group_id="ok", topic="t", partition=0, lag=7, committed_at=newest - timedelta(minutes=1)),
+        dict(source="zookeeper", group_id="ok", topic="t", partition=0, lag=7,
+             committed_at=newest - timedelta(minutes=1)),
     ])
     health = {h.group_id: h for h in _health(warehouse, "r", lag, None, {})}
     assert health["zk"].reasons == [

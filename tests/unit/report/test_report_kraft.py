@@ -6,7 +6,7 @@ default, Kafka's 1) and commits to a topic between its deletion and its re-creat
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
@@ -21,7 +21,7 @@ A, BT, OLD, C, OLD2 = (B.topic_uuid(i) for i in (1, 2, 3, 4, 6))
 
 
 def _at(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 def _commit(group, topic, partition, offset, when, tombstone=False):
@@ -98,7 +98,7 @@ def test_timeline_counts_events_and_lists_the_latest_notable_ones():
     from pipelines.quality.marts import MARTS
     from pipelines.report.metadata import _timeline
 
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     rows = [dict(metadata_offset=o, event_at=t0 + timedelta(minutes=o), event=e, topic="t" if "topic" in e else None,
                  topic_id="A" if "topic" in e else None, broker_id=1 if "broker" in e else None)
             for o, e in ((1, "broker_registered"), (2, "topic_created"), (3, "isr_changed"), (4, "isr_changed"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,14 +41,16 @@ def _audit(source, group, partition, status):
 def test_counts_per_source_and_group_names_are_escaped(warehouse):
     rows = [_audit("kafka", "<b>g</b>", 0, "ok"), _audit("kafka", "<b>g</b>", 1, "duplicate_owner"),
             _audit("zookeeper", "z", 0, "unowned")]
-    warehouse.write_table("core/assignment_audit", "r", pa.Table.from_pylist(rows, schema=SCHEMAS["core/assignment_audit"]))
+    warehouse.write_table(
+        "core/assignment_audit", "r", pa.Table.from_pylist(rows, schema=SCHEMAS["core/assignment_audit"])
+    )
     quarantine = pa.Table.from_pylist([dict(source="offsets", location="a.log:12", reason="bad crc", raw=None)] * 2,
                                       schema=SCHEMAS["raw/quarantine"])
     warehouse.write_table("raw/quarantine", "r", quarantine, step="offsets")
     warehouse.write_table("raw/quarantine", "r", quarantine.slice(0, 1), step="zk-snapshot")
     d = warehouse.partition_dir("marts/offset_regressions", "r")
     d.mkdir(parents=True)
-    t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t = datetime(2026, 1, 1, tzinfo=UTC)
     pq.write_table(pa.Table.from_pylist([dict(group_id="<i>", topic="t", partition=0, log_offset=3,
                                               previous_committed_offset=9, committed_offset=4, regressed_by=5,
                                               committed_at=t)], schema=MARTS["offset_regressions"]), d / "x.parquet")

@@ -1,14 +1,14 @@
 """Kafka groups: latest GroupMetadata record, static members first, range / roundrobin /
 not-recomputed protocols, partition counts from ZooKeeper or log ends."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.spark import assignment_kafka as ak
 from pipelines.spark.schemas import table_schema
 
-TS = datetime(2024, 1, 1, tzinfo=timezone.utc)
+TS = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def _meta(group, log_offset, protocol="range", tombstone=False, ptype="consumer"):
@@ -43,7 +43,8 @@ def test_latest_record_static_members_and_protocols(spark):
         _member("conn", 16, "w1", None, ["a"]),
     ]
     log_ends = [("a", p, 0, 10, TS, "r1") for p in range(4)] + [("b", p, 0, 10, TS, "r1") for p in range(3)]
-    zk_tp = [("b", p, None, [1], 1, 0, [1], None, None, None, "r1") for p in range(2)]  # ZooKeeper knows b: 2 partitions
+    # ZooKeeper knows b: 2 partitions
+    zk_tp = [("b", p, None, [1], 1, 0, [1], None, None, None, "r1") for p in range(2)]
     gm = spark.createDataFrame(meta, table_schema("raw/group_metadata", True))
     mem = spark.createDataFrame(members, table_schema("raw/group_members", True))
     le = spark.createDataFrame(log_ends, table_schema("raw/log_end_offsets", True))

@@ -4,7 +4,7 @@ all computed by one Spark plan per assignor family."""
 
 import random
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
@@ -13,7 +13,7 @@ from pipelines.spark import assignment_kafka as ak
 from pipelines.spark.assignment_zk import expected_assignment as zk_expected
 from pipelines.spark.schemas import table_schema
 
-TS = datetime(2024, 1, 1, tzinfo=timezone.utc)
+TS = datetime(2024, 1, 1, tzinfo=UTC)
 CASES = 150  # per family
 
 

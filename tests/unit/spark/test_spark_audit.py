@@ -4,7 +4,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines.spark.audit import audit
 
-EXP = "source string, group_id string, topic string, partition int, broker_id int, expected_owner string, assignor string"
+EXP = (
+    "source string, group_id string, topic string, partition int, broker_id int, expected_owner string, assignor string"
+)
 OBS = "source string, group_id string, topic string, partition int, broker_id int, owner string"
 REG = "source string, group_id string, owner string"
 SUB = "source string, group_id string, topic string"
@@ -92,7 +94,8 @@ def test_range_lookup_audit_equals_the_full_join(spark):
             for t in rnd.sample([*topics, "old", "gaps", "ghost_topic"], rnd.randint(1, 3)):
                 regs.append((group, c, t, rnd.randint(1, 3)))
         threads = [f"{c}-{n}" for c in consumers for n in range(3)] + ["stranger-0"]
-        for t, p, b in parts + [("t0", 50, None), ("t1", -1, None), ("t1", 0, 3), ("gaps", 1, None), ("nobody_reads", 0, None)]:
+        extra = [("t0", 50, None), ("t1", -1, None), ("t1", 0, 3), ("gaps", 1, None), ("nobody_reads", 0, None)]
+        for t, p, b in parts + extra:
             if rnd.random() < 0.8:
                 owners.append((Z, group, t, p, b, rnd.choice(threads)))
     registrations = spark.createDataFrame(regs, "group_id string, consumer_id string, topic string, streams int")

@@ -28,7 +28,9 @@ def test_java_string_hash_matches_the_jvm_and_the_reference(spark):
     assert [(r.s, r.got) for r in got] == [(s, v) for s, v in cases]
 
     tp = spark.createDataFrame(tps, "topic string, partition int")
-    rows = tp.select("topic", "partition", topic_partition_hash(F.col("topic"), F.col("partition")).alias("h")).collect()
+    rows = tp.select(
+        "topic", "partition", topic_partition_hash(F.col("topic"), F.col("partition")).alias("h")
+    ).collect()
     assert [(r.topic, r.partition, r.h) for r in rows] == [
         (t, p, java_hash_reference(f"[{t},{p}]")) for t, p in tps
     ]

@@ -32,7 +32,9 @@ TREE = {
     "/brokers/topics/old/2": "1",
     "/brokers/topics/old/9": "lots",
     # consumers, both layouts
-    "/consumers/g/ids/g_c1": json.dumps({"version": 1, "subscription": {"t": 2}, "pattern": "static", "timestamp": "1"}),
+    "/consumers/g/ids/g_c1": json.dumps(
+        {"version": 1, "subscription": {"t": 2}, "pattern": "static", "timestamp": "1"}
+    ),
     "/consumers/g/ids/g_c2": json.dumps({"version": 1, "subscription": {"t": -1}, "pattern": "static"}),
     "/consumers/g/ids/g_w": json.dumps({"version": 1, "subscription": {"t.*": 1}, "pattern": "white_list"}),
     "/consumers/g/ids/g_bad": "garbage",
@@ -246,5 +248,7 @@ def test_small_remainder_keeps_what_the_small_parsers_read(spark, znodes):
     assert small == {"/consumers/owners/ids/c1", "/consumers/offsets/ids/c2", "/brokers/ids/1"}
     regs = registry.good(registry.parse_registrations(z.where(registry.is_small()).transform(registry.with_path_parts)))
     assert {(r.group_id, r.consumer_id) for r in regs.collect()} == {("owners", "c1"), ("offsets", "c2")}
-    candidates = z.select(*[F.sum(registry.may_be_partition_child(k).cast("int")).alias(k) for k in ("owners", "offsets")])
+    candidates = z.select(
+        *[F.sum(registry.may_be_partition_child(k).cast("int")).alias(k) for k in ("owners", "offsets")]
+    )
     assert candidates.first().asDict() == {"owners": 2, "offsets": 2}

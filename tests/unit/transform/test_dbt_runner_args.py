@@ -88,7 +88,8 @@ def test_dbt_args_keep_everything_under_the_warehouse(warehouse):
     ctx = RunContext(warehouse, "20240101T000000Z", quiet=True)
     args = dbt_runner.dbt_args(ctx, "session")
     assert args[0] == "build"
-    opt = {args[i]: args[i + 1] for i in range(1, len(args) - 1) if args[i].startswith("--") and not args[i + 1].startswith("--")}
+    opt = {args[i]: args[i + 1] for i in range(1, len(args) - 1)
+           if args[i].startswith("--") and not args[i + 1].startswith("--")}
     assert opt["--target"] == "session"
     assert opt["--project-dir"] == opt["--profiles-dir"] == str(project.project_dir())
     assert opt["--target-path"] == str(warehouse.root / "dbt" / "target")
@@ -101,7 +102,9 @@ def test_dbt_args_keep_everything_under_the_warehouse(warehouse):
 
 
 def _result(status, name, message):
-    return SimpleNamespace(status=SimpleNamespace(value=status), node=SimpleNamespace(resource_type="test", name=name), message=message)
+    return SimpleNamespace(
+        status=SimpleNamespace(value=status), node=SimpleNamespace(resource_type="test", name=name), message=message
+    )
 
 
 def test_failures_name_the_node_and_reason():

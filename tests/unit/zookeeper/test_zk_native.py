@@ -37,7 +37,7 @@ def test_aot_kernels_equal_jit_on_real_snapshots(kernel_pair, real_fixtures, nam
     n = counted[2]
     a = aot.walk_nodes(arr, pos, n, tables.CRC_TABLES8, tables.ZK_PREFIX)
     j = jit.walk_nodes(arr, pos, n, tables.CRC_TABLES8, tables.ZK_PREFIX)
-    for x, y in zip(a, j):
+    for x, y in zip(a, j, strict=True):
         assert x.dtype == y.dtype and np.array_equal(x, y)
     alive = np.ones(n, np.bool_)
     assert aot.tree_digest(a[-1], alive) == jit.tree_digest(j[-1], alive)
@@ -58,7 +58,7 @@ def test_aot_kernels_equal_jit_on_real_snapshots(kernel_pair, real_fixtures, nam
     pj, okj = jit.preorder_parents(values, starts, lens, plen)
     assert ok == okj and np.array_equal(pa_, pj)
     rows = np.random.default_rng(3).permutation(n).astype(np.int64)
-    for x, y in zip(aot.decode_stats(arr, a[4], rows), jit.decode_stats(arr, a[4], rows)):
+    for x, y in zip(aot.decode_stats(arr, a[4], rows), jit.decode_stats(arr, a[4], rows), strict=True):
         assert x.dtype == y.dtype and np.array_equal(x, y)
     order = aot.sort_strings(values, starts, lens, rows)
     assert np.array_equal(order, jit.sort_strings(values, starts, lens, rows))

@@ -80,7 +80,7 @@ def test_hand_encoded_snapshot_decodes_field_by_field(tmp_path):
     assert n.data().to_pylist() == [d for _, d, *_ in HAND_NODES]
     st = n.stats()
     got = list(zip(*(st[k].tolist() for k in ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion",
-                                              "ephemeral_owner", "pzxid"))))
+                                              "ephemeral_owner", "pzxid")), strict=True))
     assert got == [tuple(r[2:]) for r in HAND_NODES]
     # the digest of one node, computed independently with zlib (DigestCalculator's layout)
     stat = struct.pack(">qqqqqiiiq", 2, 5, 6, 1_700_000_000_000, 1_700_000_000_500, 3, 1, 0, 0)
@@ -260,5 +260,6 @@ def test_a_path_that_is_not_utf8_is_quarantined_with_its_subtree(tmp_path):
     by = {r["path"]: r for r in znodes}
     assert by["/a"]["num_children"] == 2  # the tree as ZooKeeper holds it: the bad node is still a child
     q = pq.read_table(ctx.warehouse.partition_dir("raw/quarantine", "r")).to_pylist()
-    assert [(r["location"], r["raw"]) for r in q] == [("/a/caf\\xff", b"/a/caf\xff"), ("/a/caf\\xff/b", b"/a/caf\xff/b")]
+    assert [(r["location"], r["raw"]) for r in q] == [("/a/caf\\xff", b"/a/caf\xff"),
+                                                      ("/a/caf\\xff/b", b"/a/caf\xff/b")]
     assert all("not valid UTF-8" in r["reason"] for r in q) and meta["quarantined"] == 2
