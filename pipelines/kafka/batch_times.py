@@ -84,7 +84,7 @@ def batch_table(topic: str, partition: int, rows: np.ndarray) -> pa.Table:
     count = pa.array(rows[:, K.B_COUNT], type=pa.int64(), mask=wrapper).cast(pa.int32())
     return pa.Table.from_arrays(
         [
-            pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
+            pa.DictionaryArray.from_arrays(np.zeros(n, dtype=np.int32), pa.array([topic])).cast(pa.string()),
             pa.array(np.full(n, partition, dtype=np.int32)),
             pa.array(rows[:, K.B_FIELDS]),
             pa.array(rows[:, K.B_POS]),
