@@ -172,3 +172,20 @@ def test_offset_resets_and_stuck_partitions(built):
         "stuck", 45, len(commits), True)
     assert (stuck["head_offset_at_start"], stuck["head_offset_at_end"], stuck["records_behind"]) == (
         heads[0], heads[-1], heads[-1] - 45)
+
+
+def test_gx_no_commit_below_log_start_unflagged(built, spark):
+    from pipelines.quality.run import run_validation
+    from pipelines.quality.sources import RunTables
+    from pipelines.quality.views import build_view
+
+    entries = run_validation(RunContext(built, "lt1", quiet=True))
+    (entry,) = [e for e in entries if e["expectation"] == "no_commit_below_log_start_unflagged"]
+    below = [g for g, c in COMMITS.items() if c[-1][0] < LOG_START]
+    assert (entry["success"], entry["element_count"]) == (True, len(below))
+    # the same view without the mart's flags: the commit below the log start is caught
+    tables = RunTables(built, "lt1", spark)
+    tables._cache["marts/data_loss_risk"] = tables["marts/data_loss_risk"].limit(0)
+    rows = build_view("commits_below_log_start", tables).collect()
+    assert [(r.group_id, r.committed_offset, r.log_start_offset, r.flagged) for r in rows] == [
+        (g, COMMITS[g][-1][0], LOG_START, False) for g in below]
