@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from pipelines.quality.marts import read_mart
 from pipelines.quality.run import VALIDATION, read_results
+from pipelines.report.lag_time import LagTimeFacts, gather_lag_time
 from pipelines.report.metadata import MetadataFacts, gather_metadata
 from pipelines.tables import ASSIGNMENT_STATUSES, SCHEMAS
 from pipelines.warehouse import Warehouse
@@ -144,6 +145,7 @@ class Facts:
     expectations: list[Expectation] | None
     drift: list[dict] | None = None
     metadata: MetadataFacts | None = None  # KRaft metadata (None: the run has none)
+    lag_time: LagTimeFacts | None = None  # lag in time, data loss, resets, stuck (None: no mart built)
 
     @property
     def audited(self) -> int:
@@ -456,4 +458,5 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         expectations=_expectations(wh, run_id),
         drift=drift,
         metadata=gather_metadata(wh, run_id, _read),
+        lag_time=gather_lag_time(wh, run_id),
     )

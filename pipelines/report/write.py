@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipelines.context import RunContext
 from pipelines.report.facts import Finding, gather
+from pipelines.report.lag_time import LagTimeFacts, finding_rows
 from pipelines.report.metadata import MetadataFacts
 from pipelines.report.page import FINDINGS_CSV, render
 
@@ -26,10 +27,13 @@ def _iso(t) -> str:
     return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else ""
 
 
-def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFacts | None = None) -> None:
+def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFacts | None = None,
+                       lag_time: LagTimeFacts | None = None) -> None:
     """One row per finding; several observed owners are joined with ``;`` in each owner column.
     The KRaft findings follow with ``source`` kraft: ``isr_below_min_insync`` (per partition,
-    no group) and ``deleted_topic_commits`` (per group and partition: its last offset)."""
+    no group) and ``deleted_topic_commits`` (per group and partition: its last offset); then the
+    time findings (``lag_time.finding_rows``): ``data_lost``, ``data_at_risk``, ``offset_reset``,
+    ``stuck_partition`` (committed offset, and the log end / head with the lag where known)."""
     with path.open("w", newline="", encoding="utf-8") as out:
         w = csv.writer(out)
         w.writerow(CSV_COLUMNS)
@@ -50,6 +54,9 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
         for d in metadata.deleted_with_commits if metadata else ():
             w.writerow(["kraft", d["group_id"], d["topic"], d["partition"], "", DELETED_TOPIC_COMMITS, "", "", "", "",
                         "", "" if d["last_offset"] is None else d["last_offset"], "", ""])
+        for r in finding_rows(lag_time):
+            w.writerow([r["source"], r["group_id"], r["topic"], r["partition"], "", r["status"], "", "", "", "", "",
+                        *("" if r[k] is None else r[k] for k in ("committed_offset", "log_end_offset", "lag"))])
 
 
 def write_report(ctx: RunContext) -> Path:
@@ -58,7 +65,7 @@ def write_report(ctx: RunContext) -> Path:
     with ctx.warehouse.transaction(ctx.run_id, step="report") as tx:
         out = tx.staging_dir(REPORTS)
         out.mkdir(parents=True, exist_ok=True)
-        write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata)
+        write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata, facts.lag_time)
         (out / "index.html").write_text(render(facts), encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     page = ctx.warehouse.partition_dir(REPORTS, ctx.run_id) / "index.html"

@@ -189,3 +189,31 @@ def test_gx_no_commit_below_log_start_unflagged(built, spark):
     rows = build_view("commits_below_log_start", tables).collect()
     assert [(r.group_id, r.committed_offset, r.log_start_offset, r.flagged) for r in rows] == [
         (g, COMMITS[g][-1][0], LOG_START, False) for g in below]
+
+
+def test_report_shows_lag_in_time_and_the_findings(built):
+    import csv
+    import html
+    import re
+
+    from pipelines.report.write import write_report
+
+    page = write_report(RunContext(built, "lt1", quiet=True))
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index('<section id="lag-time">'):]
+    section = section[:section.index("</section>")]
+    # lag in time for every group, the worst first
+    lag_rows = re.findall(r'<tr class="lag-time">.*?<b>(.*?)</b>.*?data-v="([0-9.]+)"', section, re.S)
+    want = {g: (max((LOG_END_MS - record_at(c[-1][0])[0]) / 1000, 0.0) if c[-1][0] < LOG_END else 0.0)
+            for g, c in COMMITS.items()}
+    assert [(g, float(v)) for g, v in lag_rows] == sorted(want.items(), key=lambda x: (-x[1], x[0]))
+    # stuck at 45, inside the CreateTime batch 40-49: its first record's timestamp (40 s), 79 s before the end
+    assert "1 min 19 s" in section and "approx." in section
+    assert section.count('<tr class="data-loss lost">') == 1 and section.count('<tr class="data-loss at_risk">') == 2
+    assert section.count('<tr class="offset-reset">') == 1 and section.count('<tr class="stuck">') == 1
+    assert "still stuck" in section and html.escape("→") not in section
+    with (page.parent / "findings.csv").open(encoding="utf-8") as f:
+        rows = [(r["group_id"], r["status"], r["committed_offset"]) for r in csv.DictReader(f)]
+    assert sorted(rows) == sorted([("lost", "data_lost", "15"), ("risk", "data_at_risk", "25"),
+                                   ("stuck", "data_at_risk", "45"), ("reset", "offset_reset", "2080"),
+                                   ("stuck", "stuck_partition", "45")])
