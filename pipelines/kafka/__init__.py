@@ -3,6 +3,7 @@
 Modules, from bytes up: ``kernels`` (numba byte walks), ``batches`` (framing, CRCs, codecs),
 ``records`` (versioned key/value field tables + one decoder), ``consumer_protocol``,
 ``segment`` (one segment -> Arrow tables), ``transactions`` (txn states),
-``offsets`` (one partition's segments), ``paths``, ``log_end``, ``extract`` (CLI steps).
+``offsets`` (one partition's segments), ``paths``, ``log_end``, ``batch_times`` (data-topic batch
+timestamps, log-start checkpoints), ``extract`` (CLI steps).
 Nothing here imports Spark.
 """

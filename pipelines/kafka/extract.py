@@ -108,7 +108,7 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     ``offsets_file``: the command line asks for one of them), the batch headers' timestamps into
     ``raw/batch_timestamps`` and the log dirs' log-start checkpoints into ``raw/log_start_checkpoints``."""
     rows: dict[tuple[str, int], dict] = {}
-    headers: dict[tuple[str, int], pa.Table] = {}
+    headers: dict[tuple[str, int], pa.Table | None] = {}
     quarantine: list[tuple[str, str]] = []
     dirs = data_partition_dirs(paths)
     size = batches = 0
