@@ -259,7 +259,7 @@ VIEWS: dict[str, View] = {
     "commits_below_log_start": View(
         ("marts/consumer_lag", "raw/log_end_offsets", "raw/log_start_checkpoints", "marts/data_loss_risk"),
         commits_below_log_start,
-        evidence=("marts/consumer_lag", "raw/batch_timestamps"),
+        evidence=("marts/consumer_lag", "raw/log_end_offsets"),
         present=("marts/data_loss_risk",),
     ),
 }
