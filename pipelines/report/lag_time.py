@@ -75,7 +75,8 @@ def finding_rows(facts: LagTimeFacts | None) -> list[dict]:
     out = []
     for r in facts.data_loss or ():
         status = DATA_LOST if r["status"] == "lost" else DATA_AT_RISK
-        out.append({**r, "status": status, "lag": r["log_end_offset"] - r["committed_offset"]})
+        end = r["log_end_offset"]
+        out.append({**r, "status": status, "lag": None if end is None else end - r["committed_offset"]})
     for r in facts.resets or ():
         out.append({**r, "source": "kafka", "status": OFFSET_RESET, "log_end_offset": None, "lag": None})
     for r in facts.stuck or ():
