@@ -15,25 +15,32 @@ with offsets as (
     where broker_id is null
 ),
 
-candidates as (
-    select
-        offsets.topic,
-        offsets.`partition`,
-        offsets.committed_offset,
-        batches.base_offset,
-        batches.timestamp_type,
-        batches.first_timestamp,
-        batches.max_timestamp,
-        row_number() over (
-            partition by offsets.topic, offsets.`partition`, offsets.committed_offset
-            order by batches.base_offset
-        ) as nearest
+-- the batch of each offset without a range join: offsets and batches (at their last offset) in
+-- one descending walk per partition; the last batch seen at or after an offset is its batch
+events as (
+    select topic, `partition`, committed_offset as at_offset, 0 as kind, committed_offset, cast(null as struct<
+        base_offset:bigint, timestamp_type:string, first_timestamp:timestamp, max_timestamp:timestamp>) as batch
     from offsets
-    inner join {{ ref('stg_kafka__batch_timestamps') }} as batches
-        on batches.topic = offsets.topic
-        and batches.`partition` = offsets.`partition`
-        and batches.last_offset >= offsets.committed_offset
-        and not batches.is_control
+    union all
+    select
+        topic, `partition`, last_offset, 1, cast(null as bigint),
+        named_struct('base_offset', base_offset, 'timestamp_type', timestamp_type,
+                     'first_timestamp', first_timestamp, 'max_timestamp', max_timestamp)
+    from {{ ref('stg_kafka__batch_timestamps') }}
+    where not is_control
+),
+
+resolved as (
+    select
+        topic,
+        `partition`,
+        committed_offset,
+        kind,
+        last(batch, true) over (
+            partition by topic, `partition` order by at_offset desc, kind desc
+            rows between unbounded preceding and current row
+        ) as batch
+    from events
 )
 
 select
@@ -41,11 +48,14 @@ select
     `partition`,
     committed_offset,
     case
-        when timestamp_type = 'LogAppendTime' then max_timestamp
-        else coalesce(first_timestamp, max_timestamp)
+        when batch.timestamp_type = 'LogAppendTime' then batch.max_timestamp
+        else coalesce(batch.first_timestamp, batch.max_timestamp)
     end as record_at,
-    (timestamp_type = 'LogAppendTime' or (committed_offset <= base_offset and first_timestamp is not null))
-        as record_at_exact,
+    (
+        batch.timestamp_type = 'LogAppendTime'
+        or (committed_offset <= batch.base_offset and batch.first_timestamp is not null)
+    ) as record_at_exact,
     '{{ var("run_id") }}' as run_id
-from candidates
-where nearest = 1
+from resolved
+where kind = 0
+  and batch is not null
