@@ -1,6 +1,6 @@
-"""Data-topic partitions with known record timestamps (issue 21), built with kafka-python's
-``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder``, and ``.timeindex`` files written
-as Kafka's ``TimeIndex`` writes them.
+"""Data-topic partitions with known record timestamps (issue 21), magic-2 batches built with
+kafka-python's ``DefaultRecordBatchBuilder`` (magic 1: ``testkit.segments.batch``), and
+``.timeindex`` files written as Kafka's ``TimeIndex`` writes them.
 
 What a builder cannot do by itself is patched as a broker does it, with the CRC recomputed:
 broker-assigned base offsets; LogAppendTime (``LogValidator`` sets attribute bit 3 and
