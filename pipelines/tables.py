@@ -202,6 +202,35 @@ RAW_LOG_END_OFFSETS = pa.schema(
     ]
 )
 
+# --- data-topic batch timestamps (issue 21): one row per batch header of the data topics --------
+
+RAW_BATCH_TIMESTAMPS = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("segment_base_offset", pa.int64()),  # the segment file's name
+        ("position", pa.int64()),  # byte position of the batch in its segment
+        ("size_bytes", pa.int64()),
+        ("magic", pa.int8()),
+        ("base_offset", pa.int64()),  # first offset the batch may hold (compaction may have removed it)
+        ("last_offset", pa.int64()),
+        ("record_count", pa.int32()),  # records present; null for a legacy compressed wrapper
+        ("is_control", pa.bool_()),  # a transaction marker: an offset, no record a consumer sees
+        ("timestamp_type", pa.string()),  # 'CreateTime' | 'LogAppendTime'; null for magic 0
+        ("first_timestamp", TS),  # timestamp of the batch's first present record; null when unknown
+        ("max_timestamp", TS),  # greatest record timestamp (LogAppendTime: every record's)
+    ]
+)
+
+RAW_LOG_START_CHECKPOINTS = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("log_start_offset", pa.int64()),
+        ("checkpoint_file", pa.string()),  # <log dir>/log-start-offset-checkpoint
+    ]
+)
+
 RAW_QUARANTINE = pa.schema(
     [
         ("source", pa.string()),  # which extractor / step: 'offsets', 'zk-snapshot', 'registry', ...
@@ -315,6 +344,8 @@ RAW = {
     "raw/consumer_group_regexes": RAW_CONSUMER_GROUP_REGEXES,
     "raw/group_coordinator_records": RAW_GROUP_COORDINATOR_RECORDS,
     "raw/log_end_offsets": RAW_LOG_END_OFFSETS,
+    "raw/batch_timestamps": RAW_BATCH_TIMESTAMPS,
+    "raw/log_start_checkpoints": RAW_LOG_START_CHECKPOINTS,
     "raw/quarantine": RAW_QUARANTINE,
 }
 

@@ -1,6 +1,11 @@
 -- One row per (source, group, topic, partition): the current committed offset and its lag
 -- behind the partition's log end (null when the log end is unknown; ZooKeeper 0.7 offsets,
 -- keyed by broker, are byte positions and get no log end).
+--
+-- Lag in time (issue 21): lag_seconds = the log end's timestamp (the partition's greatest
+-- record timestamp) - the timestamp of the record at the committed offset (the next present
+-- one across compacted gaps and markers): the age of the oldest unconsumed record at the run's
+-- end of data; 0 when caught up (no record at or past the offset); null without batch headers.
 select
     offsets.run_id,
     offsets.source,
@@ -11,10 +16,29 @@ select
     offsets.committed_offset,
     log_end.log_end_offset,
     log_end.log_end_offset - offsets.committed_offset as lag,
-    offsets.committed_at
+    offsets.committed_at,
+    times.record_at as committed_record_at,
+    log_end.max_timestamp as log_end_at,
+    case
+        when log_end.log_end_offset is null or logs.oldest_segment_base_offset is null then cast(null as double)
+        when offsets.committed_offset >= log_end.log_end_offset or times.record_at is null then 0D
+        when log_end.max_timestamp is null then cast(null as double)
+        else greatest((unix_millis(log_end.max_timestamp) - unix_millis(times.record_at)) / 1000D, 0D)
+    end as lag_seconds,
+    case
+        when log_end.log_end_offset is null or logs.oldest_segment_base_offset is null then cast(null as boolean)
+        when offsets.committed_offset >= log_end.log_end_offset or times.record_at is null then true
+        else times.record_at_exact
+    end as lag_seconds_exact
 from {{ ref('int_committed_offsets') }} as offsets
 left join {{ ref('stg_kafka__log_end_offsets') }} as log_end
-    on
-        offsets.topic = log_end.topic
-        and offsets.`partition` = log_end.`partition`
-        and offsets.broker_id is null
+    on log_end.topic = offsets.topic
+    and log_end.`partition` = offsets.`partition`
+    and offsets.broker_id is null
+left join {{ ref('int_partition_log') }} as logs
+    on logs.topic = log_end.topic
+    and logs.`partition` = log_end.`partition`
+left join {{ ref('int_offset_record_times') }} as times
+    on times.topic = log_end.topic
+    and times.`partition` = log_end.`partition`
+    and times.committed_offset = offsets.committed_offset

@@ -5,6 +5,7 @@ Modules, from bytes up: ``kernels`` (numba byte walks), ``batches`` (framing, CR
 data and the flexible-struct decoder, shared with ``pipelines.kraft``), ``groups`` (KIP-848,
 share and streams group records), ``consumer_protocol``,
 ``segment`` (one segment -> Arrow tables), ``transactions`` (txn states),
-``offsets`` (one partition's segments), ``paths``, ``log_end``, ``extract`` (CLI steps).
+``offsets`` (one partition's segments), ``paths``, ``log_end``, ``batch_times`` (data-topic batch
+timestamps, log-start checkpoints), ``extract`` (CLI steps).
 Nothing here imports Spark.
 """

@@ -13,7 +13,9 @@ import pyarrow as pa
 from pipelines import quarantine
 from pipelines.context import RunContext
 from pipelines.errors import InputError
+from pipelines.kafka.batch_times import CHECKPOINT_FILE, batch_table, checkpoint_table, read_checkpoint
 from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
+from pipelines.kafka.log_end import SOURCE as LOG_END_SOURCE
 from pipelines.kafka.log_end import read_offsets_file, scan_partition
 from pipelines.kafka.offsets import TABLES, decode_file_to_parts, scan_markers
 from pipelines.kafka.paths import data_partition_dirs, offsets_segments
@@ -110,8 +112,10 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
 
 def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None) -> dict:
     """Log start/end offsets per data-topic partition into ``raw/log_end_offsets`` (``paths`` or
-    ``offsets_file``: the command line asks for one of them)."""
+    ``offsets_file``: the command line asks for one of them), the batch headers' timestamps into
+    ``raw/batch_timestamps`` and the log dirs' log-start checkpoints into ``raw/log_start_checkpoints``."""
     rows: dict[tuple[str, int], dict] = {}
+    headers: dict[tuple[str, int], pa.Table | None] = {}
     quarantined: list[dict] = []
     dirs = data_partition_dirs(paths)
     size = batches = 0
@@ -136,9 +140,20 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
             # replica that got furthest wins
             if old is None or (row["log_end_offset"] or -1) > (old["log_end_offset"] or -1):
                 rows[(topic, partition)] = row
+                parts = [batch_table(topic, partition, h) for h in ends.headers]
+                headers[(topic, partition)] = pa.concat_tables(parts) if parts else None
     if size and not batches:
         raise InputError(f"{_named(paths)}: no readable record batch in the segments of {len(dirs)} partition dirs "
                          f"({size} bytes; expected Kafka log segments)")
+    checkpoints, seen = [], set()
+    for _, _, d in dirs:
+        f = d.parent / CHECKPOINT_FILE
+        if f in seen or not f.is_file():
+            continue
+        seen.add(f)
+        found, bad = read_checkpoint(f)
+        quarantined.extend(quarantine.row(LOG_END_SOURCE, loc, why) for loc, why in bad)
+        checkpoints.extend((t, p, o, str(f)) for t, p, o in found)
     from_file = 0
     if offsets_file is not None:
         for topic, partition, offset in read_offsets_file(offsets_file):
@@ -154,10 +169,16 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     with ctx.warehouse.transaction(ctx.run_id, step=STEP_LOG_END) as tx:
         tx.write("raw/log_end_offsets", table)
         tx.writer("raw/log_end_offsets")
+        for key in sorted(headers):
+            if headers[key] is not None:
+                tx.write("raw/batch_timestamps", headers[key])
+        tx.writer("raw/batch_timestamps")
+        tx.write("raw/log_start_checkpoints", checkpoint_table(sorted(checkpoints)))
+        tx.writer("raw/log_start_checkpoints")
         tx.write("raw/quarantine", quarantine.table(quarantined))
         tx.writer("raw/quarantine")
     ctx.say(f"log-end: {len(ordered)} partitions ({len(dirs)} partition dirs, {from_file} lines from --offsets-file)")
     if quarantined:
-        ctx.say(f"log-end: {len(quarantined)} corrupt batch headers quarantined")
+        ctx.say(f"log-end: {len(quarantined)} corrupt batch headers / checkpoint lines quarantined")
     return {"partitions": len(ordered), "dirs": len(dirs), "offsets_file_lines": from_file,
             "quarantine": len(quarantined)}

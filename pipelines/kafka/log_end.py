@@ -9,6 +9,8 @@ or from a GetOffsetShell ``topic:partition:offset`` file.
 - end = last batch's base offset + lastOffsetDelta + 1 (magic 0/1: last message offset + 1).
 - max timestamp = greatest batch maxTimestamp (magic 1: message timestamp; magic 0 has none).
 - a partition with segments but no batch: start = end = base offset of its newest segment.
+- every good batch header is kept (``headers``: the rows of ``batch_times.segment_rows``) for
+  ``raw/batch_timestamps``.
 - a batch whose offsets cannot hold (outside its segment's range, out of order: see
   ``kernels.check_offsets``) is quarantined and counts for nothing, like a corrupt header.
 """
@@ -23,6 +25,7 @@ import numpy as np
 from pipelines import quarantine
 from pipelines.errors import InputError
 from pipelines.kafka import kernels as K
+from pipelines.kafka.batch_times import segment_rows
 from pipelines.kafka.batches import ATTR_CODEC, framing_error, scan
 from pipelines.kafka.paths import (
     base_offset_of,
@@ -44,6 +47,7 @@ class PartitionEnds:
     quarantine: list[dict] = field(default_factory=list)  # raw/quarantine rows
     batches: int = 0
     bytes: int = 0
+    headers: list[np.ndarray] = field(default_factory=list)  # good batch rows per segment
 
 
 def _map(path: Path) -> np.ndarray:
@@ -72,6 +76,7 @@ def scan_partition(topic: str, partition: int, d: Path) -> PartitionEnds | None:
         if not len(good):
             continue
         out.batches += len(good)
+        out.headers.append(segment_rows(good, base_offset_of(f)))
         if out.log_start_offset is None:
             first = good[0]
             legacy_wrapper = first[K.B_MAGIC] < 2 and (first[K.B_ATTRS] & ATTR_CODEC) != 0

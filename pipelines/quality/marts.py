@@ -26,6 +26,7 @@ ARROW_TYPES = {
     "int": pa.int32(),
     "bigint": pa.int64(),
     "boolean": pa.bool_(),
+    "double": pa.float64(),
     "timestamp": TS,
 }
 

@@ -189,6 +189,33 @@ def kraft_partitions(df: DataFrame) -> DataFrame:
     return df.select("topic", "topic_id", "partition", "replicas", "isr", "leader")
 
 
+def commits_below_log_start(lag: DataFrame, log_ends: DataFrame, checkpoints: DataFrame, risk: DataFrame) -> DataFrame:
+    """Current committed offsets below their partition's log start (the first batch present,
+    or the log dir's log-start checkpoint when further; computed here from the raw tables, not
+    taken from the mart), with ``flagged``: ``marts/data_loss_risk`` has the row as ``lost``."""
+    starts = (
+        log_ends.groupBy("topic", "partition").agg(F.min("log_start_offset").alias("_segments"))
+        .join(checkpoints.groupBy("topic", "partition").agg(F.max("log_start_offset").alias("_checkpoint")),
+              ["topic", "partition"], "full")
+        .select("topic", "partition", F.greatest("_segments", "_checkpoint").alias("log_start_offset"))
+    )
+    lost = (
+        risk.where(F.col("status") == "lost")
+        .select("source", "group_id", "topic", "partition")
+        .withColumn("_flagged", F.lit(True))
+    )
+    return (
+        lag.where(F.col("broker_id").isNull())
+        .join(starts, ["topic", "partition"])
+        .where(F.col("committed_offset") < F.col("log_start_offset"))
+        .join(lost, ["source", "group_id", "topic", "partition"], "left")
+        .select(
+            "source", "group_id", "topic", "partition", "committed_offset", "log_start_offset",
+            F.coalesce("_flagged", F.lit(False)).alias("flagged"),
+        )
+    )
+
+
 def identity(df: DataFrame) -> DataFrame:
     return df
 
@@ -233,6 +260,13 @@ VIEWS: dict[str, View] = {
     ),
     "kraft_partitions": View(("raw/kraft_partitions",), kraft_partitions, evidence=("raw/kraft_partitions",)),
     "coordinator_records": View(("raw/coordinator_records",), identity, present=("raw/coordinator_records",)),
+    # no commit below the log start is a pass; judged only when the run read the data-topic logs
+    "commits_below_log_start": View(
+        ("marts/consumer_lag", "raw/log_end_offsets", "raw/log_start_checkpoints", "marts/data_loss_risk"),
+        commits_below_log_start,
+        evidence=("marts/consumer_lag", "raw/log_end_offsets"),
+        present=("marts/data_loss_risk",),
+    ),
 }
 
 

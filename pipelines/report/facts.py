@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from pipelines.quality.run import VALIDATION, read_results
 from pipelines.reading import read_arrow, read_built, row_count
+from pipelines.report.lag_time import LagTimeFacts, gather_lag_time
 from pipelines.report.metadata import MetadataFacts, gather_metadata
 from pipelines.tables import (
     ASSIGNMENT_STATUSES,
@@ -178,6 +179,7 @@ class Facts:
     drift: list[dict] | None = None
     metadata: MetadataFacts | None = None  # KRaft metadata (None: the run has none)
     group_findings: list[GroupFinding] = field(default_factory=list)
+    lag_time: LagTimeFacts | None = None  # lag in time, data loss, resets, stuck (None: no mart built)
 
     @property
     def audited(self) -> int:
@@ -500,4 +502,5 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         drift=drift,
         metadata=gather_metadata(wh, run_id, _read),
         group_findings=_group_findings(wh, run_id),
+        lag_time=gather_lag_time(wh, run_id),
     )

@@ -35,6 +35,23 @@ def _when(v: datetime | None, seconds: bool = False) -> str:
     return v.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
 
 
+def _duration(seconds: float | None) -> str:
+    """``3 d 4 h``, ``2 h 5 min``, ``4 min 10 s``, ``12.5 s``: the two largest units."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:g} s" if seconds == int(seconds) else f"{seconds:.1f} s"
+    units = [("d", 86400), ("h", 3600), ("min", 60), ("s", 1)]
+    s, parts = int(seconds), []
+    for name, size in units:
+        if s >= size or parts:
+            parts.append(f"{s // size} {name}")
+            s %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
+
+
 @cache
 def _environment() -> Environment:
     env = Environment(
@@ -46,6 +63,7 @@ def _environment() -> Environment:
     )
     env.filters["num"] = _number
     env.filters["when"] = _when
+    env.filters["duration"] = _duration
     return env
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipelines.context import RunContext
 from pipelines.report.facts import Finding, GroupFinding, gather
+from pipelines.report.lag_time import LagTimeFacts, finding_rows
 from pipelines.report.metadata import MetadataFacts
 from pipelines.report.page import FINDINGS_CSV, render
 
@@ -27,11 +28,13 @@ def _iso(t) -> str:
 
 
 def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFacts | None = None,
-                       group_findings: list[GroupFinding] = ()) -> None:
+                       lag_time: LagTimeFacts | None = None, group_findings: list[GroupFinding] = ()) -> None:
     """One row per finding; several observed owners are joined with ``;`` in each owner column.
     The KRaft findings follow with ``source`` kraft: ``isr_below_min_insync`` (per partition,
-    no group) and ``deleted_topic_commits`` (per group and partition: its last offset). Then the
-    KIP-848 group findings: ``status`` is the finding's name, ``observed_owners`` its member,
+    no group) and ``deleted_topic_commits`` (per group and partition: its last offset); then the
+    time findings (``lag_time.finding_rows``): ``data_lost``, ``data_at_risk``, ``offset_reset``,
+    ``stuck_partition`` (committed offset, and the log end / head with the lag where known); then
+    the KIP-848 group findings: ``status`` is the finding's name, ``observed_owners`` its member,
     ``detail`` what it found."""
     with path.open("w", newline="", encoding="utf-8") as out:
         w = csv.writer(out)
@@ -54,6 +57,9 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
         for d in metadata.deleted_with_commits if metadata else ():
             w.writerow(["kraft", d["group_id"], d["topic"], d["partition"], "", DELETED_TOPIC_COMMITS, "", "", "", "",
                         "", "" if d["last_offset"] is None else d["last_offset"], "", "", ""])
+        for r in finding_rows(lag_time):
+            w.writerow([r["source"], r["group_id"], r["topic"], r["partition"], "", r["status"], "", "", "", "", "",
+                        *("" if r[k] is None else r[k] for k in ("committed_offset", "log_end_offset", "lag")), ""])
         for g in group_findings:
             w.writerow([g.source, g.group_id, g.topic or "", "" if g.partition is None else g.partition, "", g.finding,
                         "", g.member_id or "", "", "", "", "", "", "", g.detail or ""])
@@ -65,7 +71,7 @@ def write_report(ctx: RunContext) -> Path:
     with ctx.warehouse.transaction(ctx.run_id, step="report") as tx:
         out = tx.staging_dir(REPORTS)
         out.mkdir(parents=True, exist_ok=True)
-        write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata, facts.group_findings)
+        write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata, facts.lag_time, facts.group_findings)
         (out / "index.html").write_text(render(facts), encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     page = ctx.warehouse.partition_dir(REPORTS, ctx.run_id) / "index.html"

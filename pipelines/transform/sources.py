@@ -17,6 +17,10 @@ from pipelines.warehouse import Warehouse
 SOURCES: dict[str, str] = {
     "kaudit_raw.offset_commits": "raw/offset_commits",
     "kaudit_raw.log_end_offsets": "raw/log_end_offsets",
+    "kaudit_raw.batch_timestamps": "raw/batch_timestamps",
+    "kaudit_raw.log_start_checkpoints": "raw/log_start_checkpoints",
+    "kaudit_raw.znodes": "raw/znodes",
+    "kaudit_raw.kraft_configs": "raw/kraft_configs",
     "kaudit_raw.metadata_records": "raw/metadata_records",
     "kaudit_core.zk_offsets": "core/zk_offsets",
     "kaudit_core.partition_owners": "core/partition_owners",

@@ -39,7 +39,7 @@ def read_mart(warehouse, name):
 def test_schemas_are_the_declared_columns_and_types():
     declared = yaml.safe_load(declaration_path().read_text())["models"]
     spark_to_arrow = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_(),
-                      "timestamp": pa.timestamp("ms", tz="UTC")}
+                      "double": pa.float64(), "timestamp": pa.timestamp("ms", tz="UTC")}
     assert set(MARTS) == {m["name"] for m in declared}
     for model in declared:
         assert model["config"]["contract"]["enforced"] is True

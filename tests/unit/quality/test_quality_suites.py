@@ -28,6 +28,7 @@ REQUIRED = {
     "no_unknown_record_types": WARNING,
     "partition_records_name_known_topics": WARNING,
     "kraft_partitions_have_a_topic": ERROR,
+    "no_commit_below_log_start_unflagged": ERROR,
 }
 
 

@@ -30,6 +30,13 @@ def test_every_view_declares_what_it_needs():
         ("offset_regressions", {"raw/offset_commits": 5}, "the run has no marts/offset_regressions"),
         # Kafka tables absent from a ZooKeeper-only run do not stop the owners check
         ("observed_owners", {"core/assignment_audit": 4}, None),
+        # no commit below the log start passes; no log ends, or no data_loss_risk mart, is no data
+        ("commits_below_log_start", {"marts/consumer_lag": 3, "raw/log_end_offsets": 2, "marts/data_loss_risk": 0},
+         None),
+        ("commits_below_log_start", {"marts/consumer_lag": 3, "raw/log_end_offsets": 0, "marts/data_loss_risk": 0},
+         "raw/log_end_offsets is empty"),
+        ("commits_below_log_start", {"marts/consumer_lag": 3, "raw/log_end_offsets": 2},
+         "the run has no marts/data_loss_risk"),
     ],
 )
 def test_missing_data(view, rows, why):

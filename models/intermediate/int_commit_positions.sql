@@ -1,0 +1,79 @@
+-- Every effective Kafka commit (tombstones aside) with where the log was when it was made:
+-- the head at commit time = one past the last batch whose timestamp (maxTimestamp: the append
+-- time under LogAppendTime, the greatest create time otherwise) is at or before the commit,
+-- and that batch's timestamp; the timestamp of the record at the committed offset
+-- (int_offset_record_times); the previous commit of the same offset generation. Lag at
+-- commit: head - committed (records) and head_at - record_at (seconds), 0 when caught up.
+with commits as (
+    select * from {{ ref('int_effective_commits') }} where not is_tombstone
+),
+
+events as (
+    select
+        topic, `partition`, max_timestamp as at, 0 as kind, last_offset + 1 as end_offset, max_timestamp as batch_at,
+        cast(null as string) as group_id, cast(null as bigint) as commit_seq
+    from {{ ref('stg_kafka__batch_timestamps') }}
+    where max_timestamp is not null
+    union all
+    select topic, `partition`, committed_at, 1, cast(null as bigint), cast(null as timestamp), group_id, commit_seq
+    from commits
+),
+
+heads as (
+    select
+        group_id,
+        topic,
+        `partition`,
+        commit_seq,
+        kind,
+        max(end_offset) over (
+            partition by topic, `partition` order by at, kind rows between unbounded preceding and current row
+        ) as head_offset,
+        max(batch_at) over (
+            partition by topic, `partition` order by at, kind rows between unbounded preceding and current row
+        ) as head_at
+    from events
+),
+
+positioned as (
+    select
+        commits.group_id,
+        commits.topic,
+        commits.`partition`,
+        commits.commit_seq,
+        commits.offset_generation,
+        commits.offsets_partition,
+        commits.log_offset,
+        commits.committed_offset,
+        commits.committed_at,
+        heads.head_offset,
+        heads.head_at,
+        times.record_at,
+        times.record_at_exact,
+        commits.run_id
+    from commits
+    inner join heads
+        on heads.kind = 1
+        and heads.group_id = commits.group_id
+        and heads.topic = commits.topic
+        and heads.`partition` = commits.`partition`
+        and heads.commit_seq = commits.commit_seq
+    left join {{ ref('int_offset_record_times') }} as times
+        on times.topic = commits.topic
+        and times.`partition` = commits.`partition`
+        and times.committed_offset = commits.committed_offset
+)
+
+select
+    *,
+    case when head_offset is not null then greatest(head_offset - committed_offset, 0) end as lag_at_commit,
+    case
+        when head_offset is null then null
+        when committed_offset >= head_offset then 0D
+        else greatest((unix_millis(head_at) - unix_millis(record_at)) / 1000D, 0D)
+    end as lag_seconds_at_commit,
+    lag(committed_offset) over w as previous_committed_offset,
+    lag(committed_at) over w as previous_committed_at,
+    lag(record_at) over w as previous_record_at
+from positioned
+window w as (partition by group_id, topic, `partition`, offset_generation order by commit_seq)

@@ -1,0 +1,19 @@
+-- Every effective Kafka commit with how far behind the head it was when made
+-- (int_commit_positions): lag in records and in seconds at commit time.
+select
+    run_id,
+    group_id,
+    topic,
+    `partition`,
+    offsets_partition,
+    log_offset,
+    commit_seq,
+    committed_offset,
+    committed_at,
+    record_at as committed_record_at,
+    head_offset,
+    head_at,
+    lag_at_commit,
+    lag_seconds_at_commit,
+    record_at_exact as lag_seconds_exact
+from {{ ref('int_commit_positions') }}
