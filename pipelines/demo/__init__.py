@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
+from pipelines.report.write import DELETED_TOPIC_COMMITS, ISR_BELOW_MIN
 from pipelines.runs import RUN_ID
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -36,8 +37,6 @@ MARKER = ".kaudit-demo"  # written into every demo dir: only such dirs are ever 
 DEFAULT_DIR = "demo-out"  # next to the warehouse
 KRAFT = "kraft"  # data/kraft: the KRaft cluster
 KRAFT_RUN_SUFFIX = "-kraft"
-# findings.csv statuses of the KRaft section (pipelines.report.write)
-ISR_BELOW_MIN, DELETED_TOPIC_COMMITS = "isr_below_min_insync", "deleted_topic_commits"
 
 
 def load_manifest() -> dict:
