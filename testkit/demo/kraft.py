@@ -285,7 +285,8 @@ def write_metadata(root: Path) -> tuple[Model, dict]:
     )
     log.now = T0 + 100 * MIN
     log.append(B.begin_transaction("create orders-v2"))
-    log.append(B.topic("orders-v2", B.topic_uuid(0xD9)), B.partition(B.topic_uuid(0xD9), 0, [1, 2, 3]))
+    aborted = [B.topic("orders-v2", B.topic_uuid(0xD9)), B.partition(B.topic_uuid(0xD9), 0, [1, 2, 3])]
+    log.append(*aborted)  # never applied: the model does not see it
     log.append(B.abort_transaction("controller failover"))
     log.append(B.no_op())
     log.now = DELETED_AT - 1000
@@ -314,7 +315,7 @@ def write_metadata(root: Path) -> tuple[Model, dict]:
         snapshot=snap.name,
         snapshot_records=len(snapshot),
         end_offset=log.next_offset - 1,
-        aborted_records=2,
+        aborted_records=len(aborted),
     )
 
 

@@ -104,6 +104,16 @@ def test_demo_runs_the_kraft_cluster_in_a_run_of_its_own(demo_run):
     }
     assert got == planted
 
+    # audit-log deleted and re-created: two topic ids; the aborted metadata transaction not applied
+    wh = Warehouse(demo_run.warehouse)
+    topics = read_arrow(wh, "raw/kraft_topics", run_id).to_pylist()
+    assert sorted(t["topic_id"] for t in topics if t["topic"] == "audit-log") == sorted(
+        [kraft["topics"]["audit-log"]["topic_id"], kraft["deleted_topic_ids"]["audit-log"]]
+    )
+    states = read_arrow(wh, "raw/metadata_records", run_id, ["txn_state"]).column("txn_state").to_pylist()
+    assert states.count("aborted") == kraft["metadata"]["aborted_records"]
+    assert "orders-v2" not in {t["topic"] for t in topics}
+
     with (report / "findings.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert [
