@@ -138,7 +138,7 @@ def run_kraft(ctx: RunContext, kraft: RunContext, out: Path) -> dict:
         ("validate", lambda: pipeline.validate(kraft, strict=False)),
         ("report", lambda: pipeline.report(kraft)),
     ]
-    ctx.say(f"[bold][kraft] run {kraft.run_id}[/]: the KRaft cluster (metadata log + snapshot, KIP-848 groups)")
+    ctx.say(f"[bold]KRaft cluster[/] (metadata log + snapshot, KIP-848 groups): run {kraft.run_id}")
     timings: dict[str, float] = {}
     started = time.monotonic()
     for label, step in steps:
