@@ -64,7 +64,7 @@ LOG_END = {
 
 
 def replicas(topic: str, p: int) -> list[int]:
-    """Replication factor 3, leaders spread round robin (as Kafka's placement)."""
+    """Replication factor 3, the first replica (the leader) spread round robin."""
     first = (p + len(topic)) % 3
     return [(first + k) % 3 + 1 for k in range(3)]
 
