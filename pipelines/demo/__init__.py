@@ -5,27 +5,38 @@ made them once; ``faults.json`` lists every planted fault and expected figure):
 
 - ``data/zookeeper/version-2/``: snapshots and transaction logs written by a real ZooKeeper 3.8
   server that was killed with its sessions open (0.8+ and 0.7 Kafka layouts);
-- ``data/kafka-logs/``: ``__consumer_offsets-<N>/`` and data-topic segments.
+- ``data/kafka-logs/``: ``__consumer_offsets-<N>/`` and data-topic segments;
+- ``data/kraft/``: a KRaft (Kafka 4.x) cluster: ``metadata/__cluster_metadata-0/`` (log segments
+  and a snapshot) and ``kafka-logs/`` (KIP-848 groups in ``__consumer_offsets``, data topics).
 
 :func:`run_demo` copies them to a directory of their own and runs the real steps on them:
 extract (ZooKeeper snapshot + logs, ``__consumer_offsets``, log ends) -> build -> validate ->
-report, then prints where the report is and what it found next to what was planted.
+report, then the same for the KRaft cluster in a run of its own (``<run id>-kraft``: a run holds
+one cluster's evidence), and prints where the reports are and what they found next to what was
+planted.
 """
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import json
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
+from pipelines.report.write import DELETED_TOPIC_COMMITS, ISR_BELOW_MIN
+from pipelines.runs import RUN_ID
 
 DATA = Path(__file__).resolve().parent / "data"
 MANIFEST = Path(__file__).resolve().parent / "faults.json"
 MARKER = ".kaudit-demo"  # written into every demo dir: only such dirs are ever replaced
 DEFAULT_DIR = "demo-out"  # next to the warehouse
+KRAFT = "kraft"  # data/kraft: the KRaft cluster
+KRAFT_RUN_SUFFIX = "-kraft"
 
 
 def load_manifest() -> dict:
@@ -43,7 +54,7 @@ def write_cluster(out: Path) -> Path:
             shutil.rmtree(out)
         elif any(out.iterdir()):
             raise UsageError(f"--out {out}: exists, is not empty and is not a kaudit demo cluster (no {MARKER})")
-    if not (DATA / "zookeeper").is_dir() or not (DATA / "kafka-logs").is_dir():
+    if not all((DATA / d).is_dir() for d in ("zookeeper", "kafka-logs", KRAFT)):
         raise UsageError(f"{DATA}: the demo data is missing from this installation")
     staging = out.with_name(f".{out.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
@@ -56,8 +67,17 @@ def write_cluster(out: Path) -> Path:
     return out
 
 
+def kraft_run_id(run_id: str) -> str:
+    """The run of the demo's KRaft cluster."""
+    kraft = f"{run_id}{KRAFT_RUN_SUFFIX}"
+    if not RUN_ID.match(kraft):
+        raise UsageError(f"--run-id {run_id}: the demo's KRaft run would be {kraft}, longer than 64 characters")
+    return kraft
+
+
 def run_demo(ctx: RunContext, out: Path | None = None) -> dict:
     """Write the demo cluster to ``out`` and run every step on it; returns what it found."""
+    kraft_ctx = dataclasses.replace(ctx, run_id=kraft_run_id(ctx.run_id), quiet=True)
     out = write_cluster(out if out is not None else ctx.warehouse.root.parent / DEFAULT_DIR)
     ctx.say(f"demo cluster written to {out} (warehouse {ctx.warehouse.root})")
     from pipelines import steps as pipeline
@@ -93,13 +113,96 @@ def run_demo(ctx: RunContext, out: Path | None = None) -> dict:
     else:
         ctx.say(f"all planted faults found (see {out / MANIFEST.name})")
     ctx.say(f"report: {report_dir / 'index.html'}  ({timings['total']:.0f} s)")
+    kraft = run_kraft(ctx, kraft_ctx, out)
     return {
         "out": str(out),
         "report": str(report_dir / "index.html"),
         "summary": summary,
         "timings": timings,
         "mismatches": mismatches,
+        "kraft": kraft,
     }
+
+
+def run_kraft(ctx: RunContext, kraft: RunContext, out: Path) -> dict:
+    """The KRaft cluster's run (``kraft``: its steps quiet): extract kraft + offsets + log-end
+    -> build -> validate -> report; prints one line of times, one of findings, the report."""
+    from pipelines import steps as pipeline
+
+    meta, logs = out / KRAFT / "metadata", out / KRAFT / "kafka-logs"
+    steps = [
+        ("extract kraft", lambda: pipeline.extract_kraft(kraft, paths=[meta])),
+        ("extract offsets", lambda: pipeline.extract_offsets(kraft, paths=[logs])),
+        ("extract log-end", lambda: pipeline.extract_log_end(kraft, paths=[logs])),
+        ("build", lambda: pipeline.build(kraft)),
+        ("validate", lambda: pipeline.validate(kraft, strict=False)),
+        ("report", lambda: pipeline.report(kraft)),
+    ]
+    ctx.say(f"[bold]KRaft cluster[/] (metadata log + snapshot, KIP-848 groups): run {kraft.run_id}")
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    for label, step in steps:
+        t = time.monotonic()
+        step()
+        timings[label] = round(time.monotonic() - t, 2)
+    timings["total"] = round(time.monotonic() - started, 2)
+    ctx.say("      " + ", ".join(f"{label} {s:.1f} s" for label, s in timings.items() if label != "total"))
+
+    report_dir = kraft.warehouse.partition_dir("reports", kraft.run_id)
+    summary_path = report_dir / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    found = kraft_findings(report_dir / "findings.csv")
+    mismatches = compare_kraft(summary, found, load_manifest()["kraft"]["expected"])
+    ctx.say(kraft_line(found))
+    if mismatches:
+        ctx.say(f"[yellow]differs from the planted KRaft faults ({MANIFEST.name}):[/] " + "; ".join(mismatches))
+    ctx.say(f"report: {report_dir / 'index.html'}  ({timings['total']:.0f} s)")
+    return {
+        "run_id": kraft.run_id,
+        "report": str(report_dir / "index.html"),
+        "summary": summary,
+        "findings": found,
+        "timings": timings,
+        "mismatches": mismatches,
+    }
+
+
+def kraft_findings(findings_csv: Path) -> Counter:
+    """``(source, status)`` counts of the report's ``findings.csv``."""
+    if not findings_csv.is_file():
+        return Counter()
+    with findings_csv.open(newline="", encoding="utf-8") as f:
+        return Counter((r["source"], r["status"]) for r in csv.DictReader(f))
+
+
+def kraft_line(found: Counter) -> str:
+    """One line of the KRaft run's findings."""
+    groups = {status: n for (source, status), n in sorted(found.items()) if source == "kafka"}
+    return (
+        f"kraft: {found[('kraft', ISR_BELOW_MIN)]} partition(s) with ISR below min.insync.replicas, "
+        f"{found[('kraft', DELETED_TOPIC_COMMITS)]} partition(s) committed while their topic was deleted; KIP-848: "
+        + (", ".join(f"{n} {s}" for s, n in groups.items()) or "no findings")
+    )
+
+
+def compare_kraft(summary: dict, found: Counter, expected: dict) -> list[str]:
+    """Where the KRaft run's report differs from the manifest's planted faults."""
+    out = []
+    got = summary.get("assignment", {}).get("kafka", {})
+    for status, n in expected["assignment"]["kafka"].items():
+        if got.get(status, 0) != n:
+            out.append(f"kafka {status}: {got.get(status, 0)} (planted {n})")
+    planted = Counter(f["finding"] for f in expected["group_findings"])
+    planted[ISR_BELOW_MIN] = len(expected["isr_below_min_insync"])
+    planted[DELETED_TOPIC_COMMITS] = len(expected["deleted_topic_commits"])
+    for status, n in sorted(planted.items()):
+        source = "kraft" if status in (ISR_BELOW_MIN, DELETED_TOPIC_COMMITS) else "kafka"
+        if found[(source, status)] != n:
+            out.append(f"{status}: {found[(source, status)]} (planted {n})")
+    if summary.get("offset_regressions", 0) != expected["offset_regressions"]:
+        got_regressions = summary.get("offset_regressions", 0)
+        out.append(f"offset regressions: {got_regressions} (planted {expected['offset_regressions']})")
+    return out
 
 
 def summary_lines(summary: dict) -> list[str]:

@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 
 from testkit.demo.kafka import build_data_segments, build_offsets_segments
+from testkit.demo.kraft import ROOT as KRAFT_ROOT
+from testkit.demo.kraft import build_kraft
 from testkit.demo.spec import KAFKA_GROUPS, OFFSETS_TOPIC_PARTITIONS, TOPICS
 from testkit.demo.zookeeper import build_zookeeper
 from testkit.oracle import counts, expected_marts, kafka_audit, zk_audit
@@ -70,6 +72,17 @@ def generate(demo: Path) -> dict:
             }
         ],
         **marts,
+        "kraft": build_kraft(data),
     }
+    (demo / "faults.json").write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
+    return manifest
+
+
+def generate_kraft(demo: Path) -> dict:
+    """Rewrite only ``demo/data/kraft/`` and the manifest's ``kraft`` part (the ZooKeeper files
+    come from a real server and differ on every run: the rest stays as committed)."""
+    manifest = json.loads((demo / "faults.json").read_text())
+    shutil.rmtree(demo / "data" / KRAFT_ROOT, ignore_errors=True)
+    manifest["kraft"] = build_kraft(demo / "data")
     (demo / "faults.json").write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
     return manifest

@@ -268,3 +268,43 @@ def test_data_topic_segments_give_the_manifest_log_ends(manifest):
         assert batches[-1].base_offset + batches[-1].last_offset_delta + 1 == t["log_end_offset"]
         assert max(b.max_timestamp for b in batches) == t["max_timestamp"]
         assert sum(len(list(b)) for b in batches) == t["records"]
+
+
+# --- the KRaft cluster ----------------------------------------------------------------------
+
+
+def test_kraft_cluster_files_hold_the_manifest_figures(manifest):
+    """The metadata log and snapshot, and the KIP-848 ``__consumer_offsets`` segments, read with
+    kafka-python: the files, the snapshot's header/footer control records, the record counts."""
+    kraft = manifest["kraft"]
+    meta = DEMO / "data" / kraft["metadata_dir"]
+    d = meta / "__cluster_metadata-0"
+    assert {f"{d.name}/{f.name}": f.stat().st_size for f in d.iterdir()} == kraft["metadata"]["files"]
+    assert f"cluster.id={kraft['cluster_id']}" in (meta / "meta.properties").read_text().splitlines()
+    snapshot = d / kraft["metadata"]["snapshot"]
+    end = int(snapshot.name.split("-")[0])
+    batches = [b for _, b in _batches(snapshot)]
+    assert all(b.validate_crc() for b in batches)
+    control_types = [struct.unpack(">hh", r.key)[1] for b in batches if b.is_control_batch for r in b]
+    assert control_types == [3, 4]  # header, footer
+    assert batches[0].is_control_batch and batches[-1].is_control_batch
+    assert sum(len(list(b)) for b in batches[1:-1]) == kraft["metadata"]["snapshot_records"]
+    segments = sorted(d.glob("*.log"))
+    assert [int(f.stem) for f in segments] == [0, end]  # the log continues where the snapshot ends
+    last = [b for _, b in _batches(segments[-1])][-1]
+    assert last.base_offset + last.last_offset_delta == kraft["metadata"]["end_offset"]
+
+    logs = DEMO / "data" / kraft["log_dir"]
+    commits = group_records = 0
+    for name in kraft["offsets_files"]:
+        for _, b in _batches(logs / name):
+            assert b.validate_crc()
+            for rec in b:
+                kind = struct.unpack_from(">h", rec.key)[0]
+                commits += kind in (0, 1)
+                group_records += kind in (3, 4, 5, 6, 7, 8)
+    assert commits == kraft["expected"]["offset_commit_records"]
+    assert group_records == kraft["expected"]["kip848_group_records"]
+    assert sorted(p.name for p in logs.iterdir() if not p.name.startswith("__")) == sorted(
+        f"{t}-{p}" for t, v in kraft["topics"].items() for p in range(v["partitions"])
+    )

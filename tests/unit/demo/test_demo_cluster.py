@@ -64,3 +64,34 @@ def test_compare_a_summary_with_the_planted_faults():
     lines = demo.summary_lines(summary)
     assert lines[0] == f"inputs: 1 znodes, 1 offset records, {expected['quarantined']} quarantined"
     assert any(line.startswith("assignment (zookeeper): ") and "wrong_owner" in line for line in lines)
+
+
+def test_compare_the_kraft_run_with_the_planted_faults(tmp_path):
+    from collections import Counter
+
+    expected = demo.load_manifest()["kraft"]["expected"]
+    summary = {
+        "assignment": json.loads(json.dumps(expected["assignment"])),
+        "offset_regressions": expected["offset_regressions"],
+    }
+    # findings.csv as the report writes it: one row per finding, source and status columns
+    rows = [("kraft", demo.ISR_BELOW_MIN)] * len(expected["isr_below_min_insync"])
+    rows += [("kraft", demo.DELETED_TOPIC_COMMITS)] * len(expected["deleted_topic_commits"])
+    rows += [("kafka", f["finding"]) for f in expected["group_findings"]] + [("kafka", "duplicate_owner")]
+    csv_file = tmp_path / "findings.csv"
+    csv_file.write_text("source,group_id,status\n" + "".join(f"{s},g,{st}\n" for s, st in rows))
+    found = demo.kraft_findings(csv_file)
+    assert found == Counter(rows)
+    assert demo.compare_kraft(summary, found, expected) == []
+    line = demo.kraft_line(found)
+    assert line.startswith(f"kraft: {len(expected['isr_below_min_insync'])} partition(s) with ISR below")
+    assert all(f["finding"] in line for f in expected["group_findings"])
+
+    found[("kraft", demo.ISR_BELOW_MIN)] = 0
+    assert demo.compare_kraft(summary, found, expected) == [
+        f"{demo.ISR_BELOW_MIN}: 0 (planted {len(expected['isr_below_min_insync'])})"
+    ]
+    assert demo.kraft_findings(tmp_path / "none.csv") == Counter()
+    with pytest.raises(UsageError, match="longer than 64"):
+        demo.kraft_run_id("x" * 60)
+    assert demo.kraft_run_id("20261123T090000Z") == "20261123T090000Z-kraft"
