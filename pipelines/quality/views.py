@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.spark import assignment_kip848 as kip848
 from pipelines.spark.assignment_kafka import latest_records
 
 ZK_OFFSET_PATH = r"^/consumers/([^/]+)/offsets/([^/]+)/([^/]+)$"
@@ -45,12 +46,17 @@ def current_members(group_metadata: DataFrame, group_members: DataFrame) -> Data
 
 
 def observed_owners(
-    audit: DataFrame, registrations: DataFrame, group_metadata: DataFrame, group_members: DataFrame
+    audit: DataFrame,
+    registrations: DataFrame,
+    group_metadata: DataFrame,
+    group_members: DataFrame,
+    kip848_groups: DataFrame,
+    kip848_members: DataFrame,
 ) -> DataFrame:
     """One row per distinct observed owner of a partition, with ``registered``: the owner is a
     registered consumer of the group (ZooKeeper: ``<consumer_id>`` or ``<consumer_id>-<n>``
-    registered under ``/consumers/[group]/ids``) or a member of the group's current generation
-    (Kafka)."""
+    registered under ``/consumers/[group]/ids``), a member of the group's current generation
+    (Kafka, classic protocol) or a current member of the group (Kafka, KIP-848 protocol)."""
     owners = (
         audit.select(
             "source", "group_id", "topic", "partition", "broker_id", F.explode("observed_owners").alias("owner")
@@ -62,6 +68,11 @@ def observed_owners(
     registry = (
         registrations.select("group_id", F.col("consumer_id").alias("name"), F.lit("zookeeper").alias("source"))
         .unionByName(current_members(group_metadata, group_members).withColumn("source", F.lit("kafka")))
+        .unionByName(
+            kip848.current_members(kip848_groups, kip848_members)
+            .select("group_id", F.col("member_id").alias("name"))
+            .withColumn("source", F.lit("kafka"))
+        )
         .distinct()
         .withColumn("_hit", F.lit(True))
     )
@@ -236,7 +247,14 @@ class View:
 VIEWS: dict[str, View] = {
     "assignment_audit": View(("core/assignment_audit",), assignment_audit, evidence=("core/assignment_audit",)),
     "observed_owners": View(
-        ("core/assignment_audit", "core/consumer_registrations", "raw/group_metadata", "raw/group_members"),
+        (
+            "core/assignment_audit",
+            "core/consumer_registrations",
+            "raw/group_metadata",
+            "raw/group_members",
+            "raw/consumer_group_metadata",
+            "raw/consumer_group_members",
+        ),
         observed_owners,
         evidence=("core/assignment_audit",),
     ),

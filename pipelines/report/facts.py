@@ -300,7 +300,29 @@ def _kafka_members(wh: Warehouse, run_id: str) -> tuple[dict, dict]:
         info[(r["group_id"], r["member_id"])] = (r["client_host"] or host, since or stamp)
         if latest.get(r["group_id"]) == key and not at[key]["is_tombstone"]:
             current[r["group_id"]].add(r["member_id"])
+    for group, member, host in _kip848_members(wh, run_id):
+        info[(group, member)] = (host, None)
+        current[group].add(member)
     return info, current
+
+
+def _latest(rows: list[dict], *key: str) -> list[dict]:
+    """The latest of ``rows`` (``GROUP_RECORD_ORDER``) for each ``key``, unless it is a tombstone."""
+    last: dict[tuple, dict] = {}
+    for r in sorted(rows, key=lambda r: tuple(r[c] for c in GROUP_RECORD_ORDER)):
+        last[tuple(r[k] for k in key)] = r
+    return [r for r in last.values() if not r["is_tombstone"]]
+
+
+def _kip848_members(wh: Warehouse, run_id: str) -> list[tuple[str, str, str | None]]:
+    """(group, member, client host) of the current members of the live KIP-848 groups (the
+    rule of ``pipelines.spark.assignment_kip848.current_members``)."""
+    place = ["is_tombstone", *GROUP_RECORD_ORDER]
+    groups = _read(wh, "raw/consumer_group_metadata", run_id, ["group_id", *place]).to_pylist()
+    live = {r["group_id"] for r in _latest(groups, "group_id")}
+    members = _read(wh, "raw/consumer_group_members", run_id, ["group_id", "member_id", "client_host", *place])
+    return [(r["group_id"], r["member_id"], r["client_host"])
+            for r in _latest(members.to_pylist(), "group_id", "member_id") if r["group_id"] in live]
 
 
 def _lag_index(lag: pa.Table | None) -> dict[tuple, dict]:

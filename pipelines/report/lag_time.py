@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
-from pipelines.quality.marts import read_mart
+from pipelines.reading import read_built
 from pipelines.warehouse import Warehouse
 
 # findings.csv statuses of these findings (one row per partition)
@@ -48,10 +48,10 @@ def _groups(lag) -> list[dict] | None:
 
 def gather_lag_time(wh: Warehouse, run_id: str) -> LagTimeFacts | None:
     """None when the run built none of the marts."""
-    risk = read_mart(wh, "data_loss_risk", run_id)
-    resets = read_mart(wh, "offset_resets", run_id)
-    stuck = read_mart(wh, "stuck_partitions", run_id)
-    groups = _groups(read_mart(wh, "consumer_lag", run_id))
+    risk = read_built(wh, "marts/data_loss_risk", run_id)
+    resets = read_built(wh, "marts/offset_resets", run_id)
+    stuck = read_built(wh, "marts/stuck_partitions", run_id)
+    groups = _groups(read_built(wh, "marts/consumer_lag", run_id))
     if risk is None and resets is None and stuck is None:
         return None
     loss = None

@@ -49,6 +49,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.spark.assignors import range_assign
+from pipelines.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
 RAW_TABLES = (
@@ -64,9 +65,10 @@ FINDING_COLUMNS = ["source", "group_id", "member_id", "topic", "partition", "fin
 
 
 def latest(records: DataFrame, *key: str) -> DataFrame:
-    """The latest record of each ``key`` (all rows of that record), tombstones dropped."""
+    """The latest record of each ``key`` (all rows of that record; ``GROUP_RECORD_ORDER``),
+    tombstones dropped."""
     w = Window.partitionBy(*key)
-    order = F.struct("log_offset", "offsets_partition")
+    order = F.struct(*GROUP_RECORD_ORDER)
     return (
         records.withColumn("_last", F.max(order).over(w))
         .where((order == F.col("_last")) & ~F.col("is_tombstone"))
@@ -81,6 +83,14 @@ def live_groups(group_metadata: DataFrame) -> DataFrame:
 
 def _of_live(df: DataFrame, groups: DataFrame) -> DataFrame:
     return df.join(groups.select("group_id"), "group_id", "left_semi")
+
+
+def current_members(group_metadata: DataFrame, members: DataFrame) -> DataFrame:
+    """``group_id, member_id`` of the members of live groups whose latest member record is not
+    deleted: the group's registered members."""
+    return _of_live(latest(members, "group_id", "member_id"), live_groups(group_metadata)).select(
+        "group_id", "member_id"
+    )
 
 
 def topic_names(topic_partitions: DataFrame, partition_metadata: DataFrame) -> DataFrame:

@@ -19,6 +19,8 @@ def _df(spark, table, rows):
 
 
 def test_observed_owners_knows_threads_members_and_current_generation(spark):
+    """Registered: a ZooKeeper thread of a registered consumer, a member of a classic group's
+    current generation, a KIP-848 member whose latest record is not deleted, in a live group."""
     audit = _df(spark, "core/assignment_audit", [
         ("zookeeper", "g", "t", 0, None, "c1-0", ["c1-0", "c1-0"], "ok"),  # listed twice: one owner
         ("zookeeper", "g", "t", 1, 3, "c1-0", ["c1-1", "c9-0"], "duplicate_owner"),
@@ -26,6 +28,8 @@ def test_observed_owners_knows_threads_members_and_current_generation(spark):
         ("kafka", "k", "t", 1, None, "m1", ["m-old"], "unknown_owner"),  # member of an older generation
         ("kafka", "gone", "t", 0, None, "x", ["x"], "unknown_owner"),  # group deleted (tombstone)
         ("kafka", "k", "t", 2, None, "m1", [], "unowned"),
+        ("kafka", "n", "t", 3, None, "a", ["a", "b"], "duplicate_owner"),  # KIP-848: b left (tombstone)
+        ("kafka", "dead", "t", 0, None, "z", ["z"], "ok"),  # KIP-848 group deleted
     ])
     registrations = _df(spark, "core/consumer_registrations", [("g", "c1", "t", 2)])
     metadata = _df(spark, "raw/group_metadata", [
@@ -39,7 +43,18 @@ def test_observed_owners_knows_threads_members_and_current_generation(spark):
         ("k", 2, 5, 20, "m1", None, "c", "h", 1, 1, ["t"]),
         ("gone", 1, 6, 1, "x", None, "c", "h", 1, 1, ["t"]),
     ])
-    got = views.observed_owners(audit, registrations, metadata, members)
+    kip_groups = _df(spark, "raw/consumer_group_metadata", [
+        ("n", 4, False, 0, 7, 1, "s"),
+        ("dead", 1, False, 0, 7, 2, "s"),
+        ("dead", None, True, None, 7, 9, "s"),
+    ])
+    kip_members = _df(spark, "raw/consumer_group_members", [
+        ("n", "a", None, None, "c", "h", ["t"], None, 1, "range", None, False, 0, 7, 3, "s"),
+        ("n", "b", None, None, "c", "h", ["t"], None, 1, "range", None, False, 0, 7, 4, "s"),
+        ("n", "b", None, None, None, None, None, None, None, None, None, True, None, 7, 8, "s"),
+        ("dead", "z", None, None, "c", "h", ["t"], None, 1, "range", None, False, 0, 7, 5, "s"),
+    ])
+    got = views.observed_owners(audit, registrations, metadata, members, kip_groups, kip_members)
     expected = spark.createDataFrame(
         [
             ("zookeeper", "g", "t", 0, None, -1, "c1-0", True),
@@ -48,6 +63,9 @@ def test_observed_owners_knows_threads_members_and_current_generation(spark):
             ("kafka", "k", "t", 0, None, -1, "m1", True),
             ("kafka", "k", "t", 1, None, -1, "m-old", False),
             ("kafka", "gone", "t", 0, None, -1, "x", False),
+            ("kafka", "n", "t", 3, None, -1, "a", True),
+            ("kafka", "n", "t", 3, None, -1, "b", False),
+            ("kafka", "dead", "t", 0, None, -1, "z", False),
         ],
         "source string, group_id string, topic string, partition int, broker_id int, broker_key int, "
         "owner string, registered boolean",
