@@ -119,6 +119,22 @@ RAW_LOG_END_OFFSETS = pa.schema(
     ]
 )
 
+# issue 21: every change of the coordination znodes the txn-log replay applied (pipelines.zookeeper.history)
+RAW_ZNODE_CHANGES = pa.schema(
+    [
+        ("zxid", pa.int64()),
+        ("seq", pa.int32()),  # order of the changes of one txn (multi sub-txns, closeSession deletes)
+        ("time", TS),  # the txn's time; for 'snapshot' rows the node's mtime
+        ("session", pa.int64()),  # TxnHeader.clientId; 0 for 'snapshot' rows
+        ("op", pa.string()),  # 'snapshot' | 'create' | 'set' | 'delete'
+        ("kind", pa.string()),  # consumer_ids | consumer_owners | consumer_offsets | broker_ids | broker_topics
+        ("path", pa.string()),
+        ("value", pa.binary()),  # the data written; null for a delete
+        ("version", pa.int32()),  # the data version after the change; null for a delete
+        ("ephemeral_owner", pa.int64()),  # creates and snapshot rows; null otherwise
+    ]
+)
+
 RAW_QUARANTINE = pa.schema(
     [
         ("source", pa.string()),  # which extractor / step: 'offsets', 'zk-snapshot', 'registry', ...
@@ -218,6 +234,7 @@ RAW = {
     "raw/kraft_configs": RAW_KRAFT_CONFIGS,
     "raw/kraft_cluster": RAW_KRAFT_CLUSTER,
     "raw/znodes": RAW_ZNODES,
+    "raw/znode_changes": RAW_ZNODE_CHANGES,
     "raw/offset_commits": RAW_OFFSET_COMMITS,
     "raw/group_metadata": RAW_GROUP_METADATA,
     "raw/group_members": RAW_GROUP_MEMBERS,
