@@ -317,6 +317,47 @@ CORE = {
             ("status", pa.string()),
         ]
     ),
+    # issue 21: the states of ZooKeeper-era groups replayed from raw/znode_changes (pipelines.spark.rebalances)
+    "core/rebalance_states": pa.schema(
+        [
+            ("source", pa.string()),
+            ("group_id", pa.string()),
+            ("state_zxid", pa.int64()),  # the trigger's txn
+            ("started_at", TS),
+            ("trigger", pa.string()),  # consumer | broker | topic | snapshot
+            ("trigger_op", pa.string()),  # create | set | delete | snapshot
+            ("trigger_path", pa.string()),
+            ("next_zxid", pa.int64()),  # the next trigger of the group; null for the last state
+            ("next_at", TS),
+            ("settled", pa.bool_()),  # the owners matched the expected assignment before the next trigger
+            ("settled_zxid", pa.int64()),
+            ("settled_at", TS),
+            ("expected_partitions", pa.int32()),
+            ("unowned_partitions", pa.int32()),  # expected partitions without an owner at some moment of the state
+            ("double_claimed_partitions", pa.int32()),
+            ("wrong_owner_partitions", pa.int32()),  # at the end of the state
+            ("unowned_at_end", pa.int32()),
+            ("unexpected_partitions", pa.int32()),
+            ("assignor", pa.string()),
+        ]
+    ),
+    "core/settled_audit": pa.schema(
+        [
+            ("source", pa.string()),
+            ("group_id", pa.string()),
+            ("state_zxid", pa.int64()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("broker_id", pa.int32()),
+            ("expected_owner", pa.string()),
+            ("observed_owner", pa.string()),  # the owner the state ended with
+            ("status", pa.string()),  # ok | wrong_owner | unowned | unexpected_partition
+            ("owner_since", pa.int64()),  # the zxid that wrote the observed owner
+            ("held_from", TS),
+            ("held_until_zxid", pa.int64()),  # the next trigger; null: still held at the end of the history
+            ("held_until", TS),
+        ]
+    ),
 }
 
 SCHEMAS = {**RAW, **CORE}

@@ -21,7 +21,7 @@ from kazoo.client import KazooClient
 @dataclass
 class Change:
     zxid: int
-    mtime: int  # ms; for a closeSession delete: None (the script does not see the txn)
+    mtime: int | None  # ms; None for a delete (the server does not return it)
     session: int
     op: str  # 'create' | 'set' | 'delete'
     path: str
@@ -69,13 +69,17 @@ class Script:
                 eph.remove(path)
 
     def close(self, name: str) -> None:
+        """Close a session: ZooKeeper deletes its ephemerals in one closeSession txn, whose zxid
+        is then the pzxid of their parent (read by another session)."""
         zk = self.clients.pop(name)
         session = zk.client_id[0]
         zk.stop()
         zk.close()
         self.closed.append((name, session))
-        for path in self.ephemerals.pop(name):
-            self.changes.append(Change(-1, None, session, "delete", path, None))
+        gone = self.ephemerals.pop(name)
+        zxid = self.client("admin").exists(gone[0].rsplit("/", 1)[0]).pzxid if gone else -1
+        for path in gone:
+            self.changes.append(Change(zxid, None, session, "delete", path, None))
 
     def stop(self) -> None:
         for name in list(self.clients):

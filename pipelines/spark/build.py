@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
-from pipelines.spark import assignment_kafka, assignment_zk, kraft_registry, registry
+from pipelines.spark import assignment_kafka, assignment_zk, kraft_registry, rebalances, registry
 from pipelines.spark.audit import audit, range_audit, unowned
 from pipelines.spark.concurrent import Concurrent
 from pipelines.spark.io import (
@@ -172,6 +172,12 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         advance()
         for frame in (threads, plan, ranks):
             frame.unpersist()
+
+        # issue 21: every state of the ZooKeeper groups the txn logs replayed, audited
+        states, settled_audit = rebalances.build(spark, ctx, assignors)
+        write_staged(tx, "core/rebalance_states", states)
+        write_staged(tx, "core/settled_audit", settled_audit)
+        advance()
 
         quarantined = _union(bad).toArrow() if bad else RAW_QUARANTINE.empty_table()
         tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)

@@ -68,18 +68,14 @@ def test_every_change_is_a_row(history):
     assert got == want
     # the zxid and time the server returned for each change the script made itself
     by_key = {(r["op"], r["path"], r["zxid"]): r for r in rows}
+    assert set(by_key) == {(c.op, c.path, c.zxid) for c in script.changes}
     for c in script.changes:
-        if c.zxid < 0:  # deleted by a closeSession: one txn, ordered by seq
-            continue
-        r = by_key[(c.op, c.path, c.zxid)]
         if c.mtime is not None:
-            assert r["time"] == dt.datetime.fromtimestamp(c.mtime / 1000, UTC)
+            assert by_key[(c.op, c.path, c.zxid)]["time"] == dt.datetime.fromtimestamp(c.mtime / 1000, UTC)
     # the deletes of one closed session are one txn, numbered 0.. by seq
-    closed = {s for _, s in script.closed}
-    for session in closed:
-        txn = [r for r in rows if r["session"] == session and r["op"] == "delete" and
-               all(not (c.zxid == r["zxid"] and c.op == "delete") for c in script.changes)]
-        assert len({r["zxid"] for r in txn}) == 1
+    for _, session in script.closed:
+        zxids = {c.zxid for c in script.changes if c.session == session and c.op == "delete"}
+        txn = [r for r in rows if r["zxid"] in zxids and r["session"] == session]
         assert sorted(r["seq"] for r in txn) == list(range(len(txn)))
     # replay order is zxid order
     zxids = [(r["zxid"], r["seq"]) for r in rows]
@@ -172,3 +168,71 @@ def test_zookeeper_commits_in_the_offset_marts(history, spark, tmp_path):
                        for r in mart("offset_drift_history") if r["partition"] == 0)
     assert got_drift == sorted(want_drift)
     assert {r["partition"] for r in mart("offset_drift_history")} == set(commits)
+
+
+def range_owners(consumers: list[str], partitions: int) -> dict[int, str]:
+    """The 0.8 range assignor for one topic and one-stream consumers (threads ``<c>-0``)."""
+    threads = sorted(f"{c}-0" for c in consumers)
+    per, extra = divmod(partitions, len(threads))
+    out, p = {}, 0
+    for i, t in enumerate(threads):
+        for _ in range(per + (i < extra)):
+            out[p] = t
+            p += 1
+    return out
+
+
+def script_states(script: Script, partitions: int = 4) -> list[dict]:
+    """Every state of group g from the script's record: triggers (its consumers joining or
+    leaving, a broker change while it has consumers), the consumers then, the owners it ended
+    with, and their audit against the range assignment."""
+    changes = sorted(script.changes, key=lambda c: c.zxid)
+    triggers, consumers = [], set()
+    for c in changes:
+        if "/consumers/g/ids/" in c.path:
+            triggers.append(c.zxid)
+        elif c.path.startswith("/brokers/ids/") and consumers:
+            triggers.append(c.zxid)
+        if "/consumers/g/ids/" in c.path:
+            (consumers.add if c.op == "create" else consumers.discard)(c.path.rsplit("/", 1)[1])
+    triggers = sorted(set(triggers))
+    states = []
+    for k, start in enumerate(triggers):
+        end = triggers[k + 1] if k + 1 < len(triggers) else None
+        live, owners = set(), {}
+        for c in changes:
+            if "/consumers/g/ids/" in c.path and c.zxid <= start:
+                (live.add if c.op == "create" else live.discard)(c.path.rsplit("/", 1)[1])
+            if "/owners/" in c.path and (end is None or c.zxid < end):
+                p = int(c.path.rsplit("/", 1)[1])
+                if c.op == "delete":
+                    owners.pop(p, None)
+                else:
+                    owners[p] = (c.value.decode(), c.zxid)
+        expected = range_owners(sorted(live), partitions)
+        audit = {p: ("ok" if owners.get(p, (None,))[0] == want else "wrong_owner" if p in owners else "unowned",
+                     owners.get(p, (None,))[0]) for p, want in expected.items()}
+        states.append({"state_zxid": start, "next_zxid": end, "expected": expected, "audit": audit,
+                       "settled": all(s == "ok" for s, _ in audit.values())})
+    return states
+
+
+def test_every_settled_state_is_audited(history, spark):
+    from pipelines.spark.build import build_core
+
+    script, wh, _ = history
+    build_core(RunContext(wh, RUN, quiet=True), {})
+    want = script_states(script)
+    got = sorted(read(wh, "core/rebalance_states"), key=lambda r: r["state_zxid"])
+    assert [(r["state_zxid"], r["next_zxid"], r["settled"]) for r in got] == [
+        (s["state_zxid"], s["next_zxid"], s["settled"]) for s in want]
+    audit = {(r["state_zxid"], r["partition"]): r for r in read(wh, "core/settled_audit")}
+    for s in want:
+        for p, (status, owner) in s["audit"].items():
+            r = audit[(s["state_zxid"], p)]
+            assert (r["expected_owner"], r["observed_owner"], r["status"]) == (s["expected"][p], owner, status)
+    # the wrong owners c3 joining left in place lasted until the next trigger (the broker
+    # removed), and today's owners no longer show them
+    wrong = [s for s in want if not s["settled"]]
+    assert len(wrong) == 1 and want[-1]["settled"]
+    assert {r["held_until_zxid"] for r in audit.values() if r["status"] == "wrong_owner"} == {wrong[0]["next_zxid"]}
