@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from pipelines.quality.marts import read_mart
 from pipelines.quality.run import VALIDATION, read_results
 from pipelines.report.metadata import MetadataFacts, gather_metadata
+from pipelines.report.rebalances import RebalanceFacts, gather_rebalances
 from pipelines.tables import ASSIGNMENT_STATUSES, SCHEMAS
 from pipelines.warehouse import Warehouse
 
@@ -144,6 +145,7 @@ class Facts:
     expectations: list[Expectation] | None
     drift: list[dict] | None = None
     metadata: MetadataFacts | None = None  # KRaft metadata (None: the run has none)
+    rebalances: RebalanceFacts | None = None  # rebalance history (None: the run has none)
 
     @property
     def audited(self) -> int:
@@ -456,4 +458,5 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         expectations=_expectations(wh, run_id),
         drift=drift,
         metadata=gather_metadata(wh, run_id, _read),
+        rebalances=gather_rebalances(wh, run_id, _read),
     )

@@ -67,10 +67,13 @@ def _parsed_topics(held: DataFrame) -> DataFrame:
     nodes = held.select(F.concat_ws(SEP, "path", F.col("zxid").cast("string")).alias("path"), "data", "mtime")
     parts = registry.good(registry.parse_topics(registry.with_path_parts(nodes)))
     parts = parts.select(
-        F.substring_index("topic", SEP, 1).alias("topic"), F.substring_index("topic", SEP, -1).cast("bigint").alias("zxid"),
-        "partition", "broker_id",
+        F.substring_index("topic", SEP, 1).alias("topic"),
+        F.substring_index("topic", SEP, -1).cast("bigint").alias("zxid"),
+        "partition",
+        "broker_id",
     )
-    return parts.join(held.select("zxid", "until_zxid", F.get(F.split("path", "/"), 3).alias("topic")), ["topic", "zxid"])
+    spans = held.select("zxid", "until_zxid", F.get(F.split("path", "/"), 3).alias("topic"))
+    return parts.join(spans, ["topic", "zxid"])
 
 
 def _live_at(at: Column) -> Column:
@@ -139,7 +142,8 @@ def expected_states(states: DataFrame, registrations: DataFrame, topics: DataFra
     by_rr = roundrobin_assign(members, rr.select("group_id", "owner", "topic").distinct(), ordered).select(
         "group_id", "topic", "partition", "broker_id", "expected_owner", F.lit("roundrobin").alias("assignor"),
     )
-    both = by_range.select("group_id", "topic", "partition", "broker_id", "expected_owner", "assignor").unionByName(by_rr)
+    out = ["group_id", "topic", "partition", "broker_id", "expected_owner", "assignor"]
+    both = by_range.select(*out).unionByName(by_rr)
     return both.select(
         F.substring_index("group_id", SEP, 1).alias("group_id"),
         F.substring_index("group_id", SEP, -1).cast("bigint").alias("state_zxid"),
@@ -158,7 +162,9 @@ def settled_states(changes: DataFrame, assignors: dict[str, str]) -> tuple[DataF
 
     by_group = Window.partitionBy("group_id").orderBy("state_zxid")
     states = triggers(changes, registrations).select(
-        "*", F.lead("state_zxid").over(by_group).alias("next_zxid"), F.lead("started_at").over(by_group).alias("next_at"),
+        "*",
+        F.lead("state_zxid").over(by_group).alias("next_zxid"),
+        F.lead("started_at").over(by_group).alias("next_at"),
     ).cache()
     # broker_id is null for 0.8+ partitions: -1 in the join keys (joins by name are not null-safe)
     expected = expected_states(states, registrations, topics, assignors).withColumn("broker_id", _no_null_broker())
@@ -170,7 +176,9 @@ def settled_states(changes: DataFrame, assignors: dict[str, str]) -> tuple[DataF
     overlapping = owners.join(states.select("group_id", "state_zxid", "next_zxid"), "group_id").where(
         (F.col("zxid") < end) & (F.col("until_zxid").isNull() | (F.col("until_zxid") > F.col("state_zxid")))
     )
-    reaches_end = F.col("until_zxid").isNull() | (F.col("next_zxid").isNotNull() & (F.col("until_zxid") >= F.col("next_zxid")))
+    reaches_end = F.col("until_zxid").isNull() | (
+        F.col("next_zxid").isNotNull() & (F.col("until_zxid") >= F.col("next_zxid"))
+    )
     final = overlapping.where(reaches_end).select(*key, "owner", F.col("zxid").alias("owner_since"))
     clipped = F.least(F.coalesce("until_zxid", F.lit(NO_END)), end) - F.greatest("zxid", "state_zxid")
     cover = overlapping.groupBy(*key).agg(F.sum(clipped).alias("_covered"))
@@ -193,7 +201,8 @@ def settled_states(changes: DataFrame, assignors: dict[str, str]) -> tuple[DataF
     )
     span = F.coalesce(F.col("next_zxid"), F.lit(last + 1)) - F.col("state_zxid")
     audit = audit.select(
-        "group_id", "state_zxid", "topic", "partition", F.nullif(F.col("broker_id"), F.lit(-1)).alias("broker_id"), "expected_owner", F.col("owner").alias("observed_owner"), status.alias("status"), "owner_since",
+        "group_id", "state_zxid", "topic", "partition", F.nullif(F.col("broker_id"), F.lit(-1)).alias("broker_id"),
+        "expected_owner", F.col("owner").alias("observed_owner"), status.alias("status"), "owner_since",
         "_last_release", "assignor",
         (F.col("expected_owner").isNotNull() & (F.coalesce("_covered", F.lit(0)) < span)).alias("had_no_owner"),
     ).cache()
@@ -212,10 +221,11 @@ def settled_states(changes: DataFrame, assignors: dict[str, str]) -> tuple[DataF
         states.join(settle, ["group_id", "state_zxid"], "left")
         .withColumn("settled", F.coalesce("settled", F.lit(True)))
         .withColumn("settled_zxid", F.when(F.col("settled"), F.greatest("_settle", "state_zxid")))
-        .join(times.select(F.col("zxid").alias("settled_zxid"), F.col("at").alias("settled_at")), "settled_zxid", "left")
+        .join(times.select(F.col("zxid").alias("settled_zxid"), F.col("at").alias("settled_at")), "settled_zxid",
+              "left")
         .select(
-            F.lit(assignment_zk.SOURCE).alias("source"), "group_id", "state_zxid", "started_at", "trigger", "trigger_op",
-            "trigger_path", "next_zxid", "next_at", "settled", "settled_zxid", "settled_at",
+            F.lit(assignment_zk.SOURCE).alias("source"), "group_id", "state_zxid", "started_at", "trigger",
+            "trigger_op", "trigger_path", "next_zxid", "next_at", "settled", "settled_zxid", "settled_at",
             F.coalesce("expected_partitions", F.lit(0)).alias("expected_partitions"),
             F.coalesce("unowned_partitions", F.lit(0)).alias("unowned_partitions"),
             F.lit(0).alias("double_claimed_partitions"),
@@ -225,9 +235,10 @@ def settled_states(changes: DataFrame, assignors: dict[str, str]) -> tuple[DataF
             "assignor",
         )
     )
+    held_from = times.select(F.col("zxid").alias("owner_since"), F.col("at").alias("held_from"))
     settled_audit = audit.join(
         states.select("group_id", "state_zxid", "started_at", "next_zxid", "next_at"), ["group_id", "state_zxid"]
-    ).join(times.select(F.col("zxid").alias("owner_since"), F.col("at").alias("held_from")), "owner_since", "left").select(
+    ).join(held_from, "owner_since", "left").select(
         F.lit(assignment_zk.SOURCE).alias("source"), *key, "expected_owner", "observed_owner", "status",
         "owner_since", "held_from", F.col("next_zxid").alias("held_until_zxid"), F.col("next_at").alias("held_until"),
     )
@@ -239,7 +250,8 @@ def build(spark, ctx: RunContext, assignors: dict[str, str]) -> tuple[DataFrame,
     from pipelines.spark.schemas import table_schema
 
     if not raw_rows(ctx.warehouse, "raw/znode_changes", ctx.run_id):
-        return tuple(spark.createDataFrame([], table_schema(t)) for t in ("core/rebalance_states", "core/settled_audit"))
+        return tuple(spark.createDataFrame([], table_schema(t)) for t in ("core/rebalance_states",
+                                                                         "core/settled_audit"))
     changes = read_raw(spark, ctx.warehouse, "raw/znode_changes", ctx.run_id)
     states, audit, _ = settled_states(changes, assignors)
     return states, audit

@@ -25,6 +25,7 @@ SOURCES: dict[str, str] = {
     "kaudit_core.zk_offsets": "core/zk_offsets",
     "kaudit_core.partition_owners": "core/partition_owners",
     "kaudit_core.assignment_audit": "core/assignment_audit",
+    "kaudit_core.rebalance_states": "core/rebalance_states",
 }
 
 _SCALARS = {

@@ -11,10 +11,12 @@ from __future__ import annotations
 import datetime as dt
 import io
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
+import yaml
 from rich.console import Console
 
 from pipelines.context import RunContext
@@ -25,6 +27,8 @@ from testkit.zk_history import Script, play
 from testkit.zk_server import start_zk
 
 pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
 
 UTC = dt.UTC
 RUN = "h1"
@@ -236,3 +240,40 @@ def test_every_settled_state_is_audited(history, spark):
     wrong = [s for s in want if not s["settled"]]
     assert len(wrong) == 1 and want[-1]["settled"]
     assert {r["held_until_zxid"] for r in audit.values() if r["status"] == "wrong_owner"} == {wrong[0]["next_zxid"]}
+
+    # the marts: one rebalance per state, a storm past the configured rate, the owners' history
+    from pipelines.transform.dbt_runner import run_dbt
+
+    run_dbt(RunContext(wh, RUN, quiet=True), select=["rebalances", "+ownership_history"])
+    storm_rate = yaml.safe_load((REPO / "dbt_project.yml").read_text())["vars"]["rebalance_storm_per_hour"]
+    rebalances = sorted(read(wh, "marts/rebalances"), key=lambda r: r["state_zxid"])
+    assert [(r["state_zxid"], r["settled"], r["wrong_owner_partitions"]) for r in rebalances] == [
+        (s["state_zxid"], s["settled"], sum(st == "wrong_owner" for st, _ in s["audit"].values())) for s in want]
+    # the whole script runs within seconds: the k-th rebalance has k in its hour
+    assert [r["is_storm"] for r in rebalances] == [k > storm_rate for k in range(1, len(want) + 1)]
+    owners = read(wh, "marts/ownership_history")
+    written = [c for c in script.changes if "/owners/" in c.path and c.op == "create"]
+    assert sorted((r["from_zxid"], r["owner"]) for r in owners) == sorted((c.zxid, c.value.decode()) for c in written)
+
+
+def test_report_shows_the_timeline_the_past_wrong_owner_and_the_storm(history):
+    """Runs after test_every_settled_state_is_audited (same module warehouse): the report's
+    rebalance section, rendered by its Jinja2 template."""
+    from pipelines.report.facts import gather
+    from pipelines.report.page import render
+
+    script, wh, _ = history
+    if not wh.partition_dir("marts/rebalances", RUN).is_dir():
+        pytest.skip("needs the build of test_every_settled_state_is_audited")
+    want = script_states(script)
+    facts = gather(wh, RUN)
+    r = facts.rebalances
+    assert r.totals == {("zookeeper", "g"): len(want)}
+    wrong = next(s for s in want if not s["settled"])
+    past = {(w["partition"], w["expected_owner"], w["observed_owner"]) for w in r.past_wrong}
+    assert past == {(p, wrong["expected"][p], owner) for p, (st, owner) in wrong["audit"].items() if st != "ok"}
+    assert [s["group_id"] for s in r.storms] == ["g"]
+    html = render(facts)
+    assert html.count('class="past-wrong"') == len(past)
+    assert html.count('<tr class="rebalance') == len(want)
+    assert 'class="storm"' in html
