@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import struct
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,13 +26,10 @@ import crc32c
 import numpy as np
 import pyarrow as pa
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from pipelines.kafka.batch_times import batch_table  # noqa: E402
-from pipelines.kafka.log_end import scan_partition  # noqa: E402
-from pipelines.tables import RAW_BATCH_TIMESTAMPS  # noqa: E402
-from testkit.timestamps import v2_batch  # noqa: E402
+from pipelines.kafka.batch_times import batch_table
+from pipelines.kafka.log_end import scan_partition
+from pipelines.tables import RAW_BATCH_TIMESTAMPS
+from testkit.timestamps import v2_batch
 
 T0 = 1_704_103_200_000
 

@@ -19,6 +19,14 @@ SUITE = Suite(
             "every owner of a partition with duplicate owners is listed.",
         ),
         Check(
+            name="one_owner_at_every_moment",
+            view="ownership_moments",
+            level=ERROR,
+            expectation=gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", *PARTITION_KEY, "moment"]),
+            description="Issue 21: at every moment of the history (marts/ownership_history), at most one owner "
+            "per (source, group, topic, partition[, broker]): no two owners at any settled moment.",
+        ),
+        Check(
             name="zk_owner_znodes_unique",
             view="partition_owners",
             level=ERROR,

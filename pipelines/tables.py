@@ -231,6 +231,22 @@ RAW_LOG_START_CHECKPOINTS = pa.schema(
     ]
 )
 
+# issue 21: every change of the coordination znodes the txn-log replay applied (pipelines.zookeeper.history)
+RAW_ZNODE_CHANGES = pa.schema(
+    [
+        ("zxid", pa.int64()),
+        ("seq", pa.int32()),  # order of the changes of one txn (multi sub-txns, closeSession deletes)
+        ("time", TS),  # the txn's time; for 'snapshot' rows the node's mtime
+        ("session", pa.int64()),  # TxnHeader.clientId; 0 for 'snapshot' rows
+        ("op", pa.string()),  # 'snapshot' | 'create' | 'set' | 'delete'
+        ("kind", pa.string()),  # consumer_ids | consumer_owners | consumer_offsets | broker_ids | broker_topics
+        ("path", pa.string()),
+        ("value", pa.binary()),  # the data written; null for a delete
+        ("version", pa.int32()),  # the data version after the change; null for a delete
+        ("ephemeral_owner", pa.int64()),  # creates and snapshot rows; null otherwise
+    ]
+)
+
 RAW_QUARANTINE = pa.schema(
     [
         ("source", pa.string()),  # which extractor / step: 'offsets', 'zk-snapshot', 'registry', ...
@@ -330,6 +346,7 @@ RAW = {
     "raw/kraft_configs": RAW_KRAFT_CONFIGS,
     "raw/kraft_cluster": RAW_KRAFT_CLUSTER,
     "raw/znodes": RAW_ZNODES,
+    "raw/znode_changes": RAW_ZNODE_CHANGES,
     "raw/offset_commits": RAW_OFFSET_COMMITS,
     "raw/group_metadata": RAW_GROUP_METADATA,
     "raw/group_members": RAW_GROUP_MEMBERS,
@@ -431,6 +448,47 @@ CORE = {
             ("partition", pa.int32()),
             ("finding", pa.string()),  # one of CONSUMER_GROUP_FINDINGS
             ("detail", pa.string()),
+        ]
+    ),
+    # issue 21: the states of ZooKeeper-era groups replayed from raw/znode_changes (pipelines.spark.rebalances)
+    "core/rebalance_states": pa.schema(
+        [
+            ("source", pa.string()),
+            ("group_id", pa.string()),
+            ("state_zxid", pa.int64()),  # the trigger's txn
+            ("started_at", TS),
+            ("trigger", pa.string()),  # consumer | broker | topic | snapshot
+            ("trigger_op", pa.string()),  # create | set | delete | snapshot
+            ("trigger_path", pa.string()),
+            ("next_zxid", pa.int64()),  # the next trigger of the group; null for the last state
+            ("next_at", TS),
+            ("settled", pa.bool_()),  # the owners matched the expected assignment before the next trigger
+            ("settled_zxid", pa.int64()),
+            ("settled_at", TS),
+            ("expected_partitions", pa.int32()),
+            ("unowned_partitions", pa.int32()),  # expected partitions without an owner at some moment of the state
+            ("double_claimed_partitions", pa.int32()),
+            ("wrong_owner_partitions", pa.int32()),  # at the end of the state
+            ("unowned_at_end", pa.int32()),
+            ("unexpected_partitions", pa.int32()),
+            ("assignor", pa.string()),
+        ]
+    ),
+    "core/settled_audit": pa.schema(
+        [
+            ("source", pa.string()),
+            ("group_id", pa.string()),
+            ("state_zxid", pa.int64()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("broker_id", pa.int32()),
+            ("expected_owner", pa.string()),
+            ("observed_owner", pa.string()),  # the owner the state ended with
+            ("status", pa.string()),  # ok | wrong_owner | unowned | unexpected_partition
+            ("owner_since", pa.int64()),  # the zxid that wrote the observed owner
+            ("held_from", TS),
+            ("held_until_zxid", pa.int64()),  # the next trigger; null: still held at the end of the history
+            ("held_until", TS),
         ]
     ),
 }

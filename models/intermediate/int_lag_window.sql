@@ -1,18 +1,21 @@
 -- Burrow's window (FORMATS 6): the last lag_window_commits (10) effective commits of every
--- Kafka partition since its last tombstone, with the lag of each commit. The only log end
+-- partition since its last tombstone, of both stores (Kafka commits, ZooKeeper offset-znode
+-- writes: int_all_commits), with the lag of each commit. The only log end
 -- known is the run's, so a commit's lag is measured against it (clamped at 0, as Burrow does).
 with live as (
     select
         *,
-        max(offset_generation) over (partition by group_id, topic, `partition`) as latest_generation
-    from {{ ref('int_effective_commits') }}
+        max(offset_generation) over (
+            partition by source, group_id, topic, broker_id, `partition`
+        ) as latest_generation
+    from {{ ref('int_all_commits') }}
 ),
 
 ranked as (
     select
         *,
         row_number() over (
-            partition by group_id, topic, `partition`
+            partition by source, group_id, topic, broker_id, `partition`
             order by commit_seq desc
         ) as commits_back
     from live
@@ -22,8 +25,10 @@ ranked as (
 )
 
 select
+    ranked.source,
     ranked.group_id,
     ranked.topic,
+    ranked.broker_id,
     ranked.`partition`,
     ranked.commit_seq,
     ranked.commits_back,

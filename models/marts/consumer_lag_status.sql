@@ -1,5 +1,6 @@
 -- Burrow's partition status (LinkedIn Burrow, core/internal/evaluator; FORMATS 6) for every
--- Kafka partition with an offset, over its last 10 effective commits (int_lag_window), at
+-- partition with an offset, of both stores (source: kafka commits, zookeeper offset-znode
+-- writes of the replayed txn logs), over its last 10 effective commits (int_lag_window), at
 -- the run's clock (int_run_clock). First rule that holds:
 --   NOTFOUND  the log end is unknown, so lag is unknown
 --   OK        current lag <= lag_allowed (0)
@@ -13,7 +14,7 @@ with window_rows as (
     select
         *,
         lag < lag(lag) over (
-            partition by group_id, topic, `partition`
+            partition by source, group_id, topic, broker_id, `partition`
             order by commit_seq
         ) as lag_decreased
     from {{ ref('int_lag_window') }}
@@ -22,8 +23,10 @@ with window_rows as (
 windows as (
     select
         run_id,
+        source,
         group_id,
         topic,
+        broker_id,
         `partition`,
         count(*) as window_commits,
         min_by(committed_offset, commit_seq) as first_offset,
@@ -36,7 +39,7 @@ windows as (
         count(distinct committed_offset) = 1 as offsets_unchanged,
         not coalesce(bool_or(lag_decreased), false) as lag_never_decreased
     from window_rows
-    group by run_id, group_id, topic, `partition`
+    group by run_id, source, group_id, topic, broker_id, `partition`
 ),
 
 judged as (
@@ -79,11 +82,13 @@ ranked as (
 
 select
     run_id,
+    source,
     group_id,
     topic,
     `partition`,
+    broker_id,
     status,
-    max_by(status, severity) over (partition by group_id) as group_status,
+    max_by(status, severity) over (partition by source, group_id) as group_status,
     current_lag,
     log_end_offset,
     window_commits,

@@ -227,6 +227,18 @@ def commits_below_log_start(lag: DataFrame, log_ends: DataFrame, checkpoints: Da
     )
 
 
+def owners_at_moments(history: DataFrame) -> DataFrame:
+    """Issue 21: every owner of each partition at every moment its ownership changed
+    (``marts/ownership_history``: the start of each owner interval), one row per owner."""
+    h = history.transform(with_broker_key)
+    key = ["source", "group_id", "topic", "partition", "broker_key"]
+    moments = h.select(*key, F.col("owned_from").alias("moment")).distinct()
+    covering = (F.col("owned_from") <= F.col("moment")) & (
+        F.col("owned_until").isNull() | (F.col("owned_until") > F.col("moment"))
+    )
+    return moments.join(h, key).where(covering).select(*key, "moment", "owner").distinct()
+
+
 def identity(df: DataFrame) -> DataFrame:
     return df
 
@@ -265,6 +277,9 @@ VIEWS: dict[str, View] = {
         ("marts/offset_regressions",), identity, evidence=("raw/offset_commits",), present=("marts/offset_regressions",)
     ),
     "offset_commits": View(("raw/offset_commits",), offset_commits, evidence=("raw/offset_commits",)),
+    "ownership_moments": View(
+        ("marts/ownership_history",), owners_at_moments, evidence=("marts/ownership_history",)
+    ),
     "zk_offset_znodes": View(("raw/znodes",), zk_offset_znodes, evidence=("raw/znodes",)),
     "topic_partitions": View(
         ("core/topic_partitions", "core/brokers"), topic_partitions, evidence=("core/topic_partitions",)

@@ -19,6 +19,7 @@ from pipelines.quality.run import VALIDATION, read_results
 from pipelines.reading import read_arrow, read_built, row_count
 from pipelines.report.lag_time import LagTimeFacts, gather_lag_time
 from pipelines.report.metadata import MetadataFacts, gather_metadata
+from pipelines.report.rebalances import RebalanceFacts, gather_rebalances
 from pipelines.tables import (
     ASSIGNMENT_STATUSES,
     CONSUMER_GROUP_FINDINGS,
@@ -123,7 +124,7 @@ class GroupHealth:
     negative: int
     live_consumers: int  # ZooKeeper registrations + Kafka members of the group id (either store)
     owned_partitions: int
-    burrow: dict[str, int] | None  # Kafka: partition statuses; None for ZooKeeper or mart not built
+    burrow: dict[str, int] | None  # partition statuses (ZooKeeper: from the replayed offset writes); None: not built
     reasons: list[str] = field(default_factory=list)
 
     @property
@@ -180,6 +181,7 @@ class Facts:
     metadata: MetadataFacts | None = None  # KRaft metadata (None: the run has none)
     group_findings: list[GroupFinding] = field(default_factory=list)
     lag_time: LagTimeFacts | None = None  # lag in time, data loss, resets, stuck (None: no mart built)
+    rebalances: RebalanceFacts | None = None  # rebalance history (None: the run has none)
 
     @property
     def audited(self) -> int:
@@ -377,11 +379,11 @@ def _health(wh: Warehouse, run_id: str, lag: pa.Table | None, status: pa.Table |
             owned[r["group_id"]] += 1
     newest = {(r["topic"], r["partition"]): r["max_timestamp"]
               for r in _read(wh, "raw/log_end_offsets", run_id, ["topic", "partition", "max_timestamp"]).to_pylist()}
-    burrow: dict[str, Counter] | None = None
+    burrow: dict[tuple, Counter] | None = None
     if status is not None:
         burrow = defaultdict(Counter)
-        for r in status.select(["group_id", "status"]).to_pylist():
-            burrow[r["group_id"]][r["status"]] += 1
+        for r in status.select(["source", "group_id", "status"]).to_pylist():
+            burrow[(r["source"], r["group_id"])][r["status"]] += 1
 
     by_group: dict[tuple, list[dict]] = defaultdict(list)
     for r in lag.to_pylist():
@@ -394,7 +396,7 @@ def _health(wh: Warehouse, run_id: str, lag: pa.Table | None, status: pa.Table |
             max_lag=max(lags) if lags else None, unknown_end=len(rows) - len(lags),
             negative=sum(1 for v in lags if v < 0), live_consumers=live.get(group, 0),
             owned_partitions=owned.get(group, 0),
-            burrow=dict(burrow.get(group, {})) if source == "kafka" and burrow is not None else None,
+            burrow=dict(burrow.get((source, group), {})) if burrow is not None else None,
         )
         if h.known_lag > 0 and not h.live_consumers and not h.owned_partitions:
             h.reasons.append(f"{h.known_lag:,} messages behind and no live consumer or owner")
@@ -525,4 +527,5 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         metadata=gather_metadata(wh, run_id, _read),
         group_findings=_group_findings(wh, run_id),
         lag_time=gather_lag_time(wh, run_id),
+        rebalances=gather_rebalances(wh, run_id, _read),
     )

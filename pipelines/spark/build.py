@@ -40,6 +40,7 @@ from pipelines.spark import (
     assignment_kip848,
     assignment_zk,
     kraft_registry,
+    rebalances,
     registry,
 )
 from pipelines.spark.audit import audit, range_audit, unowned
@@ -197,6 +198,12 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         advance()
         for frame in (threads, plan, ranks):
             frame.unpersist()
+
+        # issue 21: every state of the ZooKeeper groups the txn logs replayed, audited
+        states, settled_audit = rebalances.build(spark, ctx, assignors)
+        write_staged(tx, "core/rebalance_states", states)
+        write_staged(tx, "core/settled_audit", settled_audit)
+        advance()
 
         quarantined = _union(bad).toArrow() if bad else quarantine.table([])
         tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)

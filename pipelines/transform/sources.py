@@ -22,9 +22,14 @@ SOURCES: dict[str, str] = {
     "kaudit_raw.znodes": "raw/znodes",
     "kaudit_raw.kraft_configs": "raw/kraft_configs",
     "kaudit_raw.metadata_records": "raw/metadata_records",
+    "kaudit_raw.znode_changes": "raw/znode_changes",
+    "kaudit_raw.group_metadata": "raw/group_metadata",
+    "kaudit_raw.group_members": "raw/group_members",
+    "kaudit_raw.group_assignments": "raw/group_assignments",
     "kaudit_core.zk_offsets": "core/zk_offsets",
     "kaudit_core.partition_owners": "core/partition_owners",
     "kaudit_core.assignment_audit": "core/assignment_audit",
+    "kaudit_core.rebalance_states": "core/rebalance_states",
 }
 
 

@@ -189,6 +189,8 @@ def _read_from(chosen: Snapshot | None, snaps, logs, at_zxid: int | None, progre
         res.warnings.append("no usable snapshot: replaying the logs onto an empty tree")
     res.zxid = snap_zxid
     chain = log_chain(logs, snap_zxid)
+    if chain:
+        res.tree.keep_history(snap_zxid)
     suspect = _check_snapshot_digest(res, chosen, chain)
     _replay(res, chosen, chain, snap_zxid, at_zxid, progress)
     if suspect is not None and res.verified_zxid is None:

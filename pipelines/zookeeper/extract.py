@@ -16,6 +16,7 @@ from rich.markup import escape
 from pipelines import quarantine
 from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
+from pipelines.tables import RAW_ZNODE_CHANGES
 from pipelines.zookeeper.rows import (
     PathOrder,
     Spans,
@@ -36,12 +37,13 @@ BATCH = 100_000
 DICTIONARY_COLUMNS = ["source"]
 
 
-def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantined: list[dict]) -> int:
-    """Write the ``raw/znodes`` rows (``batches``, in order, made lazily) and the quarantine
-    rows in one transaction; returns the number of rows written (a path that is not UTF-8 is
-    quarantined instead). Write-behind: batch k+1 is made (sorted as far as it needs,
-    gathered, cast) while a writer thread encodes batch k (Parquet encoding and compression
-    release the GIL)."""
+def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantined: list[dict],
+             changes: pa.Table | None = None) -> int:
+    """Write the ``raw/znodes`` rows (``batches``, in order, made lazily), the quarantine
+    rows and (offline reads) the ``raw/znode_changes`` rows in one transaction; returns the
+    number of rows written (a path that is not UTF-8 is quarantined instead). Write-behind:
+    batch k+1 is made (sorted as far as it needs, gathered, cast) while a writer thread
+    encodes batch k (Parquet encoding and compression release the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
     source = "zk-live" if step == LIVE_STEP else "zk-snapshot"
@@ -58,6 +60,8 @@ def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine
                 pending = pool.submit(writer.write, batch)
             if pending is not None:
                 pending.result()
+        if changes is not None:
+            tx.writer("raw/znode_changes", dictionary=["op", "kind"]).write(changes)
         tx.writer("raw/quarantine")
         if quarantined:
             rows = [{k: text(v) if isinstance(v, str) else v for k, v in q.items()} for q in quarantined]
@@ -194,7 +198,10 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
         rows, res = read_order(Path(path), at_zxid, chroot, progress=lambda n: bar.advance(task, n))
     for w in res.warnings:
         ctx.say(f"[yellow]warning[/]: {escape(text(w))}")
-    nodes = _publish(ctx, SNAPSHOT_STEP, _taken(rows), res.quarantine)
+    history = res.tree.history
+    changes = (history.table(res.zxid, normalize_chroot(chroot)) if history is not None
+               else RAW_ZNODE_CHANGES.empty_table())
+    nodes = _publish(ctx, SNAPSHOT_STEP, _taken(rows), res.quarantine, changes)
     meta = {
         "path": text(str(path)),
         "snapshot": text(res.snapshot) if res.snapshot else None,
@@ -209,6 +216,7 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
         "txn_digests_checked": res.txn_digests_checked,
         "txn_digest_mismatches": res.txn_digest_mismatches,
         "nodes": nodes,
+        "znode_changes": changes.num_rows,
         "quarantined": len(res.quarantine),
         "chroot": normalize_chroot(chroot) or "/",
         "excluded": [] if normalize_chroot(chroot) else ["/zookeeper"],

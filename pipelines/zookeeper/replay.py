@@ -17,6 +17,9 @@ ignores NONODE/NODEEXISTS there):
 - multi: nothing when a sub-txn is an error, else every sub-txn in order.
 - closeSession: deletes the txn's path list (3.6+) and every ephemeral of the session.
 
+With :attr:`Tree.history` set (a :class:`~pipelines.zookeeper.history.ChangeLog`), every
+create, data write and delete that changed the tree is recorded there too.
+
 The tree digest is kept up to date so the snapshot's digest (fuzzy snapshots) and the
 TxnDigest of every txn after it can be checked.
 """
@@ -30,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.zookeeper.digest import MASK, node_digest, signed
+from pipelines.zookeeper.history import ChangeLog
 from pipelines.zookeeper.rows import CONTAINER_OWNER, PERSISTED_STAT, Spans, StatRecords
 from pipelines.zookeeper.snapshot import Snapshot
 from pipelines.zookeeper.txnlog import Txn
@@ -69,9 +73,22 @@ class Tree:
         self.new_paths: list[str] = []
         self.new_data: dict[int, bytes | None] = {}
         self.stats = ReplayStats()
+        self.history: ChangeLog | None = None
+        self._txn: Txn | None = None
         if snap is None:
             for i in range(2):  # the root and /zookeeper count; /zookeeper/* do not
                 self._rehash(i)
+
+    def keep_history(self, zxid: int) -> ChangeLog:
+        """Record the changes from now on (and the nodes already there, as of ``zxid``)."""
+        self.history = ChangeLog()
+        self.history.start_from(self.paths, self.data, {k: v[: self.n] for k, v in self.cols.items()}, zxid)
+        return self.history
+
+    def _record(self, op: str, path: str, zxid: int, value=None, version=None, owner=None) -> None:
+        if self.history is not None:
+            txn = self._txn
+            self.history.add(zxid, txn.time if txn else 0, txn.client_id if txn else 0, op, path, value, version, owner)
 
     # -- storage -------------------------------------------------------------
     @cached_property
@@ -175,6 +192,7 @@ class Tree:
         self.new_data[i] = data
         self.index[path] = i
         self._rehash(i)
+        self._record("create", path, zxid, data, 0, owner)
         return True
 
     def delete(self, path: str, zxid: int) -> bool:
@@ -193,6 +211,7 @@ class Tree:
         self.alive[i] = False
         del self.index[path]
         self.new_data.pop(i, None)
+        self._record("delete", path, zxid)
         return True
 
     def set_data(self, path: str, data, version: int, zxid: int, time: int) -> bool:
@@ -205,6 +224,7 @@ class Tree:
         self.cols["mzxid"][i] = zxid
         self.cols["version"][i] = version
         self._rehash(i)
+        self._record("set", path, zxid, data, version)
         return True
 
     def set_acl(self, path: str, version: int) -> bool:
@@ -225,6 +245,7 @@ class Tree:
         st = self.stats
         st.applied += 1
         st.by_op[txn.op] = st.by_op.get(txn.op, 0) + 1
+        self._txn = txn
         if txn.op == "multi":
             subs = txn.body["txns"]
             if any(t == -1 for t, _, _ in subs):

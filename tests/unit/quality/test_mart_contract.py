@@ -20,8 +20,8 @@ from pipelines.quality.marts import (
 from pipelines.reading import SchemaMismatch, read_arrow
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
-ROW = dict(group_id="g", topic="t", partition=0, offsets_partition=3, log_offset=9, previous_committed_offset=20,
-           committed_offset=5, regressed_by=15, committed_at=T)
+ROW = dict(source="kafka", group_id="g", topic="t", partition=0, broker_id=None, offsets_partition=3, log_offset=9,
+           zxid=None, previous_committed_offset=20, committed_offset=5, regressed_by=15, committed_at=T)
 
 
 def _write(warehouse, schema: pa.Schema, row: dict):
@@ -67,8 +67,8 @@ def test_a_wrong_type_or_an_undeclared_column_fails_the_reader(warehouse):
     _write(warehouse, retyped, ROW)
     with pytest.raises(SchemaMismatch, match="column partition is int64, declared int32"):
         read_mart(warehouse, "offset_regressions")
-    _write(warehouse, schema.append(pa.field("source", pa.string())), {**ROW, "source": "kafka"})
-    with pytest.raises(SchemaMismatch, match="undeclared column source"):
+    _write(warehouse, schema.append(pa.field("origin", pa.string())), {**ROW, "origin": "kafka"})
+    with pytest.raises(SchemaMismatch, match="undeclared column origin"):
         read_mart(warehouse, "offset_regressions")
 
 

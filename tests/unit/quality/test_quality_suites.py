@@ -12,6 +12,7 @@ from pipelines.quality.views import VIEWS
 # The invariants, each covered by a check of this level.
 REQUIRED = {
     "owners_unique_per_partition": ERROR,
+    "one_owner_at_every_moment": ERROR,
     "owners_are_registered": ERROR,
     "assignment_status_ok": ERROR,
     "no_offset_regressions": ERROR,

@@ -1,0 +1,62 @@
+-- Who owned each partition when (issue 21). ZooKeeper: every owner znode the txn logs wrote,
+-- from its create (or the snapshot) to its delete or the next write (null: still owned at the
+-- end of the history). Kafka: each member's assignment of each generation, until the group's
+-- next generation.
+with owner_rows as (
+    select
+        *,
+        lead(zxid) over (partition by path order by zxid, seq) as until_zxid,
+        lead(changed_at) over (partition by path order by zxid, seq) as until_at
+    from {{ ref('stg_zookeeper__znode_changes') }}
+    where kind = 'consumer_owners'
+),
+
+zookeeper as (
+    select
+        'zookeeper' as source,
+        group_id,
+        topic,
+        `partition`,
+        broker_id,
+        value as owner,
+        cast(null as int) as generation,
+        changed_at as owned_from,
+        until_at as owned_until,
+        zxid as from_zxid,
+        until_zxid
+    from owner_rows
+    where op <> 'delete'
+),
+
+generations as (
+    select
+        group_id,
+        generation,
+        offsets_partition,
+        log_offset,
+        state_timestamp,
+        lead(state_timestamp) over (partition by group_id order by offsets_partition, log_offset) as next_at
+    from {{ source('group_history', 'group_metadata') }}
+),
+
+kafka as (
+    select
+        'kafka' as source,
+        a.group_id,
+        a.topic,
+        a.`partition`,
+        cast(null as int) as broker_id,
+        a.member_id as owner,
+        g.generation,
+        g.state_timestamp as owned_from,
+        g.next_at as owned_until,
+        cast(null as bigint) as from_zxid,
+        cast(null as bigint) as until_zxid
+    from {{ source('group_history', 'group_assignments') }} as a
+    inner join generations as g
+        on g.group_id = a.group_id and g.offsets_partition = a.offsets_partition and g.log_offset = a.log_offset
+)
+
+select '{{ var("run_id") }}' as run_id, * from zookeeper
+union all
+select '{{ var("run_id") }}' as run_id, * from kafka

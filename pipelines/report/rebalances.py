@@ -1,0 +1,57 @@
+"""What the report says about the groups' rebalance history (issue 21): a per-group timeline of
+``marts/rebalances`` and the named findings - owners that were wrong in a past settled state
+(``core/settled_audit``, even when today's snapshot is clean) and rebalance storms. Plain Python
+values read with pyarrow."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pyarrow.compute as pc
+
+from pipelines.reading import read_built
+from pipelines.warehouse import Warehouse
+
+TIMELINE_ROWS = 30  # rebalances listed per group (the latest ones)
+PAST_FINDINGS = 100
+
+
+@dataclass
+class RebalanceFacts:
+    timeline: dict[tuple[str, str], list[dict]]  # (source, group) -> its latest rebalances, oldest first
+    totals: dict[tuple[str, str], int]
+    storms: list[dict]  # source, group_id, rebalances, peak (most in an hour), first_at, last_at
+    past_wrong: list[dict]  # core/settled_audit rows not ok of states that ended before the history's end
+    past_wrong_total: int
+
+
+def gather_rebalances(wh: Warehouse, run_id: str, read) -> RebalanceFacts | None:
+    """None when the run has no rebalance history (``marts/rebalances`` not built or empty)."""
+    marts = read_built(wh, "marts/rebalances", run_id)
+    if marts is None or marts.num_rows == 0:
+        return None
+    rows = sorted(marts.to_pylist(), key=lambda r: (r["source"], r["group_id"], r["started_at"]))
+    by_group: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        by_group[(r["source"], r["group_id"])].append(r)
+    storms = []
+    for (source, group), rs in by_group.items():
+        stormy = [r for r in rs if r["is_storm"]]
+        if stormy:
+            storms.append({"source": source, "group_id": group, "rebalances": len(stormy),
+                           "peak": max(r["rebalances_last_hour"] for r in stormy),
+                           "first_at": stormy[0]["started_at"], "last_at": stormy[-1]["started_at"]})
+    columns = ["group_id", "state_zxid", "topic", "partition", "broker_id", "expected_owner", "observed_owner",
+               "status", "held_from", "held_until"]
+    audit = read(wh, "core/settled_audit", run_id, columns)
+    past = audit.filter(pc.and_(pc.not_equal(audit["status"], "ok"), pc.is_valid(audit["held_until"])))
+    past_rows = sorted(past.to_pylist(), key=lambda r: (r["held_from"] is None, r["held_from"], r["group_id"],
+                                                          r["topic"], r["partition"]))
+    return RebalanceFacts(
+        timeline={k: v[-TIMELINE_ROWS:] for k, v in by_group.items()},
+        totals={k: len(v) for k, v in by_group.items()},
+        storms=storms,
+        past_wrong=past_rows[:PAST_FINDINGS],
+        past_wrong_total=len(past_rows),
+    )
