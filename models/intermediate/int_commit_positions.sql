@@ -5,17 +5,32 @@
 -- (int_offset_record_times); the previous commit of the same offset generation. Lag at
 -- commit: head - committed (records) and head_at - record_at (seconds), 0 when caught up.
 with commits as (
-    select * from {{ ref('int_effective_commits') }} where not is_tombstone
+    select * from {{ ref('int_effective_commits') }}
+    where not is_tombstone
 ),
 
 events as (
     select
-        topic, `partition`, max_timestamp as at, 0 as kind, last_offset + 1 as end_offset, max_timestamp as batch_at,
-        cast(null as string) as group_id, cast(null as bigint) as commit_seq
+        topic,
+        `partition`,
+        max_timestamp as at,
+        0 as kind,
+        last_offset + 1 as end_offset,
+        max_timestamp as batch_at,
+        cast(null as string) as group_id,
+        cast(null as bigint) as commit_seq
     from {{ ref('stg_kafka__batch_timestamps') }}
     where max_timestamp is not null
     union all
-    select topic, `partition`, committed_at, 1, cast(null as bigint), cast(null as timestamp), group_id, commit_seq
+    select
+        topic,
+        `partition`,
+        committed_at as at,
+        1 as kind,
+        cast(null as bigint) as end_offset,
+        cast(null as timestamp) as batch_at,
+        group_id,
+        commit_seq
     from commits
 ),
 
@@ -53,15 +68,17 @@ positioned as (
         commits.run_id
     from commits
     inner join heads
-        on heads.kind = 1
-        and heads.group_id = commits.group_id
-        and heads.topic = commits.topic
-        and heads.`partition` = commits.`partition`
-        and heads.commit_seq = commits.commit_seq
+        on
+            heads.kind = 1
+            and commits.group_id = heads.group_id
+            and commits.topic = heads.topic
+            and commits.`partition` = heads.`partition`
+            and commits.commit_seq = heads.commit_seq
     left join {{ ref('int_offset_record_times') }} as times
-        on times.topic = commits.topic
-        and times.`partition` = commits.`partition`
-        and times.committed_offset = commits.committed_offset
+        on
+            commits.topic = times.topic
+            and commits.`partition` = times.`partition`
+            and commits.committed_offset = times.committed_offset
 )
 
 select

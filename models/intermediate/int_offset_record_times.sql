@@ -6,11 +6,17 @@
 -- CreateTime batch gets the batch's first record's timestamp (record_at_exact false: the
 -- record's own is in the body, not read). No batch at or past the offset: caught up (null).
 with offsets as (
-    select distinct topic, `partition`, committed_offset
+    select distinct
+        topic,
+        `partition`,
+        committed_offset
     from {{ ref('int_effective_commits') }}
     where not is_tombstone
     union
-    select distinct topic, `partition`, committed_offset
+    select distinct
+        topic,
+        `partition`,
+        committed_offset
     from {{ ref('int_committed_offsets') }}
     where broker_id is null
 ),
@@ -18,14 +24,27 @@ with offsets as (
 -- the batch of each offset without a range join: offsets and batches (at their last offset) in
 -- one descending walk per partition; the last batch seen at or after an offset is its batch
 events as (
-    select topic, `partition`, committed_offset as at_offset, 0 as kind, committed_offset, cast(null as struct<
-        base_offset:bigint, timestamp_type:string, first_timestamp:timestamp, max_timestamp:timestamp>) as batch
+    select
+        topic,
+        `partition`,
+        committed_offset as at_offset,
+        0 as kind,
+        committed_offset,
+        cast(null as struct<
+            base_offset: bigint, timestamp_type: string, first_timestamp: timestamp, max_timestamp: timestamp
+        >) as batch
     from offsets
     union all
     select
-        topic, `partition`, last_offset, 1, cast(null as bigint),
-        named_struct('base_offset', base_offset, 'timestamp_type', timestamp_type,
-                     'first_timestamp', first_timestamp, 'max_timestamp', max_timestamp)
+        topic,
+        `partition`,
+        last_offset as at_offset,
+        1 as kind,
+        cast(null as bigint) as committed_offset,
+        named_struct(
+            'base_offset', base_offset, 'timestamp_type', timestamp_type,
+            'first_timestamp', first_timestamp, 'max_timestamp', max_timestamp
+        ) as batch
     from {{ ref('stg_kafka__batch_timestamps') }}
     where not is_control
 ),
@@ -44,18 +63,19 @@ resolved as (
 )
 
 select
-    topic,
-    `partition`,
-    committed_offset,
+    resolved.topic,
+    resolved.`partition`,
+    resolved.committed_offset,
     case
         when batch.timestamp_type = 'LogAppendTime' then batch.max_timestamp
         else coalesce(batch.first_timestamp, batch.max_timestamp)
     end as record_at,
     (
         batch.timestamp_type = 'LogAppendTime'
-        or (committed_offset <= batch.base_offset and batch.first_timestamp is not null)
+        or (resolved.committed_offset <= batch.base_offset and batch.first_timestamp is not null)
     ) as record_at_exact,
     '{{ var("run_id") }}' as run_id
 from resolved
-where kind = 0
-  and batch is not null
+where
+    resolved.kind = 0
+    and resolved.batch is not null

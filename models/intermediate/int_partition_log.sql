@@ -28,7 +28,7 @@ ranked as (
 select
     log_end.topic,
     log_end.`partition`,
-    greatest(log_end.log_start_offset, checkpoint.log_start_offset) as log_start_offset,
+    greatest(log_end.log_start_offset, checkpoints.log_start_offset) as log_start_offset,
     log_end.log_end_offset,
     log_end.max_timestamp as log_end_at,
     oldest.segment_base_offset as oldest_segment_base_offset,
@@ -40,9 +40,11 @@ select
     log_end.run_id
 from {{ ref('stg_kafka__log_end_offsets') }} as log_end
 left join ranked as oldest
-    on oldest.topic = log_end.topic
-    and oldest.`partition` = log_end.`partition`
-    and oldest.segment_number = 1
-left join {{ ref('stg_kafka__log_start_checkpoints') }} as checkpoint
-    on checkpoint.topic = log_end.topic
-    and checkpoint.`partition` = log_end.`partition`
+    on
+        log_end.topic = oldest.topic
+        and log_end.`partition` = oldest.`partition`
+        and oldest.segment_number = 1
+left join {{ ref('stg_kafka__log_start_checkpoints') }} as checkpoints
+    on
+        log_end.topic = checkpoints.topic
+        and log_end.`partition` = checkpoints.`partition`

@@ -17,8 +17,9 @@ with writes as (
         session,
         run_id
     from {{ ref('stg_zookeeper__znode_changes') }}
-    where kind = 'consumer_offsets'
-      and `partition` is not null
+    where
+        kind = 'consumer_offsets'
+        and `partition` is not null
 )
 
 select
@@ -42,5 +43,6 @@ select
     session,
     run_id
 from writes
-where is_tombstone
-   or committed_offset is not null
+where
+    is_tombstone
+    or committed_offset is not null

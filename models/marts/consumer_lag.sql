@@ -20,25 +20,30 @@ select
     times.record_at as committed_record_at,
     log_end.max_timestamp as log_end_at,
     case
-        when log_end.log_end_offset is null or logs.oldest_segment_base_offset is null then cast(null as double)
+        when log_end.log_end_offset is null or partition_log.oldest_segment_base_offset is null
+            then cast(null as double)
         when offsets.committed_offset >= log_end.log_end_offset or times.record_at is null then 0D
         when log_end.max_timestamp is null then cast(null as double)
         else greatest((unix_millis(log_end.max_timestamp) - unix_millis(times.record_at)) / 1000D, 0D)
     end as lag_seconds,
     case
-        when log_end.log_end_offset is null or logs.oldest_segment_base_offset is null then cast(null as boolean)
+        when log_end.log_end_offset is null or partition_log.oldest_segment_base_offset is null
+            then cast(null as boolean)
         when offsets.committed_offset >= log_end.log_end_offset or times.record_at is null then true
         else times.record_at_exact
     end as lag_seconds_exact
 from {{ ref('int_committed_offsets') }} as offsets
 left join {{ ref('stg_kafka__log_end_offsets') }} as log_end
-    on log_end.topic = offsets.topic
-    and log_end.`partition` = offsets.`partition`
-    and offsets.broker_id is null
-left join {{ ref('int_partition_log') }} as logs
-    on logs.topic = log_end.topic
-    and logs.`partition` = log_end.`partition`
+    on
+        offsets.topic = log_end.topic
+        and offsets.`partition` = log_end.`partition`
+        and offsets.broker_id is null
+left join {{ ref('int_partition_log') }} as partition_log
+    on
+        log_end.topic = partition_log.topic
+        and log_end.`partition` = partition_log.`partition`
 left join {{ ref('int_offset_record_times') }} as times
-    on times.topic = log_end.topic
-    and times.`partition` = log_end.`partition`
-    and times.committed_offset = offsets.committed_offset
+    on
+        log_end.topic = times.topic
+        and log_end.`partition` = times.`partition`
+        and offsets.committed_offset = times.committed_offset

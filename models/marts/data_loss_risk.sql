@@ -16,28 +16,29 @@ with positions as (
         offsets.topic,
         offsets.`partition`,
         offsets.committed_offset,
-        logs.log_start_offset,
-        logs.log_end_offset,
-        logs.oldest_segment_base_offset,
-        logs.oldest_segment_end_offset,
-        logs.oldest_segment_max_timestamp,
-        logs.oldest_segment_bytes,
-        logs.partition_bytes,
-        logs.segments,
+        partition_log.log_start_offset,
+        partition_log.log_end_offset,
+        partition_log.oldest_segment_base_offset,
+        partition_log.oldest_segment_end_offset,
+        partition_log.oldest_segment_max_timestamp,
+        partition_log.oldest_segment_bytes,
+        partition_log.partition_bytes,
+        partition_log.segments,
         retention.retention_ms,
         retention.retention_bytes,
         retention.cleanup_policy,
         retention.config_source,
         clock.evaluated_at
     from {{ ref('int_committed_offsets') }} as offsets
-    inner join {{ ref('int_partition_log') }} as logs
-        on logs.topic = offsets.topic
-        and logs.`partition` = offsets.`partition`
-        and offsets.broker_id is null
+    inner join {{ ref('int_partition_log') }} as partition_log
+        on
+            offsets.topic = partition_log.topic
+            and offsets.`partition` = partition_log.`partition`
+            and offsets.broker_id is null
     left join {{ ref('int_topic_retention') }} as retention
-        on retention.topic = offsets.topic
+        on offsets.topic = retention.topic
     cross join {{ ref('int_run_clock') }} as clock
-    where logs.log_start_offset is not null
+    where partition_log.log_start_offset is not null
 ),
 
 judged as (
@@ -45,7 +46,7 @@ judged as (
         *,
         cleanup_policy like '%delete%' as retention_deletes,
         committed_offset >= oldest_segment_base_offset and committed_offset < oldest_segment_end_offset
-            and segments > 1 as in_oldest_segment
+        and segments > 1 as in_oldest_segment
     from positions
 ),
 
@@ -75,8 +76,11 @@ select
         else 'ok'
     end as status,
     greatest(log_start_offset - committed_offset, 0) as records_lost,
-    case when committed_offset >= log_start_offset and deletes_at is not null
-        then oldest_segment_end_offset - committed_offset else 0 end as records_at_risk,
+    case
+        when committed_offset >= log_start_offset and deletes_at is not null
+            then oldest_segment_end_offset - committed_offset
+        else 0
+    end as records_at_risk,
     oldest_segment_base_offset,
     oldest_segment_end_offset,
     oldest_segment_max_timestamp,
@@ -84,7 +88,9 @@ select
     retention_bytes,
     config_source as retention_source,
     case when committed_offset >= log_start_offset then deletes_at end as deletes_at,
-    case when committed_offset >= log_start_offset and deletes_at is not null
-        then (unix_millis(deletes_at) - unix_millis(evaluated_at)) / 1000D end as seconds_to_loss,
+    case
+        when committed_offset >= log_start_offset and deletes_at is not null
+            then (unix_millis(deletes_at) - unix_millis(evaluated_at)) / 1000D
+    end as seconds_to_loss,
     evaluated_at
 from forecast

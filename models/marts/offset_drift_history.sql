@@ -10,22 +10,34 @@ with commits as (
 ),
 
 dual_groups as (
-    select group_id from commits where source = 'zookeeper'
+    select group_id from commits
+    where source = 'zookeeper'
     intersect
-    select group_id from commits where source = 'kafka'
+    select group_id from commits
+    where source = 'kafka'
 ),
 
 held as (
     select
         commits.*,
         last_value(
-            case when source = 'zookeeper' then named_struct('o', committed_offset, 'at', committed_at) end, true
+            case
+                when
+                    commits.source = 'zookeeper'
+                    then named_struct('o', commits.committed_offset, 'at', commits.committed_at)
+            end,
+            true
         ) over by_time as zk,
         last_value(
-            case when source = 'kafka' then named_struct('o', committed_offset, 'at', committed_at) end, true
+            case
+                when
+                    commits.source = 'kafka'
+                    then named_struct('o', commits.committed_offset, 'at', commits.committed_at)
+            end,
+            true
         ) over by_time as kafka
     from commits
-    where group_id in (select group_id from dual_groups)
+    where commits.group_id in (select dual_groups.group_id from dual_groups)
     window by_time as (
         partition by group_id, topic, `partition`
         order by committed_at, source, commit_seq
@@ -34,13 +46,13 @@ held as (
 )
 
 select
-    run_id,
-    group_id,
-    topic,
-    `partition`,
-    committed_at as changed_at,
-    source as changed_store,
-    commit_seq,
+    held.run_id,
+    held.group_id,
+    held.topic,
+    held.`partition`,
+    held.committed_at as changed_at,
+    held.source as changed_store,
+    held.commit_seq,
     zk.o as zk_offset,
     kafka.o as kafka_offset,
     kafka.o - zk.o as drift,

@@ -12,24 +12,32 @@
 with steps as (
     select
         positions.*,
-        logs.log_start_offset,
+        partition_log.log_start_offset,
         positions.committed_offset - positions.previous_committed_offset as jump,
         percentile_approx(
-            case when positions.committed_offset > positions.previous_committed_offset
-                then positions.committed_offset - positions.previous_committed_offset end, 0.5
+            case
+                when positions.committed_offset > positions.previous_committed_offset
+                    then positions.committed_offset - positions.previous_committed_offset
+            end, 0.5
         ) over (partition by positions.group_id, positions.topic, positions.`partition`) as median_step,
         count(case when positions.committed_offset > positions.previous_committed_offset then 1 end)
             over (partition by positions.group_id, positions.topic, positions.`partition`) as forward_steps
     from {{ ref('int_commit_positions') }} as positions
-    left join {{ ref('int_partition_log') }} as logs
-        on logs.topic = positions.topic
-        and logs.`partition` = positions.`partition`
-    where positions.previous_committed_offset is not null
-      and positions.committed_offset <> positions.previous_committed_offset
+    left join {{ ref('int_partition_log') }} as partition_log
+        on
+            positions.topic = partition_log.topic
+            and positions.`partition` = partition_log.`partition`
+    where
+        positions.previous_committed_offset is not null
+        and positions.committed_offset <> positions.previous_committed_offset
 ),
 
 batch_starts as (
-    select distinct topic, `partition`, base_offset, first_timestamp
+    select distinct
+        topic,
+        `partition`,
+        base_offset,
+        first_timestamp
     from {{ ref('stg_kafka__batch_timestamps') }}
     where not is_control
 ),
@@ -39,7 +47,7 @@ classified as (
         steps.*,
         batch_starts.first_timestamp as batch_first_timestamp,
         abs(steps.jump) >= {{ var('reset_min_records') }}
-            and (steps.forward_steps < 3 or abs(steps.jump) > {{ var('reset_step_factor') }} * steps.median_step)
+        and (steps.forward_steps < 3 or abs(steps.jump) > {{ var('reset_step_factor') }} * steps.median_step)
             as unexplained,
         case
             when steps.jump < 0 and steps.committed_offset <= steps.log_start_offset then 'earliest'
@@ -48,9 +56,10 @@ classified as (
         end as candidate
     from steps
     left join batch_starts
-        on batch_starts.topic = steps.topic
-        and batch_starts.`partition` = steps.`partition`
-        and batch_starts.base_offset = steps.committed_offset
+        on
+            steps.topic = batch_starts.topic
+            and steps.`partition` = batch_starts.`partition`
+            and steps.committed_offset = batch_starts.base_offset
 )
 
 select
@@ -64,13 +73,16 @@ select
     previous_committed_offset,
     committed_offset,
     jump as size_records,
-    (unix_millis(case when candidate = 'latest' then head_at else coalesce(record_at, head_at) end)
-        - unix_millis(previous_record_at)) / 1000D as size_seconds,
+    (
+        unix_millis(case when candidate = 'latest' then head_at else coalesce(record_at, head_at) end)
+        - unix_millis(previous_record_at)
+    ) / 1000D as size_seconds,
     case when candidate = 'timestamp' then batch_first_timestamp end as reset_to_timestamp,
     previous_committed_at,
     committed_at,
     head_offset,
     log_start_offset
 from classified
-where candidate = 'earliest'
-   or (candidate in ('latest', 'timestamp') and unexplained)
+where
+    candidate = 'earliest'
+    or (candidate in ('latest', 'timestamp') and unexplained)

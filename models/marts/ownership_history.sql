@@ -54,9 +54,15 @@ kafka as (
         cast(null as bigint) as until_zxid
     from {{ source('group_history', 'group_assignments') }} as a
     inner join generations as g
-        on g.group_id = a.group_id and g.offsets_partition = a.offsets_partition and g.log_offset = a.log_offset
+        on a.group_id = g.group_id and a.offsets_partition = g.offsets_partition and a.log_offset = g.log_offset
 )
 
-select '{{ var("run_id") }}' as run_id, * from zookeeper
+select
+    '{{ var("run_id") }}' as run_id,
+    *
+from zookeeper
 union all
-select '{{ var("run_id") }}' as run_id, * from kafka
+select
+    '{{ var("run_id") }}' as run_id,
+    *
+from kafka

@@ -39,15 +39,28 @@ generations as (
 ),
 
 members as (
-    select group_id, offsets_partition, log_offset, collect_set(member_id) as member_ids
+    select
+        group_id,
+        offsets_partition,
+        log_offset,
+        collect_set(member_id) as member_ids
     from {{ source('group_history', 'group_assignments') }}
     group by group_id, offsets_partition, log_offset
 ),
 
 claims as (
-    select group_id, offsets_partition, log_offset, count(*) as double_claimed
+    select
+        group_id,
+        offsets_partition,
+        log_offset,
+        count(*) as double_claimed
     from (
-        select group_id, offsets_partition, log_offset, topic, `partition`
+        select
+            group_id,
+            offsets_partition,
+            log_offset,
+            topic,
+            `partition`
         from {{ source('group_history', 'group_assignments') }}
         group by group_id, offsets_partition, log_offset, topic, `partition`
         having count(distinct member_id) > 1
@@ -63,10 +76,11 @@ kafka as (
         cast(null as bigint) as state_zxid,
         case
             when g.previous_log_offset is null then 'first'
-            when size(array_except(now.member_ids, before.member_ids)) > 0
-                and size(array_except(before.member_ids, now.member_ids)) > 0 then 'members_replaced'
-            when size(array_except(now.member_ids, before.member_ids)) > 0 then 'member_joined'
-            when size(array_except(before.member_ids, now.member_ids)) > 0 then 'member_left'
+            when
+                size(array_except(now.member_ids, previous.member_ids)) > 0
+                and size(array_except(previous.member_ids, now.member_ids)) > 0 then 'members_replaced'
+            when size(array_except(now.member_ids, previous.member_ids)) > 0 then 'member_joined'
+            when size(array_except(previous.member_ids, now.member_ids)) > 0 then 'member_left'
             else 'same_members'
         end as trigger,
         cast(null as string) as trigger_op,
@@ -79,13 +93,15 @@ kafka as (
         cast(null as int) as wrong_owner_partitions
     from generations as g
     left join members as now
-        on now.group_id = g.group_id and now.offsets_partition = g.offsets_partition and now.log_offset = g.log_offset
-    left join members as before
-        on before.group_id = g.group_id and before.offsets_partition = g.offsets_partition
-        and before.log_offset = g.previous_log_offset
+        on g.group_id = now.group_id and g.offsets_partition = now.offsets_partition and g.log_offset = now.log_offset
+    left join members as previous
+        on
+            g.group_id = previous.group_id and g.offsets_partition = previous.offsets_partition
+            and g.previous_log_offset = previous.log_offset
     left join claims
-        on claims.group_id = g.group_id and claims.offsets_partition = g.offsets_partition
-        and claims.log_offset = g.log_offset
+        on
+            g.group_id = claims.group_id and g.offsets_partition = claims.offsets_partition
+            and g.log_offset = claims.log_offset
 ),
 
 both_eras as (

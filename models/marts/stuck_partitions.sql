@@ -54,6 +54,7 @@ select
     lag_seconds_at_end,
     still_stuck
 from runs
-where commits >= {{ var('stuck_min_commits') }}
-  and head_offset_at_end > head_offset_at_start
-  and head_offset_at_end > committed_offset
+where
+    commits >= {{ var('stuck_min_commits') }}
+    and head_offset_at_end > head_offset_at_start
+    and head_offset_at_end > committed_offset

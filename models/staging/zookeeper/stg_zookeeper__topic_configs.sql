@@ -6,8 +6,9 @@ with latest as (
         from_json(cast(data as string), 'struct<config:map<string,string>>').config as config,
         row_number() over (partition by path order by mzxid desc) as copy_number
     from {{ source('zookeeper_raw', 'znodes') }}
-    where path like '/config/topics/%'
-      and instr(substring(path, length('/config/topics/') + 1), '/') = 0
+    where
+        path like '/config/topics/%'
+        and instr(substring(path, length('/config/topics/') + 1), '/') = 0
 )
 
 select
@@ -16,5 +17,5 @@ select
     config_value,
     '{{ var("run_id") }}' as run_id
 from latest
-lateral view explode(config) as config_name, config_value
+    lateral view explode(config) as config_name, config_value
 where copy_number = 1

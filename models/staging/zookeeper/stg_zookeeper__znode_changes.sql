@@ -18,7 +18,7 @@ named as (
 select
     zxid,
     seq,
-    `time` as changed_at,
+    time as changed_at,
     session,
     op,
     kind,
