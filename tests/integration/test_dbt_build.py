@@ -203,7 +203,7 @@ def test_a_mart_missing_a_declared_column_fails_the_build(spark, warehouse, tmp_
     declaration = project / "models" / "marts" / "_marts__models.yml"
     marts = yaml.safe_load(declaration.read_text())
     (frequency,) = [m for m in marts["models"] if m["name"] == "commit_frequency"]
-    frequency["columns"].append({"name": "source", "data_type": "string"})
+    frequency["columns"].append({"name": "origin", "data_type": "string"})
     declaration.write_text(yaml.safe_dump(marts, sort_keys=False))
     monkeypatch.setenv("KAUDIT_DBT_PROJECT_DIR", str(project))
 
