@@ -287,12 +287,8 @@ def _kafka_members(wh: Warehouse, run_id: str) -> tuple[dict, dict]:
     members = _read(wh, "raw/group_members", run_id, ["group_id", "offsets_partition", "log_offset", "member_id",
                                                        "client_host"])
     at = {(r["group_id"], r["offsets_partition"], r["log_offset"]): r for r in meta.to_pylist()}
-    newest: dict[str, tuple] = {}  # group -> (its latest record's rank, key)
-    for key, r in at.items():
-        rank = tuple(r[c] for c in GROUP_RECORD_ORDER)
-        if key[0] not in newest or rank > newest[key[0]][0]:
-            newest[key[0]] = (rank, key)
-    latest = {group: key for group, (_, key) in newest.items()}
+    latest = {r["group_id"]: (r["group_id"], r["offsets_partition"], r["log_offset"])
+              for r in _latest(list(at.values()), "group_id")}  # a group whose latest record is a tombstone: none
     info: dict[tuple[str, str], tuple] = {}
     current: dict[str, set] = defaultdict(set)
     for r in sorted(members.to_pylist(), key=lambda r: (r["offsets_partition"], r["log_offset"])):
@@ -300,7 +296,7 @@ def _kafka_members(wh: Warehouse, run_id: str) -> tuple[dict, dict]:
         stamp = at[key]["state_timestamp"] if key in at else None
         host, since = info.get((r["group_id"], r["member_id"]), (None, None))
         info[(r["group_id"], r["member_id"])] = (r["client_host"] or host, since or stamp)
-        if latest.get(r["group_id"]) == key and not at[key]["is_tombstone"]:
+        if latest.get(r["group_id"]) == key:
             current[r["group_id"]].add(r["member_id"])
     for group, member, host in _kip848_members(wh, run_id):
         info[(group, member)] = (host, None)
