@@ -26,7 +26,7 @@ from pathlib import Path
 
 from testkit.zk_server import start_zk
 
-VERSION = 2  # of the script below: a cached clean data dir is rebuilt when it changes
+VERSION = 3  # of the script below: a cached clean data dir is rebuilt when it changes
 KINDS = ("truncate_log", "flip_log", "zero_length", "huge_length", "drop_txn", "garbage_in_log",
          "flip_snapshot", "truncate_snapshot", "garbage_log_file", "utf8_path", "forged_txn")
 
