@@ -41,6 +41,14 @@ SEP = "\x01"
 NO_END = (1 << 63) - 1  # the end of an interval that lasts to the end of the history
 
 
+def _materialized(df: DataFrame) -> DataFrame:
+    """``df`` computed once and cut from its lineage. The states, expected owners and audit
+    reuse each other several times over; as plain DataFrames each reuse copies the whole
+    subtree, and the demo's plan grew until Spark's analyzer ran for over half an hour.
+    ``cache()`` keeps the tree (its lookup canonicalizes it); a local checkpoint replaces it."""
+    return df.localCheckpoint(eager=True)
+
+
 def _no_null_broker() -> Column:
     return F.coalesce(F.col("broker_id"), F.lit(-1))
 
@@ -129,7 +137,7 @@ def expected_states(states: DataFrame, registrations: DataFrame, topics: DataFra
     wanted = regs.select(F.col("_topic").alias("topic"), "state_zxid", F.col("topic").alias("_key")).distinct()
     parts = topics.join(wanted, "topic").where(_live_at(F.col("state_zxid")))
     parts = parts.select(F.col("_key").alias("_key"), "topic", "partition", "broker_id")
-    threads = assignment_zk.consumer_threads(regs.drop("_topic", "state_zxid")).cache()
+    threads = _materialized(assignment_zk.consumer_threads(regs.drop("_topic", "state_zxid")))
     ranged = assignment_zk.is_range_group(assignors, "_group")
     threads = threads.withColumn("_group", F.substring_index("group_id", SEP, 1))
     keyed = parts.select(F.col("_key").alias("topic"), "partition", "broker_id")
@@ -145,28 +153,28 @@ def expected_states(states: DataFrame, registrations: DataFrame, topics: DataFra
     )
     out = ["group_id", "topic", "partition", "broker_id", "expected_owner", "assignor"]
     both = by_range.select(*out).unionByName(by_rr)
-    return both.select(
+    return _materialized(both.select(
         F.substring_index("group_id", SEP, 1).alias("group_id"),
         F.substring_index("group_id", SEP, -1).cast("bigint").alias("state_zxid"),
         F.substring_index("topic", SEP, 1).alias("topic"),
         "partition", "broker_id", "expected_owner", "assignor",
-    )
+    ))
 
 
 def settled_states(changes: DataFrame, assignors: dict[str, str]) -> tuple[DataFrame, DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``, owner intervals) of the run."""
-    registrations = _parsed(intervals(changes, "consumer_ids"), registry.parse_registrations)
-    topics = _parsed_topics(intervals(changes, "broker_topics"))
-    owners = _parsed(intervals(changes, "consumer_owners"), registry.parse_owners)
+    registrations = _materialized(_parsed(intervals(changes, "consumer_ids"), registry.parse_registrations))
+    topics = _materialized(_parsed_topics(intervals(changes, "broker_topics")))
+    owners = _materialized(_parsed(intervals(changes, "consumer_owners"), registry.parse_owners))
     times = changes.groupBy("zxid").agg(F.min("time").alias("at"))
     last = changes.agg(F.max("zxid")).first()[0] or 0
 
     by_group = Window.partitionBy("group_id").orderBy("state_zxid")
-    states = triggers(changes, registrations).select(
+    states = _materialized(triggers(changes, registrations).select(
         "*",
         F.lead("state_zxid").over(by_group).alias("next_zxid"),
         F.lead("started_at").over(by_group).alias("next_at"),
-    ).cache()
+    ))
     # broker_id is null for 0.8+ partitions: -1 in the join keys (joins by name are not null-safe)
     expected = expected_states(states, registrations, topics, assignors).withColumn("broker_id", _no_null_broker())
     owners = owners.withColumn("broker_id", _no_null_broker())
@@ -201,12 +209,12 @@ def settled_states(changes: DataFrame, assignors: dict[str, str]) -> tuple[DataF
         .otherwise("ok")
     )
     span = F.coalesce(F.col("next_zxid"), F.lit(last + 1)) - F.col("state_zxid")
-    audit = audit.select(
+    audit = _materialized(audit.select(
         "group_id", "state_zxid", "topic", "partition", F.nullif(F.col("broker_id"), F.lit(-1)).alias("broker_id"),
         "expected_owner", F.col("owner").alias("observed_owner"), status.alias("status"), "owner_since",
         "_last_release", "assignor",
         (F.col("expected_owner").isNotNull() & (F.coalesce("_covered", F.lit(0)) < span)).alias("had_no_owner"),
-    ).cache()
+    ))
 
     settle = audit.groupBy("group_id", "state_zxid").agg(
         F.bool_and(F.col("status") == "ok").alias("settled"),
