@@ -17,7 +17,7 @@ from pipelines.kafka.batch_times import CHECKPOINT_FILE, batch_table, checkpoint
 from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
 from pipelines.kafka.log_end import SOURCE as LOG_END_SOURCE
 from pipelines.kafka.log_end import read_offsets_file, scan_partition
-from pipelines.kafka.offsets import TABLES, decode_file_to_parts, scan_markers
+from pipelines.kafka.offsets import TABLES, decode_file_to_parts
 from pipelines.kafka.paths import data_partition_dirs, offsets_segments
 from pipelines.procs import die_with
 from pipelines.tables import RAW_LOG_END_OFFSETS, TS
@@ -40,7 +40,7 @@ def _named(paths: list[Path]) -> str:
     return str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
 
 
-def _decode_job(job) -> tuple[dict[str, int], dict[str, int], pa.Table]:
+def _decode_job(job):
     return decode_file_to_parts(*job)
 
 
@@ -48,9 +48,9 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
     """Decode ``__consumer_offsets`` segments into the raw offsets/group tables of the run.
 
     Files are decoded in parallel processes; each writes its own Parquet parts into the
-    transaction's staging dirs after resolving its transactional commits against the markers
-    of its whole partition (read first, in a quick header pass). All tables are published
-    together when every file is done."""
+    transaction's staging dirs. A file with transactional commits is decoded again once the
+    markers of its whole partition are known (from the first pass over every file), to resolve
+    their states. All tables are published together when every file is done."""
     segments = offsets_segments(paths)
     scopes = sorted({s.scope for s in segments})
     ctx.say(f"offsets: {len(segments)} segment files in {len(scopes)} partitions")
@@ -69,24 +69,35 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
                 if t != "raw/quarantine":  # a shared table: its rows go through the step's writer
                     tx.staging_dir(t).mkdir(parents=True, exist_ok=True)
                     staging[t] = str(tx.staging_dir(t))
-            task = bar.add_task("reading transaction markers", total=len(segments))
-            markers: dict[str, list] = {scope: [] for scope in scopes}
-            for seg, found in zip(segments, run(scan_markers, segments), strict=True):
-                markers[seg.scope].append(found)
-                bar.advance(task)
-            by_scope = {scope: tuple(np.concatenate(parts) for parts in zip(*found, strict=True))
-                        for scope, found in markers.items()}
-            bar.update(task, visible=False)
             task = bar.add_task("decoding segments", total=len(segments))
-            jobs = [(seg, by_scope[seg.scope], staging, f"part-{STEP_OFFSETS}-{i:05d}")
-                    for i, seg in enumerate(segments)]
-            for rows, s, quarantine in run(_decode_job, jobs):
-                tx.write("raw/quarantine", quarantine)
-                for t, n in rows.items():
-                    counts[t] += n
-                for k, v in s.items():
-                    stats[k] = stats.get(k, 0) + v
-                bar.advance(task)
+            markers: dict[str, list] = {scope: [] for scope in scopes}
+
+            def decode(jobs) -> list[int]:
+                """Run ``jobs``; the indexes of the segments left for the second pass."""
+                later = []
+                for (i, seg, *_), out in zip(jobs, run(_decode_job, [job[1:] for job in jobs]), strict=True):
+                    if len(out) == 3:  # transactional commits: only its markers
+                        later.append(i)
+                        markers[seg.scope].append(out)
+                        continue
+                    rows, s, quarantine, own = out
+                    if jobs is first:
+                        markers[seg.scope].append(own)
+                    tx.write("raw/quarantine", quarantine)
+                    for t, n in rows.items():
+                        counts[t] += n
+                    for k, v in s.items():
+                        stats[k] = stats.get(k, 0) + v
+                    bar.advance(task)
+                return later
+
+            first = [(i, seg, None, staging, f"part-{STEP_OFFSETS}-{i:05d}") for i, seg in enumerate(segments)]
+            later = decode(first)
+            if later:
+                by_scope = {scope: tuple(np.concatenate(parts) for parts in zip(*found, strict=True))
+                            for scope, found in markers.items() if found}
+                decode([(i, segments[i], by_scope[segments[i].scope], staging, f"part-{STEP_OFFSETS}-{i:05d}")
+                        for i in later])
             for t in TABLES:
                 if not counts[t] or t == "raw/quarantine":
                     tx.writer(t)  # every table gets its partition, empty or not

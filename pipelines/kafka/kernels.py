@@ -11,6 +11,8 @@
 - :func:`decode_flat`   flat versioned structs (record keys, OffsetCommitValue) described by
   the op tables ``records.py`` compiles from its field tables.
 - :func:`gather_strings` (pos, len) spans -> Arrow string buffers.
+- :func:`dictionary_spans` (pos, len) spans -> dictionary indices + the distinct spans (the
+  repeating group and topic columns go to Arrow and Parquet dictionary-encoded).
 
 Error codes are plain ints (the kernels cannot raise typed errors); ``batches.py`` maps
 them to the typed errors of ``errors.py``.
@@ -553,22 +555,17 @@ def _walk_legacy(b, start, end, relative, wrapper_offset, check_crc, t32, out, k
 
 
 @njit(cache=True, nogil=True)
-def walk_records(b, regions, t32):
-    """Records of every region (R_* columns). Returns (records table, error code per region);
-    a region with an error contributes no rows."""
-    out = np.zeros((max(16, regions.shape[0] * 4), C_FIELDS), dtype=np.int64)
-    errs = np.zeros(regions.shape[0], dtype=np.int64)
-    k = 0
-    for r in range(regions.shape[0]):
+def _walk_regions(b, regions, t32, need, r, out, k, errs):
+    """:func:`walk_records` from region ``r`` on, while the next region's rows fit in ``out``;
+    returns (next region, row count). No array grows in this loop (numba keeps ``out`` in
+    registers: 4x faster than growing it in place)."""
+    while r < regions.shape[0]:
         reg = regions[r]
-        span = reg[R_END] - reg[R_START]
-        bound = span // 7 + 1 if reg[R_KIND] == KIND_V2 else span // 26 + 1
-        if reg[R_KIND] == KIND_V2 and (reg[R_COUNT] < 0 or reg[R_COUNT] > bound):
-            errs[r] = E_RECORDS
+        if need[r] < 0:
+            r += 1
             continue
-        need = reg[R_COUNT] if reg[R_KIND] == KIND_V2 else bound
-        while out.shape[0] < k + need:
-            out = _grow(out)
+        if k + need[r] > out.shape[0]:
+            return r, k
         if reg[R_KIND] == KIND_V2:
             last_delta = reg[R_LAST_OFFSET] - reg[R_OFFSET]
             res = _walk_v2(b, reg[R_START], reg[R_END], reg[R_COUNT], reg[R_OFFSET], last_delta, out, k, r,
@@ -578,24 +575,43 @@ def walk_records(b, regions, t32):
             elif res == -2:
                 res = -E_OFFSET_DELTAS
         else:
-            res = _walk_legacy(
-                b,
-                reg[R_START],
-                reg[R_END],
-                reg[R_KIND] == KIND_LEGACY_RELATIVE,
-                reg[R_OFFSET],
-                reg[R_CHECK_CRC] != 0,
-                t32,
-                out,
-                k,
-                r,
-                reg[R_FILE_POS],
-            )
+            res = _walk_legacy(b, reg[R_START], reg[R_END], reg[R_KIND] == KIND_LEGACY_RELATIVE, reg[R_OFFSET],
+                               reg[R_CHECK_CRC] != 0, t32, out, k, r, reg[R_FILE_POS])
         if res < 0:
             errs[r] = -res
         else:
             k = res
-    return out[:k], errs
+        r += 1
+    return r, k
+
+
+@njit(cache=True, nogil=True)
+def walk_records(b, regions, t32):
+    """Records of every region (R_* columns). Returns (records table, error code per region);
+    a region with an error contributes no rows."""
+    m = regions.shape[0]
+    errs = np.zeros(m, dtype=np.int64)
+    need = np.zeros(m, dtype=np.int64)  # the most rows of each region (-1: its count is impossible)
+    total = 0
+    for r in range(m):
+        reg = regions[r]
+        span = reg[R_END] - reg[R_START]
+        bound = span // 7 + 1 if reg[R_KIND] == KIND_V2 else span // 26 + 1
+        if reg[R_KIND] == KIND_V2 and (reg[R_COUNT] < 0 or reg[R_COUNT] > bound):
+            errs[r] = E_RECORDS
+            need[r] = -1
+        else:
+            need[r] = reg[R_COUNT] if reg[R_KIND] == KIND_V2 else bound
+            total += need[r]
+    # the declared counts, up to a row per 8 bytes of the file (a batch that lies about its
+    # count is walked after the table grows)
+    out = np.empty((max(16, min(total, b.shape[0] // 8)), C_FIELDS), dtype=np.int64)
+    r, k = 0, 0
+    while True:
+        r, k = _walk_regions(b, regions, t32, need, r, out, k, errs)
+        if r == m:
+            return out[:k], errs
+        out = _grow(out)
 
 
 @njit(cache=True, nogil=True)
@@ -734,3 +750,100 @@ def gather_strings(b, pos, length):
             for j in range(ln):
                 data[o + j] = b[s + j]
     return offsets, data
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _span_hash(b, s, ln):
+    """FNV-1a-style hash of ``b[s:s+ln]`` in four interleaved lanes (short dependency chains)."""
+    prime = np.uint64(1099511628211)
+    h0 = np.uint64(14695981039346656037)
+    h1, h2, h3 = h0 ^ np.uint64(1), h0 ^ np.uint64(2), h0 ^ np.uint64(3)
+    j = 0
+    while j + 4 <= ln:
+        h0 = (h0 ^ np.uint64(b[s + j])) * prime
+        h1 = (h1 ^ np.uint64(b[s + j + 1])) * prime
+        h2 = (h2 ^ np.uint64(b[s + j + 2])) * prime
+        h3 = (h3 ^ np.uint64(b[s + j + 3])) * prime
+        j += 4
+    while j < ln:
+        h0 = (h0 ^ np.uint64(b[s + j])) * prime
+        j += 1
+    h = h0 ^ (h1 * np.uint64(31)) ^ (h2 * np.uint64(961)) ^ (h3 * np.uint64(29791)) ^ np.uint64(ln)
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same(b, p, d, q, ln):
+    for j in range(ln):
+        if b[p + j] != d[q + j]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _dictionary_fill(b, pos, length, i, index, slots, uhash, offsets, data, m):
+    """:func:`dictionary_spans` from span ``i`` on, while the table stays under half load and the
+    distinct spans fit ``uhash``/``data``; returns (next span, distinct count). A loop without
+    growing arrays: numba keeps their pointers in registers."""
+    n = pos.shape[0]
+    mask = np.uint64(slots.shape[0] - 1)
+    while i < n:
+        ln = length[i]
+        if ln < 0:
+            index[i] = -1
+            i += 1
+            continue
+        s = pos[i]
+        h = _span_hash(b, s, ln)
+        k = h & mask
+        while True:
+            e = slots[k]
+            if e < 0 or (uhash[e] == h and offsets[e + 1] - offsets[e] == ln and _same(b, s, data, offsets[e], ln)):
+                break
+            k = (k + np.uint64(1)) & mask
+        if e < 0:
+            end = offsets[m]
+            if 2 * (m + 1) > slots.shape[0] or m == uhash.shape[0] or end + ln > data.shape[0]:
+                return i, m
+            data[end : end + ln] = b[s : s + ln]
+            offsets[m + 1] = end + ln
+            uhash[m] = h
+            slots[k] = m
+            e = m
+            m += 1
+        index[i] = e
+        i += 1
+    return i, m
+
+
+@njit(cache=True, nogil=True)
+def dictionary_spans(b, pos, length):
+    """Dictionary-encode spans (length -1 = null) by their bytes: (index int32 per span, -1 for
+    a null; the distinct spans in order of first use as Arrow string buffers: offsets int64[m+1],
+    data uint8). An open-addressing hash table (:func:`_span_hash`) grown at half load; a span
+    is compared with the dictionary's own copy (cache-resident), not with its first occurrence."""
+    n = pos.shape[0]
+    index = np.empty(n, dtype=np.int32)
+    slots = np.full(1024, -1, dtype=np.int64)
+    uhash = np.empty(256, dtype=np.uint64)
+    offsets = np.zeros(257, dtype=np.int64)
+    data = np.empty(4096, dtype=np.uint8)
+    i, m = 0, 0
+    while True:
+        i, m = _dictionary_fill(b, pos, length, i, index, slots, uhash, offsets, data, m)
+        if i == n:
+            break
+        if 2 * (m + 1) > slots.shape[0]:  # rehash at twice the size
+            slots = np.full(slots.shape[0] * 2, -1, dtype=np.int64)
+            mask = np.uint64(slots.shape[0] - 1)
+            for x in range(m):
+                k = uhash[x] & mask
+                while slots[k] >= 0:
+                    k = (k + np.uint64(1)) & mask
+                slots[k] = x
+        if m == uhash.shape[0]:
+            uhash = np.concatenate((uhash, np.empty(m, dtype=np.uint64)))
+            offsets = np.concatenate((offsets, np.zeros(m, dtype=np.int64)))
+        while offsets[m] + length[i] > data.shape[0]:
+            data = np.concatenate((data, np.empty(data.shape[0], dtype=np.uint8)))
+    return index, offsets[: m + 1].copy(), data[: offsets[m]].copy()

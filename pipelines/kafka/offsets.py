@@ -4,11 +4,11 @@ resolved across the partition's segments in log order. No Spark here.
 Two ways to run it:
 
 - :func:`decode_scope`: one partition in one call, in memory (the decoder's tests);
-- per file, in parallel (``kaudit extract offsets``): :func:`scan_markers` first reads only
-  the transaction markers of every segment (batch headers + the control batches), then
-  :func:`decode_file_to_parts` decodes each file independently, resolves its transactional
-  commits against its partition's markers and writes its Parquet parts itself, so neither
-  the decoding nor the Parquet encoding funnels through one process.
+- per file, in parallel (``kaudit extract offsets``): :func:`decode_file_to_parts` decodes
+  each file independently and writes its Parquet parts itself, so neither the decoding nor
+  the Parquet encoding funnels through one process. A file with transactional commits needs
+  the transaction markers of its whole partition (a later segment may hold them): it returns
+  its own markers, and is decoded again once every file's markers are known.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipelines.kafka import kernels as K
-from pipelines.kafka.batches import ATTR_CODEC, ATTR_CONTROL, V2_HEADER_SIZE, scan
 from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
 from pipelines.kafka.paths import Segment
-from pipelines.kafka.segment import SegmentResult, decode_segment, read_bytes
+from pipelines.kafka.segment import SegmentResult, decode_segment
 from pipelines.kafka.transactions import resolve, state_array
 from pipelines.tables import RAW
 
@@ -45,6 +43,8 @@ def decode_file(seg: Segment) -> SegmentResult:
 DICTIONARY_COLUMNS = ["group_id", "topic", "metadata", "segment_file", "txn_state", "protocol_type", "protocol",
                       "leader", "member_id", "client_id", "client_host", "group_instance_id", "subscribed_topics",
                       "topic_id"]
+# increasing int64 columns: delta encoding writes them in a fraction of the time and bytes of plain+zstd
+DELTA_COLUMNS = {"raw/offset_commits": {"log_offset": "DELTA_BINARY_PACKED", "commit_timestamp": "DELTA_BINARY_PACKED"}}
 
 Markers = tuple[np.ndarray, np.ndarray, np.ndarray]  # (log offset, producer id, is COMMIT)
 
@@ -62,48 +62,45 @@ def with_txn_states(commits: pa.Table, markers: Markers) -> pa.Table:
     return commits.set_column(commits.schema.get_field_index("txn_state"), "txn_state", state_array(state))
 
 
-def scan_markers(seg: Segment) -> Markers:
-    """The transaction markers of one segment without decoding its other records: the framing
-    walk (CRCs checked), then the records of its control batches only. Corrupt batches are
-    left to the full decode, which quarantines them."""
-    buf = read_bytes(seg.path)
-    bt = scan(buf, True, seg.bounds)
-    rows = np.flatnonzero((bt[:, K.B_ERR] == K.OK) & (bt[:, K.B_MAGIC] == 2) & ((bt[:, K.B_ATTRS] & ATTR_CONTROL) != 0))
-    regions = np.zeros((len(rows), K.R_FIELDS), dtype=np.int64)
-    regions[:, K.R_START] = bt[rows, K.B_POS] + V2_HEADER_SIZE
-    regions[:, K.R_END] = bt[rows, K.B_POS] + bt[rows, K.B_SIZE]
-    regions[:, K.R_KIND] = K.KIND_V2
-    regions[:, K.R_OFFSET] = bt[rows, K.B_BASE_OFFSET]
-    regions[:, K.R_LAST_OFFSET] = bt[rows, K.B_LAST_OFFSET]
-    regions[:, K.R_COUNT] = bt[rows, K.B_COUNT]
-    regions[:, K.R_FILE_POS] = -1
-    plain = (bt[rows, K.B_ATTRS] & ATTR_CODEC) == 0  # a broker never compresses a marker
-    regions, producer = regions[plain], bt[rows[plain], K.B_PRODUCER_ID]
-    recs, _ = K.walk_records(buf, regions, K.CRC32_TABLE)
-    key = recs[:, K.C_KEY_POS]
-    ok = recs[:, K.C_KEY_LEN] >= 4  # key: version int16, type int16
-    at = np.where(ok, key, 0)
-    ctype = np.where(ok, (buf[at + 2].astype(np.int64) << 8) | buf[at + 3], -1)
-    txn = (ctype == 0) | (ctype == 1)  # ABORT, COMMIT
-    return recs[txn, K.C_OFFSET].copy(), producer[recs[txn, K.C_REGION]], ctype[txn] == 1
-
-
 def decode_file_to_parts(
-    seg: Segment, markers: Markers, staging: dict[str, str], part: str
-) -> tuple[dict[str, int], dict[str, int], pa.Table]:
+    seg: Segment, markers: Markers | None, staging: dict[str, str], part: str
+) -> tuple[dict[str, int], dict[str, int], pa.Table, Markers] | Markers:
     """Decode one segment, resolve its transactional commits with its partition's ``markers``
     and write each non-empty table as ``<staging[table]>/<part>.parquet``. Returns (rows per
-    table, stats, its quarantine rows) - quarantine is a shared table the caller writes."""
+    table, stats, its quarantine rows, its own markers) - quarantine is a shared table the
+    caller writes. Without ``markers`` (the first pass, before the partition's are known), a
+    segment whose commits are transactional writes nothing and returns only its own markers:
+    the caller decodes it again with all of them."""
     r = decode_file(seg)
     tables = dict(r.tables)
-    tables["raw/offset_commits"] = with_txn_states(tables["raw/offset_commits"], markers)
+    own = (r.marker_offset, r.marker_producer, r.marker_commit)
+    commits = tables["raw/offset_commits"]
+    if markers is None:
+        if commits.num_rows and pc.any(commits["is_transactional"]).as_py():
+            return own
+        markers = own  # no transactional commit: no state to resolve
+    tables["raw/offset_commits"] = with_txn_states(commits, markers)
     counts = {}
     for t, data in tables.items():
         counts[t] = data.num_rows
         if t in staging and data.num_rows:
-            pq.write_table(data.cast(RAW[t]), f"{staging[t]}/{part}.parquet", compression="zstd",
-                           use_dictionary=DICTIONARY_COLUMNS)
-    return counts, r.stats, tables["raw/quarantine"]
+            write_part(t, data, f"{staging[t]}/{part}.parquet")
+    return counts, r.stats, tables["raw/quarantine"], own
+
+
+def write_part(table: str, data: pa.Table, path: str) -> None:
+    """One Parquet part of ``table``. Dictionary-encoded columns (``segment.encoded``) go to
+    the file as they are, indices and dictionary (no hashing of the strings again); the Arrow
+    schema is then not stored in the file, so a reader sees the declared types (a Parquet
+    string column reads as ``string``, as when it was written from one)."""
+    encoded = [f.name for f in data.schema if pa.types.is_dictionary(f.type)]
+    if not encoded:
+        data = data.cast(RAW[table])
+    # no min/max statistics of the dictionary-encoded columns: a fifth of the write time
+    # (bench_offsets.py), and a part's group ids span nearly the whole range anyway
+    stats = [n for n in data.column_names if n not in encoded] if encoded else True
+    pq.write_table(data, path, compression="zstd", use_dictionary=DICTIONARY_COLUMNS, store_schema=not encoded,
+                   column_encoding=DELTA_COLUMNS.get(table), write_statistics=stats)
 
 
 def assemble_scope(results: list[SegmentResult]) -> tuple[dict[str, pa.Table], dict[str, int]]:
@@ -112,6 +109,7 @@ def assemble_scope(results: list[SegmentResult]) -> tuple[dict[str, pa.Table], d
     markers = tuple(np.concatenate([getattr(r, f) for r in results] or [np.zeros(0)])
                     for f in ("marker_offset", "marker_producer", "marker_commit"))
     tables["raw/offset_commits"] = with_txn_states(tables["raw/offset_commits"], markers)
+    tables = {t: data.cast(RAW[t]) for t, data in tables.items()}  # the declared types
     stats: dict[str, int] = {}
     for r in results:
         for k, v in r.stats.items():

@@ -111,6 +111,27 @@ def _strings(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[pa.A
     return arr, bad
 
 
+def _dictionary(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Like :func:`_strings`, dictionary-encoded in the kernel (int32 indices + the distinct
+    strings, UTF-8 checked once each); plain strings when a distinct one is not UTF-8."""
+    index, offsets, data = K.dictionary_spans(buf, np.ascontiguousarray(pos), np.ascontiguousarray(length))
+    values = pa.Array.from_buffers(pa.string() if len(data) < 2**31 else pa.large_string(), len(offsets) - 1,
+                                   [None, pa.py_buffer(offsets.astype(np.int32) if len(data) < 2**31 else offsets),
+                                    pa.py_buffer(data)])
+    try:
+        values.validate(full=True)
+    except pa.ArrowInvalid:
+        return _strings(buf, pos, length)
+    null = index < 0
+    indices = pa.array(index, pa.int32(), mask=null if null.any() else None)
+    return pa.DictionaryArray.from_arrays(indices, values), np.zeros(len(index), dtype=bool)
+
+
+def _repeat(text: str, n: int) -> pa.Array:
+    """``n`` times the same string: one dictionary entry."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([text], pa.string()))
+
+
 _B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
 
 
@@ -132,15 +153,6 @@ def _uuid_texts(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> pa.Arra
     bitmap = None if m == n else pa.py_buffer(np.packbits(has, bitorder="little"))
     data = pa.py_buffer(_B64URL[sextets].tobytes())
     return pa.Array.from_buffers(pa.string(), n, [bitmap, pa.py_buffer(offsets), data], null_count=n - m)
-
-
-def _repeat(text: str, n: int) -> pa.Array:
-    """``n`` times the same string, built straight into Arrow buffers."""
-    data = text.encode()
-    offsets = np.arange(n + 1, dtype=np.int64) * len(data)
-    typ = pa.string() if offsets[-1] < 2**31 else pa.large_string()
-    offsets = offsets.astype(np.int32) if typ == pa.string() else offsets
-    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
 def _ts(values: np.ndarray, null: np.ndarray) -> pa.Array:
@@ -275,10 +287,25 @@ class _Keys:
             match |= self.type == t
         return np.flatnonzero(self.ok & match)
 
-    def strings(self, r: _Records, field: str, j: np.ndarray, valid: np.ndarray | None = None):
+    def strings(self, r: _Records, field: str, j: np.ndarray, valid: np.ndarray | None = None,
+                dictionary: bool = False):
         slot = self.ops.str_slots[field]
         length = self.slen[j, slot] if valid is None else np.where(valid, self.slen[j, slot], -1)
-        return _strings(r.buf, self.spos[j, slot], length)
+        return (_dictionary if dictionary else _strings)(r.buf, self.spos[j, slot], length)
+
+
+# raw/offset_commits as decoded: its repeating strings dictionary-encoded (Arrow dictionary
+# arrays); ``encoded`` -> RAW_OFFSET_COMMITS is a cast, and Parquet stores both the same way
+DICTIONARY_ENCODED = ("group_id", "topic", "metadata", "txn_state", "segment_file")
+
+
+def encoded(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its :data:`DICTIONARY_ENCODED` columns as int32-indexed dictionaries."""
+    return pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in DICTIONARY_ENCODED else f
+                      for f in schema])
+
+
+ENCODED_OFFSET_COMMITS = encoded(RAW_OFFSET_COMMITS)
 
 
 def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
@@ -294,12 +321,12 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
         if verr[j] == K.E_UNKNOWN_VERSION:
             why = f"unknown OffsetCommitValue version {vver[j]}"
         r.reject(ci[j], UndecodableValue(f"{why} (log offset {r.offset[ci[j]]})"))
-    group, bad_g = keys.strings(r, "group", cj)
-    topic, bad_t = keys.strings(r, "topic", cj)
+    group, bad_g = keys.strings(r, "group", cj, dictionary=True)
+    topic, bad_t = keys.strings(r, "topic", cj, dictionary=True)
     ts = vops.str_slots["topic_id"]
     topic_ids = _uuid_texts(r.buf, vspos[:, ts], np.where(tomb, -1, vslen[:, ts]))
     ms = vops.str_slots["metadata"]
-    meta, bad_m = _strings(r.buf, vspos[:, ms], np.where(tomb, -1, vslen[:, ms]))
+    meta, bad_m = _dictionary(r.buf, vspos[:, ms], np.where(tomb, -1, vslen[:, ms]))
     for j in np.flatnonzero((verr == 0) & (bad_g | bad_t | bad_m)):
         err = UndecodableKey("group or topic") if bad_g[j] or bad_t[j] else UndecodableValue("metadata")
         r.reject(ci[j], type(err)(f"{err} is not UTF-8 (log offset {r.offset[ci[j]]})"))
@@ -330,11 +357,12 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
         "log_offset": pa.array(r.offset[ci]),
         "producer_id": pa.array(r.producer[ci]),
         "is_transactional": pa.array(r.is_txn[ci]),
-        "txn_state": pa.nulls(n, pa.string()),  # resolved per partition (offsets.with_txn_states)
+        # resolved per partition (offsets.with_txn_states)
+        "txn_state": pa.nulls(n, ENCODED_OFFSET_COMMITS.field("txn_state").type),
         "segment_file": _repeat(r.path, n),
         "topic_id": pick(topic_ids),
     }
-    return pa.Table.from_pydict(cols).select(RAW_OFFSET_COMMITS.names).cast(RAW_OFFSET_COMMITS)
+    return pa.Table.from_pydict(cols).select(RAW_OFFSET_COMMITS.names).cast(ENCODED_OFFSET_COMMITS)
 
 
 def _group_records(r: _Records, keys: _Keys, gj: np.ndarray) -> tuple[dict[str, pa.Table], np.ndarray]:

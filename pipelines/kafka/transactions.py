@@ -45,6 +45,6 @@ def resolve(
 
 
 def state_array(state: np.ndarray) -> pa.Array:
-    """'committed' | 'aborted' | 'pending' | null, as an Arrow string array."""
+    """'committed' | 'aborted' | 'pending' | null, as a dictionary-encoded Arrow string array."""
     indices = pa.array(state.astype(np.int32), mask=state < 0)
-    return pa.DictionaryArray.from_arrays(indices, STATES).cast(pa.string())
+    return pa.DictionaryArray.from_arrays(indices, STATES)

@@ -155,3 +155,18 @@ def test_v2_batch_header_known_bytes():
     assert row[K.B_ERR] == K.OK
     got = (row[K.B_BASE_OFFSET], row[K.B_ATTRS], row[K.B_PRODUCER_ID], row[K.B_COUNT], row[K.B_MAX_TS])
     assert got == (100, 0x30, 7, 1, 1)
+
+
+def test_dictionary_spans_known_bytes():
+    """Spans -> (index per span, distinct spans in order of first use); nulls are -1. 3,000
+    distinct words also grow the hash table (1,024 slots) and the dictionary's buffers."""
+    words = [b"g1", b"", b"topic", b"g1", None, b"\xc3\xa9t\xc3\xa9", b"topic", b""]
+    words += [b"w%05d" % (i % 3000) for i in range(6000)]
+    buf = np.frombuffer(b"".join(w or b"" for w in words), dtype=np.uint8)
+    length = np.array([-1 if w is None else len(w) for w in words], dtype=np.int64)
+    pos = np.concatenate([[0], np.cumsum(np.maximum(length, 0))[:-1]]).astype(np.int64)
+    index, offsets, data = K.dictionary_spans(buf, pos, length)
+    distinct = list(dict.fromkeys(w for w in words if w is not None))
+    assert [bytes(data[offsets[i] : offsets[i + 1]]) for i in range(len(offsets) - 1)] == distinct
+    at = {w: i for i, w in enumerate(distinct)}
+    assert index.tolist() == [-1 if w is None else at[w] for w in words]
