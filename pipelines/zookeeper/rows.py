@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pipelines.tables import RAW_ZNODES
 
@@ -139,6 +138,8 @@ def parent_index(paths) -> tuple[np.ndarray, np.ndarray]:
     idx, ok = kernels.preorder_parents(values, starts, lengths, plen)
     if ok:  # a snapshot as written: no hashing needed
         return idx, is_root
+    import pyarrow.compute as pc  # ~0.08 s to import: only for trees not in pre-order
+
     parents = Spans(values, starts, plen).take(None, pa.large_string())
     idx = pc.index_in(parents, value_set=paths.take(None, pa.large_string())).to_numpy(zero_copy_only=False)
     idx = np.where(np.isnan(idx), -1, idx).astype(np.int64) if idx.dtype.kind == "f" else idx.astype(np.int64)
