@@ -105,7 +105,7 @@ def _slices(rows: pa.Table) -> Iterator[pa.Table]:
 
 def _taken(rows: PathOrder) -> Iterator[pa.Table]:
     for start in range(0, rows.num_rows, BATCH):
-        yield rows.take(start, start + BATCH)
+        yield rows.take(start, start + BATCH, wide=False)
 
 
 def _zxid_range(rows: pa.Table) -> dict:
