@@ -17,6 +17,11 @@ Issue 22 (target: CLI >= 6x SnapshotFormatter), 1M znodes (107.8 MB snapshot), `
     before (main 7c14e3f)      3.6      1.40 s          6.29 s          4.5x / 4.4x
     before (main 7c14e3f)     19.0      6.18 s         23.66 s          3.8x / 4.2x
     after                     22.5      4.30 s         22.73 s          5.3x / 5.5x
+    after                     16.4      3.44 s         15.57 s          4.5x / 4.7x
+    before (main 7c14e3f)     16.3      4.89 s         16.58 s          3.4x / 4.3x
+
+Each before/after pair was run back to back. The CLI gained 1.5-1.9 s at load 16-22; the work
+removed is ~0.4 s at load 3-4 by the phase timings below. The 6x target is not met in these runs.
 
 Where the CLI's time went before (load 3-4, one process, phases timed in turn; cProfile for
 the kernels): process start and imports 0.43 s (pyarrow + numpy ~0.2 s, pyarrow.compute
