@@ -66,7 +66,8 @@ def step_lines(warehouse: Warehouse, run_id: str, step: str, label: str, shown: 
     path = warehouse.partition_dir("raw/quarantine", run_id) / f"part-{step}.parquet"
     if not path.is_file():
         return []
-    rows = pq.read_table(path, columns=["location", "reason"]).to_pylist()
+    # ParquetFile, not pq.read_table: that imports pyarrow.dataset (~0.03 s of a short extract)
+    rows = pq.ParquetFile(path).read(columns=["location", "reason"]).to_pylist()
     if not rows:
         return []
     kinds = Counter(reason_kind(r["reason"] or "") for r in rows)

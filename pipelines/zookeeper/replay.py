@@ -28,15 +28,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from pipelines.zookeeper.digest import MASK, node_digest, signed
-from pipelines.zookeeper.history import ChangeLog
 from pipelines.zookeeper.rows import CONTAINER_OWNER, PERSISTED_STAT, Spans, StatRecords
 from pipelines.zookeeper.snapshot import Snapshot
 from pipelines.zookeeper.txnlog import Txn
+
+if TYPE_CHECKING:
+    from pipelines.zookeeper.history import ChangeLog
 
 STATS = PERSISTED_STAT
 INT32 = {"version", "cversion", "aversion"}
@@ -81,6 +84,8 @@ class Tree:
 
     def keep_history(self, zxid: int) -> ChangeLog:
         """Record the changes from now on (and the nodes already there, as of ``zxid``)."""
+        from pipelines.zookeeper.history import ChangeLog  # and pyarrow.compute: only when logs are replayed
+
         self.history = ChangeLog()
         self.history.start_from(self.paths, self.data, {k: v[: self.n] for k, v in self.cols.items()}, zxid)
         return self.history

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pipelines.tables import RAW_ZNODES
 
@@ -74,8 +73,9 @@ class Spans:
         return len(self.starts)
 
     def take(self, order: np.ndarray | None, typ: pa.DataType) -> pa.Array:
-        """Values ``order`` (default all, in order) as an Arrow ``large_string`` or
-        ``large_binary`` array (``typ``)."""
+        """Values ``order`` (default all, in order) as an Arrow array of type ``typ``:
+        ``large_string``/``large_binary``, or ``string``/``binary`` (32-bit offsets; more than
+        2 GiB of values raise :class:`pyarrow.ArrowInvalid`, as a cast would)."""
         from pipelines.zookeeper.native import kernels as native
 
         starts, lengths = (self.starts, self.lengths) if order is None else (self.starts[order], self.lengths[order])
@@ -87,6 +87,10 @@ class Spans:
         valid = lengths >= 0
         nulls = int(n - np.count_nonzero(valid))
         bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+        if not (pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)):
+            if out_offsets[-1] > np.iinfo(np.int32).max:
+                raise pa.ArrowInvalid(f"{out_offsets[-1]} bytes of values do not fit the 32-bit offsets of {typ}")
+            out_offsets = out_offsets.astype(np.int32)
         return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(out_offsets), pa.py_buffer(out)], null_count=nulls)
 
     def rebased(self, rows: np.ndarray, skip: int) -> Spans:
@@ -139,6 +143,8 @@ def parent_index(paths) -> tuple[np.ndarray, np.ndarray]:
     idx, ok = kernels.preorder_parents(values, starts, lengths, plen)
     if ok:  # a snapshot as written: no hashing needed
         return idx, is_root
+    import pyarrow.compute as pc  # ~0.08 s to import: only for trees not in pre-order
+
     parents = Spans(values, starts, plen).take(None, pa.large_string())
     idx = pc.index_in(parents, value_set=paths.take(None, pa.large_string())).to_numpy(zero_copy_only=False)
     idx = np.where(np.isnan(idx), -1, idx).astype(np.int64) if idx.dtype.kind == "f" else idx.astype(np.int64)
@@ -192,8 +198,10 @@ class PathOrder:
     def num_rows(self) -> int:
         return len(self.sort)
 
-    def take(self, start: int = 0, stop: int | None = None) -> pa.Table:
-        """Rows ``start:stop`` of the sorted ``raw/znodes`` rows: the client's view of them."""
+    def take(self, start: int = 0, stop: int | None = None, *, wide: bool = True) -> pa.Table:
+        """Rows ``start:stop`` of the sorted ``raw/znodes`` rows: the client's view of them.
+        ``wide``: paths and data as ``large_string``/``large_binary``, else as the table's own
+        ``string``/``binary`` (what the writer takes without a cast)."""
         stop = self.num_rows if stop is None else min(stop, self.num_rows)
         order = self.sort.head(stop)[start:]
         stat = _take_stats(self.stats, order)
@@ -202,8 +210,8 @@ class PathOrder:
         return pa.Table.from_arrays(
             [
                 _constant(self.source, len(order)),
-                self.paths.take(order, pa.large_string()),
-                self.data.take(order, pa.large_binary()),
+                self.paths.take(order, pa.large_string() if wide else pa.string()),
+                self.data.take(order, pa.large_binary() if wide else pa.binary()),
                 _arrow(stat["czxid"], pa.int64()),
                 _arrow(stat["mzxid"], pa.int64()),
                 _arrow(stat["pzxid"], pa.int64()),
@@ -373,5 +381,7 @@ def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
 
 
 def to_schema(table: pa.Table) -> pa.Table:
-    """The ``raw/znodes`` Arrow schema (32-bit offsets), for writing."""
-    return table.select(RAW_ZNODES.names).cast(RAW_ZNODES)
+    """The ``raw/znodes`` Arrow schema (32-bit offsets), for writing (a cast imports
+    pyarrow.compute, ~0.06 s: none when the table already has it)."""
+    table = table.select(RAW_ZNODES.names)
+    return table if table.schema.equals(RAW_ZNODES) else table.cast(RAW_ZNODES)

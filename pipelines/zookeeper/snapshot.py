@@ -23,6 +23,7 @@ from __future__ import annotations
 import gzip
 import mmap
 import re
+import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,6 +223,9 @@ def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
         if status == tables.UNREASONABLE:
             raise UnreasonableLength(file, err_pos, f"unreasonable length {bad_len} in node record {n}")
         raise Truncated(file, err_pos, f"{reason} (record {n})")
+    # the seal's Adler32 of everything before it, on another core while the walk computes the
+    # node digests (zlib releases the GIL): ~0.07 s of 1M znodes
+    sealed = _Adler32(buf, end)
     cols = kernels().walk_nodes(arr, r.pos, n, tables.CRC_TABLES8, tables.ZK_PREFIX)
     nodes = NodeColumns(arr, *cols)
     r.pos = end
@@ -229,7 +233,7 @@ def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
     snap = Snapshot(file, zxid_of(path.name, "snapshot"), dbid, sessions, acls, nodes, compression=compression)
     snap.computed_digest = int(kernels().tree_digest(nodes.digest, np.ones(n, np.bool_)))
 
-    checksum = _seal(r, buf, None, "snapshot seal")
+    checksum = _seal(r, buf, None, "snapshot seal", sealed.result())
     after = r.remaining
     if after == 33 or after == 54:
         snap.digest = ZxidDigest(r.long("digest zxid"), r.int("digest version"), r.long("digest"))
@@ -244,12 +248,30 @@ def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
     return snap
 
 
-def _seal(r: Reader, buf: bytes, state: tuple[int, int] | None, what: str) -> tuple[int, int]:
+class _Adler32(threading.Thread):
+    """``zlib.adler32(buf[:end])`` computed by a thread (:meth:`result` waits for it)."""
+
+    def __init__(self, buf, end: int):
+        super().__init__(name="snapshot-seal", daemon=True)
+        self.buf, self.end, self.value = buf, end, None
+        self.start()
+
+    def run(self) -> None:
+        self.value = zlib.adler32(memoryview(self.buf)[: self.end])
+
+    def result(self) -> int:
+        self.join()
+        return self.value
+
+
+def _seal(r: Reader, buf: bytes, state: tuple[int, int] | None, what: str,
+          computed: int | None = None) -> tuple[int, int]:
     """Check the seal at the cursor against the running Adler32 of every byte before it.
-    ``state`` = (position, checksum) reached by the previous seal; returns the new state."""
+    ``state`` = (position, checksum) reached by the previous seal, or ``computed``: the
+    checksum of every byte before the cursor, already known; returns the new state."""
     at = r.pos
     start, running = state if state else (0, 1)
-    checksum = zlib.adler32(memoryview(buf)[start:at], running)
+    checksum = computed if computed is not None else zlib.adler32(memoryview(buf)[start:at], running)
     stored = r.long(what) & 0xFFFFFFFFFFFFFFFF
     marker = r.ustring(f"{what} marker")
     if stored != checksum:
