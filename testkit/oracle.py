@@ -8,6 +8,10 @@ no code with ``pipelines``.
 - :func:`expected_marts`: offset regressions, consumer lag and offset-storage drift from the
   commits a test wrote (objects with ``group``, ``topic``, ``partition``, ``offset``,
   ``commit_ts``, ``log_offset``, ``txn`` and ``corrupt``).
+- :func:`zk_states`: every state of the ZooKeeper groups a recorded history of registration
+  and owner changes touches, with the audit of the owners each ended with (issue 21).
+- :func:`kafka_rebalances`: every generation of Kafka groups as a rebalance, with its trigger.
+- :func:`storms`: the rebalances with more than N of their group in the hour up to them.
 """
 
 from __future__ import annotations
@@ -219,6 +223,118 @@ def expected_marts(commits: list, zk_tree: dict[str, bytes], log_ends: dict) -> 
             k = latest[(g, t, p)].offset
             drift.append(dict(group_id=g, topic=t, partition=p, zk_offset=zk, kafka_offset=k, drift=k - zk))
     return dict(offset_regressions=regressions, consumer_lag=lag, offset_storage_drift=drift)
+
+
+def settled_status(expected: str | None, observed: str | None) -> str:
+    """The status of a partition at the end of a past state (``core/settled_audit``)."""
+    if expected is None:
+        return "ok" if observed is None else "unexpected_partition"
+    if observed is None:
+        return "unowned"
+    return "ok" if observed == expected else "wrong_owner"
+
+
+def zk_states(changes: list, topics: dict[str, int]) -> list[dict]:
+    """Every state of each group in ``changes`` (objects with ``zxid``, ``mtime``, ``op``, ``path``
+    and ``value``: creates and deletes of ``/consumers/<g>/ids/*`` and ``/owners/<t>/<p>``, no
+    broker or topic change among them): a state starts at each change of the group's
+    registrations and lasts until the next; its expected owners are the range assignment over
+    the threads registered at its start (0.8+ registrations), the owners it ended with are those
+    written before the next state; ``audit`` holds the partitions either names."""
+    by_group: dict[str, list] = defaultdict(list)
+    for c in sorted(changes, key=lambda c: c.zxid):
+        by_group[c.path.split("/")[2]].append(c)
+    out = []
+    for group, cs in sorted(by_group.items()):
+        starts = {c.zxid: c.mtime for c in cs if "/ids/" in c.path}
+        zxids = sorted(starts)
+        for k, start in enumerate(zxids):
+            end = zxids[k + 1] if k + 1 < len(zxids) else None
+            regs, owners = {}, {}
+            for c in cs:
+                if "/ids/" in c.path and c.zxid <= start:
+                    cid = c.path.rsplit("/", 1)[1]
+                    if c.op == "delete":
+                        regs.pop(cid, None)
+                    else:
+                        regs[cid] = json.loads(c.value)["subscription"]
+                elif "/owners/" in c.path and (end is None or c.zxid < end):
+                    key = (c.path.split("/")[4], int(c.path.split("/")[5]))
+                    if c.op == "delete":
+                        owners.pop(key, None)
+                    else:
+                        owners[key] = c.value.decode()
+            threads = defaultdict(list)
+            for cid, sub in regs.items():
+                for topic, streams in sub.items():
+                    threads[topic] += [f"{cid}-{n}" for n in range(streams)]
+            expected = {
+                (topic, p): owner
+                for topic, ts in threads.items()
+                for p, owner in range_assign(list(range(topics[topic])), sorted(ts)).items()
+            }
+            audit = [
+                dict(
+                    topic=t,
+                    partition=p,
+                    expected_owner=expected.get((t, p)),
+                    observed_owner=owners.get((t, p)),
+                    status=settled_status(expected.get((t, p)), owners.get((t, p))),
+                )
+                for t, p in sorted(set(expected) | set(owners))
+            ]
+            out.append(
+                dict(
+                    source="zookeeper",
+                    group_id=group,
+                    state_zxid=start,
+                    next_zxid=end,
+                    started_at=starts[start],
+                    next_at=starts.get(end),
+                    settled=all(a["status"] == "ok" for a in audit),
+                    wrong_owner_partitions=sum(a["status"] == "wrong_owner" for a in audit),
+                    audit=audit,
+                )
+            )
+    return out
+
+
+def kafka_rebalances(generations: list[tuple[str, int, int, set[str]]]) -> list[dict]:
+    """Each (group, generation, state timestamp ms, member ids) as a rebalance: its trigger from
+    the members of the group's generation before (``first``, ``member_joined``, ``member_left``,
+    ``members_replaced``, ``same_members``)."""
+    out, before = [], {}
+    for group, gen, at, members in sorted(generations, key=lambda g: (g[0], g[2])):
+        prev = before.get(group)
+        joined, left = (members - prev, prev - members) if prev is not None else (set(), set())
+        trigger = (
+            "first"
+            if prev is None
+            else "members_replaced"
+            if joined and left
+            else "member_joined"
+            if joined
+            else "member_left"
+            if left
+            else "same_members"
+        )
+        out.append(dict(source="kafka", group_id=group, generation=gen, started_at=at, trigger=trigger))
+        before[group] = members
+    return out
+
+
+def storms(rebalances: list[dict], per_hour: int) -> dict[tuple[str, str], list[int]]:
+    """(source, group) -> the number of the group's rebalances in the hour up to each of its
+    rebalances (started_at ms), for the groups where one exceeds ``per_hour``."""
+    by_group = defaultdict(list)
+    for r in rebalances:
+        by_group[(r["source"], r["group_id"])].append(r["started_at"])
+    out = {}
+    for key, starts in by_group.items():
+        counts_ = [sum(1 for s in starts if t - 3_600_000 < s <= t) for t in sorted(starts)]
+        if max(counts_) > per_hour:
+            out[key] = counts_
+    return out
 
 
 def counts(rows: list[dict], source: str) -> dict[str, int]:

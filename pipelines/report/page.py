@@ -13,6 +13,7 @@ from markupsafe import Markup
 
 from pipelines.report import charts
 from pipelines.report.facts import GROUP_FINDINGS, SOURCES, Facts, Finding
+from pipelines.report.rebalances import PAST_FINDINGS
 from pipelines.tables import ASSIGNMENT_STATUSES
 
 HERE = Path(__file__).resolve().parent
@@ -145,6 +146,7 @@ def render(f: Facts, generated: datetime | None = None, findings_csv: str | None
         findings_csv=findings_csv,
         group_finding_meanings=GROUP_FINDINGS,
         max_group_findings=MAX_FINDINGS_PER_STATUS,
+        past_shown=PAST_FINDINGS,
         bars=bars,
         more_bar_groups=max(len(f.groups) - MAX_BAR_GROUPS, 0),
         rings=rings,

@@ -1,7 +1,7 @@
 """What the report says about the groups' rebalance history (issue 21): a per-group timeline of
 ``marts/rebalances`` and the named findings - owners that were wrong in a past settled state
-(``core/settled_audit``, even when today's snapshot is clean) and rebalance storms. Plain Python
-values read with pyarrow."""
+(``core/settled_audit``, even when today's snapshot is clean) and rebalance storms, on the page
+and as findings.csv rows (``PAST`` + status, ``STORM``). Plain Python values read with pyarrow."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ from pipelines.reading import read_built
 from pipelines.warehouse import Warehouse
 
 TIMELINE_ROWS = 30  # rebalances listed per group (the latest ones)
-PAST_FINDINGS = 100
+PAST_FINDINGS = 100  # past not-ok owners on the page (findings.csv holds them all)
+
+# findings.csv statuses: "past_" + the settled audit's status (past_wrong_owner, past_unowned, ...)
+# per partition of a past state; one rebalance_storm row per group
+PAST, STORM = "past_", "rebalance_storm"
 
 
 @dataclass
@@ -23,7 +27,6 @@ class RebalanceFacts:
     totals: dict[tuple[str, str], int]
     storms: list[dict]  # source, group_id, rebalances, peak (most in an hour), first_at, last_at
     past_wrong: list[dict]  # core/settled_audit rows not ok of states that ended before the history's end
-    past_wrong_total: int
 
 
 def gather_rebalances(wh: Warehouse, run_id: str, read) -> RebalanceFacts | None:
@@ -52,6 +55,5 @@ def gather_rebalances(wh: Warehouse, run_id: str, read) -> RebalanceFacts | None
         timeline={k: v[-TIMELINE_ROWS:] for k, v in by_group.items()},
         totals={k: len(v) for k, v in by_group.items()},
         storms=storms,
-        past_wrong=past_rows[:PAST_FINDINGS],
-        past_wrong_total=len(past_rows),
+        past_wrong=past_rows,
     )

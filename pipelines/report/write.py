@@ -14,6 +14,7 @@ from pipelines.report.facts import Finding, GroupFinding, gather
 from pipelines.report.lag_time import LagTimeFacts, finding_rows
 from pipelines.report.metadata import MetadataFacts
 from pipelines.report.page import FINDINGS_CSV, render
+from pipelines.report.rebalances import PAST, STORM, RebalanceFacts
 
 REPORTS = "reports"
 CSV_COLUMNS = ("source", "group_id", "topic", "partition", "broker_id", "status", "expected_owner", "observed_owners",
@@ -28,14 +29,18 @@ def _iso(t) -> str:
 
 
 def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFacts | None = None,
-                       lag_time: LagTimeFacts | None = None, group_findings: list[GroupFinding] = ()) -> None:
+                       lag_time: LagTimeFacts | None = None, group_findings: list[GroupFinding] = (),
+                       rebalances: RebalanceFacts | None = None) -> None:
     """One row per finding; several observed owners are joined with ``;`` in each owner column.
     The KRaft findings follow with ``source`` kraft: ``isr_below_min_insync`` (per partition,
     no group) and ``deleted_topic_commits`` (per group and partition: its last offset); then the
     time findings (``lag_time.finding_rows``): ``data_lost``, ``data_at_risk``, ``offset_reset``,
     ``stuck_partition`` (committed offset, and the log end / head with the lag where known); then
     the KIP-848 group findings: ``status`` is the finding's name, ``observed_owners`` its member,
-    ``detail`` what it found."""
+    ``detail`` what it found; then the rebalance history: ``past_<status>`` per partition whose
+    owner was not ok at the end of a past state (the owner written, since when, and in
+    ``detail`` the state and when it ended), and ``rebalance_storm`` per group (``detail``: how
+    many, the most in one hour, from when to when)."""
     with path.open("w", newline="", encoding="utf-8") as out:
         w = csv.writer(out)
         w.writerow(CSV_COLUMNS)
@@ -63,6 +68,15 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
         for g in group_findings:
             w.writerow([g.source, g.group_id, g.topic or "", "" if g.partition is None else g.partition, "", g.finding,
                         "", g.member_id or "", "", "", "", "", "", "", g.detail or ""])
+        for p in rebalances.past_wrong if rebalances else ():
+            w.writerow(["zookeeper", p["group_id"], p["topic"], p["partition"],
+                        "" if p["broker_id"] is None else p["broker_id"], PAST + p["status"], p["expected_owner"] or "",
+                        p["observed_owner"] or "", "", _iso(p["held_from"]), "", "", "", "",
+                        f"state at zxid {p['state_zxid']:#x} until {_iso(p['held_until'])}"])
+        for s in rebalances.storms if rebalances else ():
+            w.writerow([s["source"], s["group_id"], "", "", "", STORM, "", "", "", "", "", "", "", "",
+                        f"{s['rebalances']} rebalance(s) in a storm, up to {s['peak']} in one hour, "
+                        f"{_iso(s['first_at'])} to {_iso(s['last_at'])}"])
 
 
 def write_report(ctx: RunContext) -> Path:
@@ -71,7 +85,8 @@ def write_report(ctx: RunContext) -> Path:
     with ctx.warehouse.transaction(ctx.run_id, step="report") as tx:
         out = tx.staging_dir(REPORTS)
         out.mkdir(parents=True, exist_ok=True)
-        write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata, facts.lag_time, facts.group_findings)
+        write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata, facts.lag_time, facts.group_findings,
+                           facts.rebalances)
         (out / "index.html").write_text(render(facts), encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     page = ctx.warehouse.partition_dir(REPORTS, ctx.run_id) / "index.html"

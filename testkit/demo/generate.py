@@ -14,10 +14,109 @@ from pathlib import Path
 from testkit.demo.kafka import build_data_segments, build_offsets_segments
 from testkit.demo.kraft import ROOT as KRAFT_ROOT
 from testkit.demo.kraft import build_kraft
-from testkit.demo.spec import KAFKA_GROUPS, OFFSETS_TOPIC_PARTITIONS, TOPICS
+from testkit.demo.spec import (
+    KAFKA_GROUPS,
+    OFFSETS_TOPIC_PARTITIONS,
+    RESET_TO_LATEST,
+    STORM_GROUP,
+    TOPICS,
+    WRONG_OWNER_GROUP,
+    commit_at,
+    commit_ts,
+    data_batches,
+    generation_ts,
+    record_at,
+)
 from testkit.demo.zookeeper import build_zookeeper
-from testkit.oracle import counts, expected_marts, kafka_audit, zk_audit
+from testkit.oracle import counts, expected_marts, kafka_audit, kafka_rebalances, storms, zk_audit, zk_states
 from testkit.segments import group_partition
+
+STORM_PER_HOUR = 3  # dbt_project.yml's rebalance_storm_per_hour when the demo was made (the tests read the var)
+
+
+def lag_seconds(row: dict, log_ends: dict) -> float | None:
+    """marts/consumer_lag's lag_seconds of a row: the log end's timestamp - the timestamp of the
+    record at the committed offset (batch headers); 0 when caught up; None without a log end."""
+    end = log_ends.get(f"{row['topic']}-{row['partition']}")
+    if end is None or row.get("broker_id") is not None:
+        return None
+    if row["committed_offset"] >= end["log_end_offset"]:
+        return 0.0
+    at = record_at(row["topic"], row["partition"], row["committed_offset"])
+    return max((end["max_timestamp"] - at) / 1000, 0.0)
+
+
+def history(zk_changes: list, audit: list[dict], lag: list[dict], log_ends: dict) -> dict:
+    """The history the demo scripted (issue 21): every ZooKeeper state after the newest snapshot
+    and the past ones that ended with owners not ok, every Kafka generation as a rebalance, the
+    planted reset to latest and the committed offsets below their log start."""
+    states = zk_states(zk_changes, TOPICS)
+    past = [
+        dict(
+            group_id=s["group_id"],
+            state_zxid=s["state_zxid"],
+            held_until_zxid=s["next_zxid"],
+            held_until=s["next_at"],
+            **a,
+        )
+        for s in states
+        if s["next_zxid"] is not None
+        for a in s["audit"]
+        if a["status"] != "ok"
+    ]
+    assert any(p["group_id"] == WRONG_OWNER_GROUP and p["status"] == "wrong_owner" for p in past)
+    assert all(r["status"] == "ok" for r in audit if r["group_id"] == WRONG_OWNER_GROUP), "today shows the wrong owner"
+    kafka = kafka_rebalances(
+        [
+            (g.name, gen.generation, generation_ts(gen), {m.member_id for m in gen.members})
+            for g in KAFKA_GROUPS
+            for gen in g.generations
+        ]
+    )
+    assert set(storms([*states, *kafka], STORM_PER_HOUR)) == {("kafka", STORM_GROUP)}
+    group, topic, p, r = RESET_TO_LATEST
+    g = next(x for x in KAFKA_GROUPS if x.name == group)
+    before, after, at = commit_at(g, topic, p, r - 1), commit_at(g, topic, p, r), commit_ts(g, r)
+    head_at = max(ts for _, _, ts in data_batches(topic, p) if ts <= at)
+    reset = dict(
+        group_id=group,
+        topic=topic,
+        partition=p,
+        reset_to="latest",
+        previous_committed_offset=before,
+        committed_offset=after,
+        size_records=after - before,
+        size_seconds=(head_at - record_at(topic, p, before)) / 1000,
+        committed_at=at,
+    )
+    lost = []
+    for row in lag:
+        end = log_ends.get(f"{row['topic']}-{row['partition']}")
+        if end is None or row.get("broker_id") is not None:
+            continue
+        start = max(end["log_start_offset"], end.get("checkpoint_log_start_offset", 0))
+        if row["committed_offset"] < start:
+            lost.append(
+                dict(
+                    source=row["source"],
+                    group_id=row["group_id"],
+                    topic=row["topic"],
+                    partition=row["partition"],
+                    committed_offset=row["committed_offset"],
+                    log_start_offset=start,
+                    records_lost=start - row["committed_offset"],
+                )
+            )
+    assert lost
+    return dict(
+        zookeeper_states=[{k: v for k, v in s.items() if k != "audit"} for s in states],
+        past_not_ok=past,
+        wrong_owner_group=WRONG_OWNER_GROUP,
+        kafka_rebalances=kafka,
+        storm_group=STORM_GROUP,
+        offset_resets=[reset],
+        data_lost=lost,
+    )
 
 
 def generate(demo: Path) -> dict:
@@ -27,12 +126,14 @@ def generate(demo: Path) -> dict:
         shutil.rmtree(data)
     data.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="kaudit-demo-zk-") as tmp:
-        tree, zk = build_zookeeper(Path(tmp), data)
+        tree, zk, zk_changes = build_zookeeper(Path(tmp), data)
     log_ends = build_data_segments(data)
     kafka = build_offsets_segments(data)
     commits = kafka["commits"]
     audit = zk_audit(tree) + kafka_audit(KAFKA_GROUPS, TOPICS, kafka["tombstoned_groups"])
     marts = expected_marts(commits, tree, log_ends)
+    for row in marts["consumer_lag"]:
+        row["lag_seconds"] = lag_seconds(row, log_ends)
     seg, pos, lost = kafka["corrupt"]
     decodable = [c for c in commits if not c.corrupt]
     manifest = {
@@ -72,6 +173,7 @@ def generate(demo: Path) -> dict:
             }
         ],
         **marts,
+        "history": history(zk_changes, audit, marts["consumer_lag"], log_ends),
         "kraft": build_kraft(data),
     }
     (demo / "faults.json").write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")

@@ -11,10 +11,9 @@ from testkit.demo.spec import (
     ABORTED,
     CODECS,
     CORRUPT,
-    DATA_FROM,
-    DATA_TO,
     KAFKA_GROUPS,
     LOG_START,
+    LOG_START_CHECKPOINT,
     OFFSETS_TOPIC_PARTITIONS,
     OLD_ETL_ROUNDS,
     OLD_ETL_TOMBSTONE_ROUND,
@@ -27,6 +26,9 @@ from testkit.demo.spec import (
     TXN_PRODUCER,
     Generation,
     commit_at,
+    commit_ts,
+    data_batches,
+    generation_ts,
 )
 from testkit.segments import (
     assignment,
@@ -44,22 +46,16 @@ from testkit.segments import (
 
 
 def build_data_segments(root: Path) -> dict:
-    """Data-topic segments under ``root/kafka-logs``: batches of tiny records; returns
-    {topic-p: log start/end, max ts}."""
-    sizes = [37, 50, 23, 64, 41, 58, 12]
+    """Data-topic segments under ``root/kafka-logs`` (the batches of :func:`spec.data_batches`,
+    tiny records) and the log dir's ``log-start-offset-checkpoint``; returns {topic-p: log
+    start/end, max ts}."""
     out = {}
     for (topic, p), n in sorted(RECORDS.items()):
         start = LOG_START.get((topic, p), 0)
         rolls = [start + r for r in SEGMENT_ROLLS.get((topic, p), [])]
-        counts, left, i = [], n, p
-        while left:
-            counts.append(min(sizes[i % len(sizes)], left))
-            left -= counts[-1]
-            i += 1
         segments: dict[int, list[bytes]] = {start: []}
-        off, max_ts = start, None
-        for j, k in enumerate(counts):
-            ts = DATA_FROM + (DATA_TO - DATA_FROM) * (j + 1) // len(counts)
+        layout = data_batches(topic, p)
+        for j, (off, k, ts) in enumerate(layout):
             if rolls and off >= rolls[0]:
                 segments[off] = []
                 rolls.pop(0)
@@ -78,20 +74,26 @@ def build_data_segments(root: Path) -> dict:
                     base_sequence=off - start,
                 )
             )
-            off += k
-            max_ts = ts
         for base, batches in segments.items():
             write_segment(root / "kafka-logs" / f"{topic}-{p}" / segment_name(base), batches)
+        end, max_ts = layout[-1][0] + layout[-1][1], layout[-1][2]
         out[f"{topic}-{p}"] = dict(
             topic=topic,
             partition=p,
             log_start_offset=start,
-            log_end_offset=off,
+            log_end_offset=end,
             max_timestamp=max_ts,
             segments=[segment_name(b) for b in segments],
-            batches=len(counts),
+            batches=len(layout),
             records=n,
         )
+        if (topic, p) in LOG_START_CHECKPOINT:
+            out[f"{topic}-{p}"]["checkpoint_log_start_offset"] = LOG_START_CHECKPOINT[(topic, p)]
+    # as Kafka's LogManager writes it: version, count, then only the partitions whose log start
+    # is past their first segment's base offset
+    entries = [f"{t} {p} {o}" for (t, p), o in sorted(LOG_START_CHECKPOINT.items())]
+    checkpoint = root / "kafka-logs" / "log-start-offset-checkpoint"
+    checkpoint.write_text("\n".join(["0", str(len(entries)), *entries]) + "\n")
     return out
 
 
@@ -120,10 +122,10 @@ def build_offsets_segments(root: Path) -> dict:
 
     for g in KAFKA_GROUPS:
         for gen in g.generations:
-            add(g.name, T0 + int(gen.at_round * ROUND_MS) - 30_000, "group", gen)
+            add(g.name, generation_ts(gen), "group", gen)
         rounds = range(OLD_ETL_ROUNDS) if g.name == "old-etl" else range(ROUNDS)
         for r in rounds:
-            ts = T0 + r * ROUND_MS + 1_000 * (1 + KAFKA_GROUPS.index(g))
+            ts = commit_ts(g, r)
             commits = [Commit(g.name, t, p, commit_at(g, t, p, r), ts) for t, ps in g.topics.items() for p in ps]
             if (g.name, r) == (REGRESSION[0], REGRESSION[3]):
                 for c in commits:

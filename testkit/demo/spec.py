@@ -24,7 +24,14 @@ CLUSTER_ID = "kAuDiTdEmO-cLuStEr_01a"  # 22 chars of [a-zA-Z0-9_-]
 CONTROLLER = 2
 
 # 0.8+ topics: name -> number of partitions
-TOPICS = {"orders": 6, "payments": 4, "clicks": 16, "tmp-backfill": 2, "__consumer_offsets": OFFSETS_TOPIC_PARTITIONS}
+TOPICS = {
+    "orders": 6,
+    "payments": 4,
+    "clicks": 16,
+    "tmp-backfill": 2,
+    "__consumer_offsets": OFFSETS_TOPIC_PARTITIONS,
+    "pageviews": 1,
+}
 PENDING_DELETION = ["tmp-backfill"]
 # 0.7 topic: name -> {broker_id: nPartitions}
 LEGACY_TOPICS = {"legacy-events": {7: 2, 8: 2}}
@@ -48,7 +55,7 @@ class ZkGroup:
     ghost_owners: dict[str, dict[str, str]] = field(default_factory=dict)  # owners from an unregistered session
 
 
-AFTER_SNAPSHOT = "search"  # this group only in the transaction log after the newest snapshot
+AFTER_SNAPSHOT = "search"  # this group and the ones after it only in the transaction log after the newest snapshot
 GHOST = "search_idx-9.demo.internal-1763500000000-deadbeef"  # a consumer that is not registered
 
 ZK_GROUPS = [
@@ -105,7 +112,27 @@ ZK_GROUPS = [
         owner_overrides={"orders": {"3": None, "5": None, "6": "search_idx-3.demo.internal-1763625605000-55ee66ff-0"}},
         ghost_owners={"orders": {"3": f"{GHOST}-0"}},
     ),
+    # history (after the newest snapshot): a past wrong owner today's snapshot no longer shows.
+    # inv-1 alone owns payments 0-3; inv-2 joins and the owners are written in a wrong order (each
+    # claims the other's range share) and stay wrong for WRONG_OWNER_S; inv-3 joins and every
+    # owner is written right (the owners below: today's, all ok)
+    ZkGroup(
+        "inventory",
+        [
+            ZkConsumer(
+                "inventory_inv-1.demo.internal-1763625606000-a1b2c3d4", {"payments": 1}, timestamp=1763625606000
+            ),
+            ZkConsumer(
+                "inventory_inv-2.demo.internal-1763625607000-e5f6a7b8", {"payments": 1}, timestamp=1763625607000
+            ),
+            ZkConsumer(
+                "inventory_inv-3.demo.internal-1763625608000-c9d0e1f2", {"payments": 1}, timestamp=1763625608000
+            ),
+        ],
+    ),
 ]
+WRONG_OWNER_GROUP = "inventory"  # the owners written when its second consumer joined are swapped
+WRONG_OWNER_S = 3.0  # how long (wall clock of the ZooKeeper server) the wrong owners stay
 
 # --- Kafka side -----------------------------------------------------------------------------
 
@@ -115,13 +142,49 @@ ROUNDS = 24  # commits every 10 minutes for 4 hours
 DATA_FROM, DATA_TO = ms("2026-11-20T06:00:00"), ms("2026-11-20T12:30:00")
 
 # data-topic partitions: (topic, partition) -> (log start, number of records); segment roll points
-LOG_START = {("payments", p): 1000 + 100 * p for p in range(4)}
+# orders-2: retention deleted its first 250 offsets, then DeleteRecords moved its log start to 300
+# (the log dir's log-start-offset-checkpoint); the inactive group archiver committed 120 there
+LOG_START = {**{("payments", p): 1000 + 100 * p for p in range(4)}, ("orders", 2): 250}
+LOG_START_CHECKPOINT = {("orders", 2): 300}
 RECORDS = {
     **{("orders", p): 420 + 35 * p for p in range(6)},
     **{("payments", p): 380 + 20 * p for p in range(4)},
     **{("clicks", p): 150 + 10 * p for p in range(16)},
+    ("pageviews", 0): 2400,  # enough to skip more than the dbt var reset_min_records (1000) at once
 }
 SEGMENT_ROLLS = {("clicks", 0): [87]}  # new segment at this many records after the start
+BATCH_SIZES = [37, 50, 23, 64, 41, 58, 12]
+
+
+def data_batches(topic: str, p: int) -> list[tuple[int, int, int]]:
+    """(base offset, records, timestamp) of a data partition's batches: sizes cycling through
+    BATCH_SIZES, timestamps evenly from DATA_FROM to DATA_TO; a batch's records are 10 ms apart
+    and its last one has the batch's timestamp (its maxTimestamp)."""
+    start, left, i = LOG_START.get((topic, p), 0), RECORDS[(topic, p)], p
+    counts = []
+    while left:
+        counts.append(min(BATCH_SIZES[i % len(BATCH_SIZES)], left))
+        left -= counts[-1]
+        i += 1
+    out, off = [], start
+    for j, k in enumerate(counts):
+        out.append((off, k, DATA_FROM + (DATA_TO - DATA_FROM) * (j + 1) // len(counts)))
+        off += k
+    return out
+
+
+def head_offset(topic: str, p: int, at: int) -> int:
+    """The log end at ``at``: one past the last batch whose timestamp is at or before it."""
+    return max((b + k for b, k, ts in data_batches(topic, p) if ts <= at), default=LOG_START.get((topic, p), 0))
+
+
+def record_at(topic: str, p: int, offset: int) -> int | None:
+    """The timestamp of the record at ``offset`` as the batch headers tell it: the first batch
+    ending past the offset, its first record's (CreateTime); None past the log end."""
+    for b, k, ts in data_batches(topic, p):
+        if offset < b + k:
+            return ts - (k - 1) * 10
+    return None
 
 
 @dataclass
@@ -150,6 +213,10 @@ class KafkaGroup:
     generations: list[Generation] = field(default_factory=list)
     value_version: int = 3
     lag_at_end: int = 7
+
+
+# notifications' member 2 before it left, and after it came back (a new member id)
+STORM_MEMBER_2 = ("9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b02", "6f7a8b9c-0d1e-4f2a-8b3c-4d5e6f7a8b02")
 
 
 def _m(group: str, n: int, uuid: str, topics, assigned, **kw) -> Member:
@@ -239,13 +306,47 @@ KAFKA_GROUPS = [
         ],
         lag_at_end=3,
     ),
-    # unowned: orders-5 assigned to nobody
+    # unowned: orders-5 assigned to nobody; a rebalance storm before it: member 2 left and came
+    # back, five generations within 20 minutes (more than the dbt var rebalance_storm_per_hour, 3)
     KafkaGroup(
         "notifications",
         {"orders": [0, 1, 2, 3, 4]},
         [
+            *[
+                Generation(
+                    k / 2,
+                    k + 1,
+                    [
+                        _m(
+                            "notifications",
+                            1,
+                            "2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e01",
+                            ["orders"],
+                            {"orders": [0, 1, 2] if k % 2 else [0, 1, 2, 3, 4, 5]},
+                            sub_version=3,
+                            asg_version=1,
+                        ),
+                        *(
+                            [
+                                _m(
+                                    "notifications",
+                                    2,
+                                    STORM_MEMBER_2[k // 2],
+                                    ["orders"],
+                                    {"orders": [3, 4, 5]},
+                                    sub_version=3,
+                                    asg_version=1,
+                                )
+                            ]
+                            if k % 2
+                            else []
+                        ),
+                    ],
+                )
+                for k in range(4)
+            ],
             Generation(
-                0,
+                2,
                 5,
                 [
                     _m(
@@ -267,7 +368,7 @@ KAFKA_GROUPS = [
                         asg_version=1,
                     ),
                 ],
-            )
+            ),
         ],
         lag_at_end=25,
     ),
@@ -330,9 +431,26 @@ KAFKA_GROUPS = [
     KafkaGroup("old-etl", {"payments": [0, 1]}, [Generation(0, 7, [], protocol=None)], value_version=2),
     # ZooKeeper-era consumer with dual.commit: offsets in both ZooKeeper and Kafka, no GroupMetadata
     KafkaGroup("billing", {"payments": [0, 1, 2, 3]}, [], value_version=1, lag_at_end=5),
+    # reset to latest (RESET_TO_LATEST): consumes pageviews slowly, then jumps to the head
+    KafkaGroup(
+        "sessionizer",
+        {"pageviews": [0]},
+        [
+            Generation(
+                0,
+                1,
+                [_m("sessionizer", 1, "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2901", ["pageviews"], {"pageviews": [0]})],
+            )
+        ],
+    ),
 ]
 
 REGRESSION = ("fraud-detector", "payments", 0, 15)  # group, topic, partition, round: commit(13) again
+# group, topic, partition, round: SLOW_STEP records a round before it, then the commit jumps to the
+# head at commit time (kafka-consumer-groups --reset-offsets --to-latest) and keeps up after it
+RESET_TO_LATEST = ("sessionizer", "pageviews", 0, 12)
+SLOW_STEP = 15
+STORM_GROUP = "notifications"
 TXN_PRODUCER = (4001, 0)  # ledger-writer's transactional producer id, epoch
 ABORTED = ("ledger-writer", "payments", 1, 10)  # round with an extra aborted txn committing commit(3)
 CORRUPT = ("recommendations", 16)  # this round's batch gets a flipped byte (CRC mismatch)
@@ -365,9 +483,23 @@ def log_end(topic: str, p: int) -> int:
     return LOG_START.get((topic, p), 0) + RECORDS[(topic, p)]
 
 
+def generation_ts(gen: Generation) -> int:
+    """When a generation's GroupMetadata record is written (its state timestamp)."""
+    return T0 + int(gen.at_round * ROUND_MS) - 30_000
+
+
+def commit_ts(group: KafkaGroup, r: int) -> int:
+    """When ``group`` commits in round ``r``."""
+    return T0 + r * ROUND_MS + 1_000 * (1 + KAFKA_GROUPS.index(group))
+
+
 def commit_at(group: KafkaGroup, topic: str, p: int, r: int) -> int:
     """The offset ``group`` commits for ``topic-p`` in round ``r`` (increasing in r)."""
     start, end = LOG_START.get((topic, p), 0), log_end(topic, p)
+    if (group.name, topic, p) == RESET_TO_LATEST[:3]:
+        if r < RESET_TO_LATEST[3]:
+            return start + SLOW_STEP * (r + 1)
+        return head_offset(topic, p, commit_ts(group, r))
     span = end - start - group.lag_at_end - 3 * p
     return start + span * (r + 1) // ROUNDS
 

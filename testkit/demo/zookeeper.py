@@ -1,9 +1,10 @@
 """The demo's ZooKeeper side: drives the real Debian ZooKeeper 3.8 server
 (:mod:`testkit.zk_server`) with kazoo, one session per broker / consumer, into a Kafka-shaped
-tree (0.8+ layout of FORMATS.md sec. 4 plus one 0.7-layout topic and group), then kills the
-server with SIGKILL while the sessions are open (a crash: the EPHEMERAL owners stay in the
-files) and keeps the small ``version-2/`` files (``preAllocSize=16`` KB, small ``snapCount``:
-snapshots AND logs after)."""
+tree (0.8+ layout of FORMATS.md sec. 4 plus one 0.7-layout topic and group; after the newest
+snapshot, the recorded history of issue 21: consumers joining, owners written in a wrong order
+and fixed at the next rebalance), then kills the server with SIGKILL while the sessions are
+open (a crash: the EPHEMERAL owners stay in the files) and keeps the small ``version-2/`` files
+(``preAllocSize=16`` KB, small ``snapCount``: snapshots AND logs after)."""
 
 from __future__ import annotations
 
@@ -25,14 +26,20 @@ from testkit.demo.spec import (
     LEGACY_TOPICS,
     PENDING_DELETION,
     TOPICS,
+    WRONG_OWNER_GROUP,
+    WRONG_OWNER_S,
     ZK_GROUPS,
+    ZkConsumer,
+    ZkGroup,
     ms,
     zk_offsets,
     zk_owners,
 )
+from testkit.oracle import range_assign
+from testkit.zk_history import Change
 from testkit.zk_server import start_zk
 
-ZK_CONF = "preAllocSize=16\nsnapCount=200\nmaxSessionTimeout=180000\n"
+ZK_CONF = "preAllocSize=16\nsnapCount=300\nmaxSessionTimeout=180000\n"
 SESSION_TIMEOUT_S = 120.0  # long enough for a test to restore the dir and read the ephemerals
 
 
@@ -82,9 +89,35 @@ def roll_snapshot(admin, version2: Path) -> None:
     raise RuntimeError("the server wrote no snapshot")
 
 
-def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict]:
+def wrong_order(group: ZkGroup, register, sessions: dict, create, delete, admin) -> None:
+    """WRONG_OWNER_GROUP's history: its consumers join one by one; at each join every consumer
+    releases the owners it holds and claims its range share, except at the second join, when
+    each claims the other's share (the owners are wrong until the third join)."""
+    (topic,) = {t for c in group.consumers for t in c.subscription}
+    owners = f"/consumers/{group.name}/owners/{topic}"
+    admin.ensure_path(owners)
+    names = [str(p) for p in range(TOPICS[topic])]
+    held: dict[str, str] = {}  # partition -> the consumer holding it
+    for k, c in enumerate(group.consumers):
+        register(c)
+        threads = sorted(f"{x.consumer_id}-0" for x in group.consumers[: k + 1])
+        share = range_assign(names, threads)
+        if k == 1:
+            swapped = dict(zip(threads, reversed(threads), strict=True))
+            share = {name: swapped[t] for name, t in share.items()}
+        for name, consumer in sorted(held.items()):
+            delete(sessions[consumer], f"{owners}/{name}")
+        held = {name: t.rsplit("-", 1)[0] for name, t in share.items()}
+        for name, thread in share.items():
+            create(sessions[held[name]], f"{owners}/{name}", thread.encode())
+        if k == 1:
+            time.sleep(WRONG_OWNER_S)
+
+
+def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict, list[Change]]:
     """Drive a real server (in ``work``) into a Kafka-shaped tree and keep its files in
-    ``root/zookeeper/version-2``; returns ({path: data}, zk facts)."""
+    ``root/zookeeper/version-2``; returns ({path: data}, zk facts, the registration and owner
+    changes made after the newest snapshot, in zxid order)."""
     from kazoo.client import KazooClient
 
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
@@ -165,17 +198,32 @@ def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict]:
                 legacy_session = clients[1 + len(BROKERS) + list(LEGACY_BROKERS).index(bid)]
                 legacy_session.create(f"/brokers/topics/{topic}/{bid}", str(n).encode(), ephemeral=True)
 
-        # consumer groups: each consumer registers and claims its partitions from its own session
+        # consumer groups: each consumer registers and claims its partitions from its own session;
+        # from AFTER_SNAPSHOT on, every registration and owner change is recorded (the history)
         version2 = server.data_dir / "version-2"
+        history: list[Change] = []
+
+        def create(s, path: str, value: bytes) -> None:
+            _, stat = s.create(path, value, ephemeral=True, include_data=True)
+            if recording:
+                history.append(Change(stat.czxid, stat.ctime, s.client_id[0], "create", path, value))
+
+        def delete(s, path: str) -> None:
+            s.delete(path)
+            if recording:  # the reply header of the delete carries its zxid
+                history.append(Change(s.last_zxid, None, s.client_id[0], "delete", path, None))
+
+        recording = False
         for group in ZK_GROUPS:
             if group.name == AFTER_SNAPSHOT:
                 roll_snapshot(admin, version2)
+                recording = True
             base = f"/consumers/{group.name}"
             for sub in ("ids", "owners", "offsets"):
                 admin.ensure_path(f"{base}/{sub}")
-            owners = zk_owners(group)
             sessions = {}
-            for c in group.consumers:
+
+            def register(c: ZkConsumer, base=base, sessions=sessions) -> None:
                 s = sessions[c.consumer_id] = session()
                 if c.legacy:
                     reg = compact(c.subscription)
@@ -188,18 +236,23 @@ def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict]:
                             "timestamp": str(c.timestamp),
                         }
                     )
-                s.create(f"{base}/ids/{c.consumer_id}", reg, ephemeral=True)
-            ghost = session() if group.ghost_owners else None
-            for topic, parts in owners.items():
-                admin.ensure_path(f"{base}/owners/{topic}")
-                for name, thread in parts.items():
-                    if thread is None:
-                        continue
-                    s = sessions[thread.rsplit("-", 1)[0]]
-                    s.create(f"{base}/owners/{topic}/{name}", thread.encode(), ephemeral=True)
-            for topic, parts in group.ghost_owners.items():
-                for name, thread in parts.items():
-                    ghost.create(f"{base}/owners/{topic}/{name}", thread.encode(), ephemeral=True)
+                create(s, f"{base}/ids/{c.consumer_id}", reg)
+
+            if group.name == WRONG_OWNER_GROUP:
+                wrong_order(group, register, sessions, create, delete, admin)
+            else:
+                for c in group.consumers:
+                    register(c)
+                ghost = session() if group.ghost_owners else None
+                for topic, parts in zk_owners(group).items():
+                    admin.ensure_path(f"{base}/owners/{topic}")
+                    for name, thread in parts.items():
+                        if thread is None:
+                            continue
+                        create(sessions[thread.rsplit("-", 1)[0]], f"{base}/owners/{topic}/{name}", thread.encode())
+                for topic, parts in group.ghost_owners.items():
+                    for name, thread in parts.items():
+                        create(ghost, f"{base}/owners/{topic}/{name}", thread.encode())
             # offsets: committed in three rounds (create, then two updates)
             final = zk_offsets(group)
             for k, frac in enumerate((0.5, 0.8, 1.0)):
@@ -283,7 +336,8 @@ def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict]:
         1 for s in stats.values() if s.czxid > facts["latest_snapshot_zxid"] and s.ephemeralOwner
     )
     assert logs and int(logs[-1].name.split(".")[1], 16) <= last_zxid
+    assert history and history[0].zxid > facts["latest_snapshot_zxid"], "the history is not after the newest snapshot"
     assert facts["latest_snapshot_zxid"] < last_zxid, "no transactions after the newest snapshot"
     for f in logs:  # preAllocSize=16 took effect: no 64 MiB padding
         assert f.stat().st_size < 1 << 20, f"{f.name} is {f.stat().st_size} bytes: preAllocSize ignored"
-    return tree, facts
+    return tree, facts, sorted(history, key=lambda c: c.zxid)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -117,6 +118,40 @@ def test_server_restores_the_tree_of_the_manifest(tmp_path, manifest):
     # "-10" sorts before "-2": the third thread in string order owns partition 4
     p4 = next(r for r in analytics if r["partition"] == 4)
     assert p4["observed_owners"][0].endswith("-10") and p4["status"] == "ok"
+
+
+def test_txn_logs_hold_the_history_of_the_manifest(manifest):
+    """ZooKeeper's own TxnLogToolkit lists the txns after the newest snapshot: a registration at
+    every state the generator recorded, and the owner writes leave each past state with the
+    owners the manifest says it ended with (the wrong owners included)."""
+    zk, h = manifest["zookeeper"], manifest["history"]
+    line = re.compile(r"zxid (0x[0-9a-f]+) (create2?|delete) '?(/consumers/([^/]+)/(ids|owners)/[^,\s]+)(?:,(\S*?),)?")
+    ops = []
+    for log in ZK_DIR.glob("log.*"):
+        out = subprocess.run(
+            ["java", "-cp", "/usr/share/java/*", "org.apache.zookeeper.server.persistence.TxnLogToolkit", str(log)],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        for m in line.finditer(out.stdout):
+            depth = 4 if m[5] == "ids" else 5  # a registration, an owner (not their parents)
+            if int(m[1], 16) > zk["latest_snapshot_zxid"] and m[3].count("/") == depth:
+                ops.append((int(m[1], 16), m[2], m[3], m[4], m[5], m[6]))
+    ops.sort()
+    assert sorted((g, z) for z, _, _, g, kind, _ in ops if kind == "ids") == sorted(
+        (s["group_id"], s["state_zxid"]) for s in h["zookeeper_states"])
+    for s in h["zookeeper_states"]:
+        if s["next_zxid"] is None:
+            continue
+        owners = {}
+        for z, op, path, g, kind, value in ops:
+            if g == s["group_id"] and kind == "owners" and z < s["next_zxid"]:
+                key = (path.split("/")[4], int(path.split("/")[5]))
+                owners[key] = None if op == "delete" else value
+        for p in h["past_not_ok"]:
+            if (p["group_id"], p["state_zxid"]) == (s["group_id"], s["state_zxid"]):
+                assert owners.get((p["topic"], p["partition"])) == p["observed_owner"], p
+    assert any(p["status"] == "wrong_owner" for p in h["past_not_ok"])
 
 
 # --- Kafka segments -------------------------------------------------------------------------
@@ -255,7 +290,7 @@ def test_consumer_offsets_segments_hold_the_manifest_figures(manifest):
 
 def test_data_topic_segments_give_the_manifest_log_ends(manifest):
     topics = manifest["kafka"]["data_topics"]
-    dirs = {p.name for p in LOGS.iterdir() if not p.name.startswith("__consumer_offsets-")}
+    dirs = {p.name for p in LOGS.iterdir() if p.is_dir() and not p.name.startswith("__consumer_offsets-")}
     assert dirs == set(topics)
     for name, t in topics.items():
         files = sorted((LOGS / name).glob("*.log"))
@@ -268,6 +303,14 @@ def test_data_topic_segments_give_the_manifest_log_ends(manifest):
         assert batches[-1].base_offset + batches[-1].last_offset_delta + 1 == t["log_end_offset"]
         assert max(b.max_timestamp for b in batches) == t["max_timestamp"]
         assert sum(len(list(b)) for b in batches) == t["records"]
+    # the log dir's log-start-offset-checkpoint (Kafka's CheckpointFile text: version, count,
+    # "topic partition offset"): only partitions whose log start is past their first segment
+    lines = (LOGS / "log-start-offset-checkpoint").read_text().splitlines()
+    assert lines[:2] == ["0", str(len(lines) - 2)]
+    moved = {f"{t}-{p}": int(o) for t, p, o in (x.split() for x in lines[2:])}
+    key = "checkpoint_log_start_offset"
+    assert moved == {n: t[key] for n, t in topics.items() if key in t}
+    assert moved and all(o > topics[n]["log_start_offset"] for n, o in moved.items())
 
 
 # --- the KRaft cluster ----------------------------------------------------------------------
