@@ -106,7 +106,7 @@ def first_run_inputs(warehouse, run_id):
 
 def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     first_run_inputs(warehouse, "r1")
-    run_dbt(RunContext(warehouse, "r1", quiet=True))
+    run_dbt(RunContext(warehouse, "r1", quiet=True), unit_tests=True)  # every unit test of the project
 
     # dbt ran on this process's session (getOrCreate reused it): the marts are in its catalog
     assert spark.catalog.tableExists("kaudit_marts.consumer_lag")

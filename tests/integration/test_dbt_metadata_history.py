@@ -73,7 +73,7 @@ def test_metadata_history_mart(spark, warehouse, tmp_path):
     d, expected = metadata_log(tmp_path)
     ctx = RunContext(warehouse, "k1", quiet=True)
     extract_kraft(ctx, [d])
-    run_dbt(ctx, select=["+metadata_history"])
+    run_dbt(ctx, select=["+metadata_history"], unit_tests=True)
 
     got = ds.dataset(warehouse.root / "marts" / "metadata_history", format="parquet", partitioning="hive").to_table()
     rows = sorted(got.to_pylist(), key=lambda r: (r["metadata_offset"], r["event"]))
