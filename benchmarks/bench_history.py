@@ -13,9 +13,9 @@ ZooKeeper groups in ``raw/znode_changes`` and ``--commits`` Kafka offset commits
     ``data_loss_risk``; the data tests are not run) against Spark reading their inputs (every
     column of the raw tables and ``core/rebalance_states``) and writing every mart row.
 
-    .venv/bin/python benchmarks/bench_history.py                  # dev: 61k txns, 200k commits
+    .venv/bin/python benchmarks/bench_history.py                  # dev: 63k txns, 200k commits
     .venv/bin/python benchmarks/bench_history.py --groups 1000 --events 17 --commits 5000000
-                                                      # full: 1.04M txns, 5M commits
+                                                      # full: 1.06M txns, 5M commits
 
 The ZooKeeper history (generated with numpy/Arrow compute, no per-row Python; zxids
 increasing, one change per txn): a snapshot (broker, topics, ``--consumers`` registrations and
@@ -39,13 +39,14 @@ commits), local[2] on the shared 2-core machine (1-min load average 13-25 during
   stuck_partitions 165 s, commit_lag_history 156 s (the three over the view
   ``int_commit_positions``, each recomputing it), data_loss_risk 107 s, offset_regressions and
   offset_drift_history 56 s, commit_frequency 47 s, rebalances 29 s, ownership_history 22 s.
-- (a) full size (1,061,101 txns -> 18,000 states, 180,000 audit rows; ``--no-dbt --repeat 1``,
-  load 14-17): 148.2 s vs. floor 5.9 s = 25x (the JVM's first run).
+- (a) full size (1,061,101 txns -> 18,000 states, 180,000 audit rows; ``--no-dbt --repeat 2``,
+  load 8-11): runs 84.6 s and 63.5 s vs. floor 3.8 s and 4.5 s: warm 14x, median 74.1 s vs.
+  4.1 s = 18x (CPU 50 s vs. 2 s). An earlier ``--repeat 1`` under load 14-17: 148.2 s vs. 5.9 s.
 - (b) full size (5M commits): not run yet (the dev size's dbt part alone took 4 min under this
   load).
-- Profile of (a): the time is not the rows (16x the rows: 1.4x the time of the dev size's first
-  run); a warm run is mostly the jobs' fixed costs. Caching the parsed registration, topic and
-  owner intervals (read by several jobs) changed nothing (warm 27.8 s, CPU 27 s vs. 28 s): not
+- Profile of (a): the time is not the rows (16x the rows: 2.6x the dev size's warm time); a
+  warm run is mostly the jobs' fixed costs. Caching the parsed registration, topic and owner
+  intervals (read by several jobs) changed nothing (dev warm 27.8 s, CPU 27 s vs. 28 s): not
   kept.
 """
 
