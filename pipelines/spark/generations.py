@@ -313,7 +313,8 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
         *STATE, F.when(F.coalesce("_n", F.lit(0)) == F.coalesce("_r", F.lit(0)),
                        F.greatest("_target_at", "_last")).alias("_settled_at")
     )
-    members = _as_of(raw["raw/consumer_group_members"], starts, "next_log_offset", inclusive=False)
+    # the members that made the epoch: those registered at its record (a later join is a later epoch)
+    members = _as_of(raw["raw/consumer_group_members"], starts, "state_offset", inclusive=True)
 
     src = F.lit(SOURCE).alias("source")
     folded = F.concat_ws(SEP, "group_id", F.col("state_partition").cast("string"),

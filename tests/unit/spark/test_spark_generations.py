@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.spark import generations as G
@@ -15,6 +16,11 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 STATE_COLS = ["group_id", "generation", "log_offset", "trigger", "next_log_offset", "settled", "settled_log_offset",
               "expected_partitions", "double_claimed_partitions", "wrong_owner_partitions", "unowned_at_end"]
 AUDIT_COLS = ["group_id", "log_offset", "partition", "expected_owner", "observed_owner", "status"]
+
+
+def _cols(rows: list[Row], cols: list[str]) -> list[Row]:
+    """The collected ``rows`` cut to ``cols`` (one Spark job per frame: the plans are long)."""
+    return [Row(**{c: r[c] for c in cols}) for r in rows]
 
 
 def _df(spark, table, rows):
@@ -51,7 +57,8 @@ def test_classic_generations_triggers_and_audit(spark):
     meta, members, assigns, log_ends = _classic(spark)
     tp = spark.createDataFrame([], table_schema("core/topic_partitions", True))
     states, audited = G.classic_states(meta, members, assigns, topic_partitions(tp, log_ends))
-    assertDataFrameEqual(states.select(*STATE_COLS), [
+    states, audited = states.collect(), audited.collect()
+    assertDataFrameEqual(_cols(states, STATE_COLS), [
         ("g", 1, 1, "first", 2, True, 1, 4, 0, 0, 0),
         ("g", 2, 2, "member_joined", 4, True, 2, 4, 0, 0, 0),
         ("g", 3, 4, "same_members", 5, False, None, 4, 1, 0, 0),
@@ -60,17 +67,16 @@ def test_classic_generations_triggers_and_audit(spark):
     ])
     # started_at is the record's state timestamp; the state before the tombstone has no end time
     naive = T0.replace(tzinfo=None)  # collect() gives UTC wall times
-    got = {r["log_offset"]: (r["started_at"], r["next_at"], r["group_protocol"]) for r in states.collect()}
+    got = {r["log_offset"]: (r["started_at"], r["next_at"], r["group_protocol"]) for r in states}
     assert got[2] == (naive + timedelta(minutes=2), naive + timedelta(minutes=4), "classic")
     assert got[5] == (naive + timedelta(minutes=5), None, "classic")
-    bad = audited.where("status <> 'ok'").select(*AUDIT_COLS)
-    assertDataFrameEqual(bad, [
+    assertDataFrameEqual(_cols([r for r in audited if r["status"] != "ok"], AUDIT_COLS), [
         ("g", 4, 2, "b2", "a, b2", "duplicate_owner"),
         ("g", 5, 1, "b2", "c", "wrong_owner"),
         ("g", 5, 2, "c", None, "unowned"),
     ])
     # state 2 is audited with its last record's members (b2, not b)
-    assert {r["observed_owner"] for r in audited.where("log_offset = 2").collect()} == {"a", "b2"}
+    assert {r["observed_owner"] for r in audited if r["log_offset"] == 2} == {"a", "b2"}
 
 
 def _tp(parts: dict[str, list[int]]):
@@ -118,13 +124,14 @@ def test_kip848_epochs_settle_when_every_targeted_member_is_stable(spark):
     tp = _df(spark, "core/topic_partitions",
              [("orders", p, None, [1], 1, 0, [1], "o", None, None, "r1") for p in range(2)])
     states, audited = G.consumer_states(raw, tp)
-    assertDataFrameEqual(states.select(*STATE_COLS), [
+    states, audited = states.collect(), audited.collect()
+    assertDataFrameEqual(_cols(states, STATE_COLS), [
         ("k", 1, 10, "first", 20, True, 13, 2, 0, 0, 0),
         ("k", 2, 20, "member_joined", 30, True, 26, 2, 0, 0, 0),
         ("k", 3, 30, "same_members", None, False, None, 2, 1, 0, 0),
     ])
-    assert {r["group_protocol"] for r in states.collect()} == {"consumer"}
-    assertDataFrameEqual(audited.where("status <> 'ok'").select(*AUDIT_COLS), [
+    assert {r["group_protocol"] for r in states} == {"consumer"}
+    assertDataFrameEqual(_cols([r for r in audited if r["status"] != "ok"], AUDIT_COLS), [
         ("k", 30, 1, "m1", "m1, m2", "duplicate_owner"),
     ])
-    assert audited.where("log_offset = 20").count() == 2
+    assert sum(r["log_offset"] == 20 for r in audited) == 2
