@@ -247,6 +247,16 @@ RAW_ZNODE_CHANGES = pa.schema(
     ]
 )
 
+# issue 21: topic configs from a file the user gives (kaudit extract log-end --topic-configs)
+RAW_TOPIC_CONFIGS = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("config_name", pa.string()),
+        ("config_value", pa.string()),
+        ("config_file", pa.string()),  # <file>:<line>
+    ]
+)
+
 RAW_QUARANTINE = pa.schema(
     [
         ("source", pa.string()),  # which extractor / step: 'offsets', 'zk-snapshot', 'registry', ...
@@ -363,6 +373,7 @@ RAW = {
     "raw/log_end_offsets": RAW_LOG_END_OFFSETS,
     "raw/batch_timestamps": RAW_BATCH_TIMESTAMPS,
     "raw/log_start_checkpoints": RAW_LOG_START_CHECKPOINTS,
+    "raw/topic_configs": RAW_TOPIC_CONFIGS,
     "raw/quarantine": RAW_QUARANTINE,
 }
 
