@@ -57,7 +57,6 @@ SOURCE = "kafka"
 SEP = "\x01"
 KEY = ["group_id", "offsets_partition", "log_offset"]
 STATE = ["group_id", "state_partition", "state_offset"]  # the record that began the state
-AUDIT_INPUTS = ("expected", "observed", "registered", "subscribed", "known")
 
 
 def _log_order() -> list[Column]:
@@ -81,8 +80,7 @@ def state_starts(records: DataFrame, number: str) -> DataFrame:
     """The records of ``records`` (``group_id, <number>, is_tombstone, offsets_partition,
     log_offset``) that begin a state, with ``state_partition, state_offset`` (their place),
     ``_seq`` (the state's order in its group), ``_after_none`` (first of the group or after a
-    tombstone) and ``next_log_offset`` (the next state or tombstone); every record also gets
-    the ``state_*`` of the state it belongs to (tombstones: null)."""
+    tombstone) and ``next_log_offset`` (the next state or tombstone; null: the last)."""
     w = Window.partitionBy("group_id").orderBy(*_log_order())
     prev_tomb, prev_number = F.lag("is_tombstone").over(w), F.lag(number).over(w)
     after_none = prev_tomb.isNull() | prev_tomb
@@ -317,8 +315,7 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
     members = _as_of(raw["raw/consumer_group_members"], starts, "state_offset", inclusive=True)
 
     src = F.lit(SOURCE).alias("source")
-    folded = F.concat_ws(SEP, "group_id", F.col("state_partition").cast("string"),
-                         F.col("state_offset").cast("string")).alias("group_id")
+    folded = _fold().alias("group_id")
     expected = target.select(src, folded, "topic", "partition", F.lit(None).cast("int").alias("broker_id"),
                              F.col("member_id").alias("expected_owner"), F.lit("server target").alias("assignor"))
     expected = expected.cache()
