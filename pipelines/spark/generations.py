@@ -228,14 +228,14 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
 
     members = assignment_kafka.latest_members(folded, fold_rows(group_members))
     src = F.lit(SOURCE).alias("source")
-    expected = assignment_kafka.expected_assignment(members, partitions).cache()
+    expected = assignment_kafka.expected_assignment(members, partitions)
     audited = _audited({
         "expected": expected,
         "observed": assignment_kafka.observed_owners(folded, fold_rows(group_assignments)),
         "registered": members.select(src, "group_id", "owner"),
         "subscribed": members.select(src, "group_id", F.explode("subscribed_topics").alias("topic")),
         "known": partitions.select(src, "topic", "partition", "broker_id"),
-    }).cache()
+    })
 
     sets = _unfold(members.select(
         "group_id", "owner", F.array_join(F.array_sort(F.coalesce("subscribed_topics", F.array())), ",").alias("_t")
@@ -318,7 +318,6 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
     folded = _fold().alias("group_id")
     expected = target.select(src, folded, "topic", "partition", F.lit(None).cast("int").alias("broker_id"),
                              F.col("member_id").alias("expected_owner"), F.lit("server target").alias("assignor"))
-    expected = expected.cache()
     owners = held.select(*STATE, "member_id").unionByName(targeted)
     subscribed = members.select(*STATE, F.explode("subscribed_topics").alias("topic")).unionByName(
         target.select(*STATE, "topic"))
@@ -329,7 +328,7 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
         "registered": owners.select(src, folded, F.col("member_id").alias("owner")),
         "subscribed": subscribed.select(src, folded, "topic"),
         "known": assignment_kip848.audit_inputs(assignment_kip848.state(raw, topic_parts))["known"],
-    }).cache()
+    })
 
     sets = members.groupBy(*STATE).agg(
         F.array_sort(F.collect_list("member_id")).alias("_members"),
