@@ -153,11 +153,17 @@ def extract_log_end(
     offsets_file: Annotated[
         Path | None, typer.Option("--offsets-file", help="topic:partition:offset lines (GetOffsetShell).")
     ] = None,
+    topic_configs: Annotated[
+        Path | None,
+        typer.Option("--topic-configs", help="topic:config=value lines (retention.ms, retention.bytes, ...)."),
+    ] = None,
 ) -> None:
-    """Log start/end offsets of data-topic partitions into raw/log_end_offsets."""
-    if not paths and offsets_file is None:
-        raise UsageError("extract log-end: give Kafka log dirs (PATH...) or --offsets-file FILE")
-    steps.extract_log_end(_run(ctx, "extract"), paths=paths or [], offsets_file=offsets_file)
+    """Log start/end offsets of data-topic partitions into raw/log_end_offsets (topic configs
+    into raw/topic_configs)."""
+    if not paths and offsets_file is None and topic_configs is None:
+        raise UsageError("extract log-end: give Kafka log dirs (PATH...), --offsets-file FILE or --topic-configs FILE")
+    steps.extract_log_end(_run(ctx, "extract"), paths=paths or [], offsets_file=offsets_file,
+                          topic_configs=topic_configs)
 
 
 @extract_app.command("kraft")

@@ -117,6 +117,7 @@ class KafkaSource(_Model):
     log_dirs: list[Path] = Field(default_factory=list)
     consumer_offsets: list[Path] = Field(default_factory=list)
     offsets_file: Path | None = None
+    topic_configs: Path | None = None  # topic:config=value lines (retention when the metadata lacks it)
     workers: Annotated[int, Field(ge=1)] | None = None
 
 
@@ -392,6 +393,7 @@ def _resolve_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
             "log_dirs": [p(d) for d in k.log_dirs],
             "consumer_offsets": [p(d) for d in k.consumer_offsets],
             "offsets_file": p(k.offsets_file),
+            "topic_configs": p(k.topic_configs),
         }
     )
     kraft = cfg.sources.kraft.model_copy(update={"paths": [p(d) for d in cfg.sources.kraft.paths]})

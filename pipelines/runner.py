@@ -29,7 +29,7 @@ def plan(cfg: AuditConfig) -> list[str]:
         k = cfg.sources.kafka
         if k.log_dirs or k.consumer_offsets:
             units.append("extract:offsets")
-        if k.log_dirs or k.offsets_file is not None:
+        if k.log_dirs or k.offsets_file is not None or k.topic_configs is not None:
             units.append("extract:log-end")
         if cfg.sources.kraft.paths:
             units.append("extract:kraft")
@@ -118,7 +118,8 @@ def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
     elif unit == "extract:offsets":
         steps.extract_offsets(ctx, paths=[*k.log_dirs, *k.consumer_offsets], workers=k.workers)
     elif unit == "extract:log-end":
-        steps.extract_log_end(ctx, paths=list(k.log_dirs), offsets_file=k.offsets_file)
+        steps.extract_log_end(ctx, paths=list(k.log_dirs), offsets_file=k.offsets_file,
+                              topic_configs=k.topic_configs)
     elif unit == "extract:kraft":
         from pipelines.kraft.extract import parse_time_ms
 

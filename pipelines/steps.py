@@ -55,12 +55,14 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None = No
     return counts
 
 
-def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None = None) -> dict:
-    """``kaudit extract log-end``: data-topic log ends from log dirs or a GetOffsetShell file."""
+def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None = None,
+                    topic_configs: Path | None = None) -> dict:
+    """``kaudit extract log-end``: data-topic log ends from log dirs or a GetOffsetShell file,
+    topic configs from a ``topic:config=value`` file."""
     from pipelines.kafka.extract import STEP_LOG_END
     from pipelines.kafka.extract import extract_log_end as run
 
-    counts = run(ctx, paths=paths, offsets_file=offsets_file)
+    counts = run(ctx, paths=paths, offsets_file=offsets_file, topic_configs=topic_configs)
     _show_quarantine(ctx, STEP_LOG_END, "log-end")
     return counts
 

@@ -247,6 +247,16 @@ RAW_ZNODE_CHANGES = pa.schema(
     ]
 )
 
+# issue 21: topic configs from a file the user gives (kaudit extract log-end --topic-configs)
+RAW_TOPIC_CONFIGS = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("config_name", pa.string()),
+        ("config_value", pa.string()),
+        ("config_file", pa.string()),  # <file>:<line>
+    ]
+)
+
 RAW_QUARANTINE = pa.schema(
     [
         ("source", pa.string()),  # which extractor / step: 'offsets', 'zk-snapshot', 'registry', ...
@@ -363,6 +373,7 @@ RAW = {
     "raw/log_end_offsets": RAW_LOG_END_OFFSETS,
     "raw/batch_timestamps": RAW_BATCH_TIMESTAMPS,
     "raw/log_start_checkpoints": RAW_LOG_START_CHECKPOINTS,
+    "raw/topic_configs": RAW_TOPIC_CONFIGS,
     "raw/quarantine": RAW_QUARANTINE,
 }
 
@@ -472,6 +483,13 @@ CORE = {
             ("unowned_at_end", pa.int32()),
             ("unexpected_partitions", pa.int32()),
             ("assignor", pa.string()),
+            # Kafka-era states (pipelines.spark.generations): null for ZooKeeper (ADDED_COLUMNS)
+            ("group_protocol", pa.string()),  # classic | consumer (KIP-848)
+            ("generation", pa.int32()),  # classic: the generation; consumer: the group epoch
+            ("offsets_partition", pa.int32()),  # the record that began the state
+            ("log_offset", pa.int64()),
+            ("next_log_offset", pa.int64()),  # the next state's or the group's tombstone; null: the last
+            ("settled_log_offset", pa.int64()),  # consumer: every targeted member reached the epoch
         ]
     ),
     "core/settled_audit": pa.schema(
@@ -484,21 +502,31 @@ CORE = {
             ("broker_id", pa.int32()),
             ("expected_owner", pa.string()),
             ("observed_owner", pa.string()),  # the owner the state ended with
-            ("status", pa.string()),  # ok | wrong_owner | unowned | unexpected_partition
+            ("status", pa.string()),  # ok | wrong_owner | unowned | unexpected_partition; Kafka also
+            # duplicate_owner (double claimed: observed_owner lists the members) | unknown_owner
             ("owner_since", pa.int64()),  # the zxid that wrote the observed owner
             ("held_from", TS),
             ("held_until_zxid", pa.int64()),  # the next trigger; null: still held at the end of the history
             ("held_until", TS),
+            # Kafka-era states: the state's key in core/rebalance_states; null for ZooKeeper
+            ("group_protocol", pa.string()),
+            ("generation", pa.int32()),
+            ("offsets_partition", pa.int32()),
+            ("log_offset", pa.int64()),
         ]
     ),
 }
 
 SCHEMAS = {**RAW, **CORE}
 
-# core columns only a KRaft registry fills: null where the ZooKeeper registry builds the table
+# core columns only some sources fill: a KRaft registry (null where the ZooKeeper registry
+# builds the table); the Kafka-era states (null for ZooKeeper states)
+_KAFKA_STATE = ("group_protocol", "generation", "offsets_partition", "log_offset")
 ADDED_COLUMNS = {
     "core/brokers": ("rack", "fenced"),
     "core/topic_partitions": ("topic_id", "directories", "eligible_leader_replicas"),
+    "core/rebalance_states": (*_KAFKA_STATE, "next_log_offset", "settled_log_offset"),
+    "core/settled_audit": _KAFKA_STATE,
 }
 
 # the ZooKeeper-era consumer's assignors kaudit recomputes (range is the default)

@@ -1,6 +1,7 @@
 -- retention.ms, retention.bytes and cleanup.policy of every topic with a log in the run: the
--- KRaft ConfigRecords, else the ZooKeeper /config/topics znode, else the broker defaults
--- (vars retention_ms_default 7 days, retention_bytes_default -1, cleanup.policy delete).
+-- KRaft ConfigRecords, else the ZooKeeper /config/topics znode, else the topic-config file of
+-- `kaudit extract log-end --topic-configs`, else the broker defaults (vars retention_ms_default
+-- 7 days, retention_bytes_default -1, cleanup.policy delete).
 with topics as (
     select distinct topic from {{ ref('int_partition_log') }}
 ),
@@ -21,6 +22,14 @@ configs as (
         2 as preference,
         'zookeeper' as config_source
     from {{ ref('stg_zookeeper__topic_configs') }}
+    union all
+    select
+        topic,
+        config_name,
+        config_value,
+        3 as preference,
+        'file' as config_source
+    from {{ ref('stg_kafka__topic_configs') }}
 ),
 
 chosen as (

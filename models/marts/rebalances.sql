@@ -1,17 +1,24 @@
--- Every rebalance of every group, both eras (issue 21).
---   ZooKeeper: each state core/rebalance_states replayed from the txn logs (the snapshot's
---   state is no rebalance): trigger, start, end = the moment the owners matched the expected
---   assignment, else the next trigger (or the end of the history); partitions unowned meanwhile.
---   Kafka: each generation of a group's metadata records in __consumer_offsets; the trigger is
---   the member change from the generation before; the assignment is written at once (end =
---   start); partitions assigned to more than one member are double claimed.
--- A storm: more than var rebalance_storm_per_hour rebalances of the group within an hour.
-with zookeeper as (
+-- Every rebalance of every group, both eras (issue 21), from core/rebalance_states:
+--   ZooKeeper (pipelines/spark/rebalances.py): each state replayed from the txn logs (the
+--   snapshot's state is no rebalance): trigger, start, end = the moment the owners matched the
+--   expected assignment, else the next trigger (or the end of the history); partitions unowned
+--   meanwhile.
+--   Kafka (pipelines/spark/generations.py): each generation of a classic group (the leader's
+--   assignment audited against the build's assignors; written at once: end = start when it
+--   matched) and each epoch of a KIP-848 group (settled when every targeted member was stable at
+--   the epoch; its records carry no time); the trigger is the member change from the state
+--   before; partitions assigned to more than one member are double claimed.
+-- A storm: more than var rebalance_storm_per_hour rebalances of the group within an hour (only
+-- rebalances with a start time count).
+with states as (
     select
         source,
         group_id,
-        cast(null as int) as generation,
+        group_protocol,
+        generation,
         state_zxid,
+        offsets_partition,
+        log_offset,
         trigger,
         trigger_op,
         trigger_path,
@@ -25,108 +32,29 @@ with zookeeper as (
     where trigger <> 'snapshot'
 ),
 
-generations as (
-    select
-        meta.group_id,
-        meta.generation,
-        meta.state_timestamp,
-        meta.offsets_partition,
-        meta.log_offset,
-        lag(meta.log_offset) over (partition by meta.group_id order by meta.offsets_partition, meta.log_offset)
-            as previous_log_offset
-    from {{ source('group_history', 'group_metadata') }} as meta
-    where not meta.is_tombstone
-),
-
-members as (
-    select
-        group_id,
-        offsets_partition,
-        log_offset,
-        collect_set(member_id) as member_ids
-    from {{ source('group_history', 'group_assignments') }}
-    group by group_id, offsets_partition, log_offset
-),
-
-claims as (
-    select
-        group_id,
-        offsets_partition,
-        log_offset,
-        count(*) as double_claimed
-    from (
-        select
-            group_id,
-            offsets_partition,
-            log_offset,
-            topic,
-            `partition`
-        from {{ source('group_history', 'group_assignments') }}
-        group by group_id, offsets_partition, log_offset, topic, `partition`
-        having count(distinct member_id) > 1
-    )
-    group by group_id, offsets_partition, log_offset
-),
-
-kafka as (
-    select
-        'kafka' as source,
-        g.group_id,
-        g.generation,
-        cast(null as bigint) as state_zxid,
-        case
-            when g.previous_log_offset is null then 'first'
-            when
-                size(array_except(now.member_ids, previous.member_ids)) > 0
-                and size(array_except(previous.member_ids, now.member_ids)) > 0 then 'members_replaced'
-            when size(array_except(now.member_ids, previous.member_ids)) > 0 then 'member_joined'
-            when size(array_except(previous.member_ids, now.member_ids)) > 0 then 'member_left'
-            else 'same_members'
-        end as trigger,
-        cast(null as string) as trigger_op,
-        cast(null as string) as trigger_path,
-        g.state_timestamp as started_at,
-        g.state_timestamp as ended_at,
-        true as settled,
-        cast(null as int) as unowned_partitions,
-        cast(coalesce(claims.double_claimed, 0) as int) as double_claimed_partitions,
-        cast(null as int) as wrong_owner_partitions
-    from generations as g
-    left join members as now
-        on g.group_id = now.group_id and g.offsets_partition = now.offsets_partition and g.log_offset = now.log_offset
-    left join members as previous
-        on
-            g.group_id = previous.group_id and g.offsets_partition = previous.offsets_partition
-            and g.previous_log_offset = previous.log_offset
-    left join claims
-        on
-            g.group_id = claims.group_id and g.offsets_partition = claims.offsets_partition
-            and g.log_offset = claims.log_offset
-),
-
-both_eras as (
-    select * from zookeeper
-    union all
-    select * from kafka
-),
-
 counted as (
     select
         *,
-        count(*) over (
-            partition by source, group_id
-            order by unix_millis(started_at)
-            range between 3599999 preceding and current row
-        ) as rebalances_last_hour
-    from both_eras
+        case
+            when started_at is not null
+                then count(*) over (
+                    partition by source, group_id, started_at is null
+                    order by unix_millis(started_at)
+                    range between 3599999 preceding and current row
+                )
+        end as rebalances_last_hour
+    from states
 )
 
 select
     '{{ var("run_id") }}' as run_id,
     source,
     group_id,
+    group_protocol,
     generation,
     state_zxid,
+    offsets_partition,
+    log_offset,
     trigger,
     trigger_op,
     trigger_path,
@@ -138,5 +66,5 @@ select
     double_claimed_partitions,
     wrong_owner_partitions,
     rebalances_last_hour,
-    rebalances_last_hour > {{ var('rebalance_storm_per_hour') }} as is_storm
+    coalesce(rebalances_last_hour > {{ var('rebalance_storm_per_hour') }}, false) as is_storm
 from counted

@@ -16,11 +16,11 @@ from pipelines.errors import InputError
 from pipelines.kafka.batch_times import CHECKPOINT_FILE, batch_table, checkpoint_table, read_checkpoint
 from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
 from pipelines.kafka.log_end import SOURCE as LOG_END_SOURCE
-from pipelines.kafka.log_end import read_offsets_file, scan_partition
+from pipelines.kafka.log_end import read_offsets_file, read_topic_configs, scan_partition
 from pipelines.kafka.offsets import TABLES, decode_file_to_parts
 from pipelines.kafka.paths import data_partition_dirs, offsets_segments
 from pipelines.procs import die_with
-from pipelines.tables import RAW_LOG_END_OFFSETS, TS
+from pipelines.tables import RAW_LOG_END_OFFSETS, RAW_TOPIC_CONFIGS, TS
 
 STEP_OFFSETS = "offsets"
 STEP_LOG_END = "log-end"
@@ -121,10 +121,13 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
     return {**short, **stats}
 
 
-def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None) -> dict:
+def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None,
+                    topic_configs: Path | None = None) -> dict:
     """Log start/end offsets per data-topic partition into ``raw/log_end_offsets`` (``paths`` or
-    ``offsets_file``: the command line asks for one of them), the batch headers' timestamps into
-    ``raw/batch_timestamps`` and the log dirs' log-start checkpoints into ``raw/log_start_checkpoints``."""
+    ``offsets_file``: the command line asks for one of them or ``topic_configs``), the batch
+    headers' timestamps into ``raw/batch_timestamps``, the log dirs' log-start checkpoints into
+    ``raw/log_start_checkpoints`` and the ``topic_configs`` file's lines into ``raw/topic_configs``."""
+    configs = read_topic_configs(topic_configs) if topic_configs is not None else []
     rows: dict[tuple[str, int], dict] = {}
     headers: dict[tuple[str, int], pa.Table | None] = {}
     quarantined: list[dict] = []
@@ -186,10 +189,15 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
         tx.writer("raw/batch_timestamps")
         tx.write("raw/log_start_checkpoints", checkpoint_table(sorted(checkpoints)))
         tx.writer("raw/log_start_checkpoints")
+        tx.write("raw/topic_configs", pa.Table.from_pylist(
+            [dict(zip(RAW_TOPIC_CONFIGS.names, c, strict=True)) for c in configs], RAW_TOPIC_CONFIGS))
+        tx.writer("raw/topic_configs")
         tx.write("raw/quarantine", quarantine.table(quarantined))
         tx.writer("raw/quarantine")
+    if configs:
+        ctx.say(f"log-end: {len(configs)} topic configs from {topic_configs}")
     ctx.say(f"log-end: {len(ordered)} partitions ({len(dirs)} partition dirs, {from_file} lines from --offsets-file)")
     if quarantined:
         ctx.say(f"log-end: {len(quarantined)} corrupt batch headers / checkpoint lines quarantined")
     return {"partitions": len(ordered), "dirs": len(dirs), "offsets_file_lines": from_file,
-            "quarantine": len(quarantined)}
+            "topic_configs": len(configs), "quarantine": len(quarantined)}

@@ -1,6 +1,7 @@
 """Log start/end offsets of data-topic partitions from their segments' batch headers only
 (no decompression, no CRC: the framing kernel of ``kernels.py`` with ``check_crc=False``),
-or from a GetOffsetShell ``topic:partition:offset`` file.
+or from a GetOffsetShell ``topic:partition:offset`` file; topic configs (retention) from a
+``topic:config=value`` file (:func:`read_topic_configs`).
 
 - start = base offset of the first batch of the first segment holding one. A magic 0/1
   compressed wrapper carries the offset of its LAST inner message; when such a wrapper opens
@@ -17,6 +18,7 @@ or from a GetOffsetShell ``topic:partition:offset`` file.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +94,35 @@ def scan_partition(topic: str, partition: int, d: Path) -> PartitionEnds | None:
         base = max(base_offset_of(f) for f in files)
         if base >= 0:
             out.log_start_offset = out.log_end_offset = base
+    return out
+
+
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")  # Kafka's legal topic names (Topic.validate)
+_CONFIG = re.compile(r"^[a-z0-9._-]+$")
+
+
+def read_topic_configs(path: Path) -> list[tuple[str, str, str, str]]:
+    """(topic, config, value, ``file:line``) of each ``topic:config=value`` line (``orders:
+    retention.ms=3600000``; a topic name holds no ``:``); blank lines and ``#`` comments skipped.
+    A malformed line is an InputError naming file and line; a file without one line is too."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err})") from None
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        topic, colon, rest = line.partition(":")
+        name, eq, value = rest.partition("=")
+        topic, name, value = topic.strip(), name.strip(), value.strip()
+        if not colon or not eq or not _TOPIC.match(topic) or not _CONFIG.match(name):
+            raise InputError(f"{path}:{n}: expected topic:config=value (e.g. orders:retention.ms=3600000), "
+                             f"got {line[:80]!r}")
+        out.append((topic, name, value, f"{path}:{n}"))
+    if not out:
+        raise InputError(f"{path}: no topic:config=value line (expected topic configs)")
     return out
 
 

@@ -39,6 +39,7 @@ from pipelines.spark import (
     assignment_kafka,
     assignment_kip848,
     assignment_zk,
+    generations,
     kraft_registry,
     rebalances,
     registry,
@@ -199,10 +200,14 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         for frame in (threads, plan, ranks):
             frame.unpersist()
 
-        # issue 21: every state of the ZooKeeper groups the txn logs replayed, audited
+        # issue 21: every state of the ZooKeeper groups the txn logs replayed, and every
+        # generation (epoch) of the Kafka groups, audited
         states, settled_audit = rebalances.build(spark, ctx, assignors)
         write_staged(tx, "core/rebalance_states", states)
         write_staged(tx, "core/settled_audit", settled_audit)
+        for states, settled_audit in generations.build(spark, ctx, topic_parts):
+            write_staged(tx, "core/rebalance_states", states, append=True)
+            write_staged(tx, "core/settled_audit", settled_audit, append=True)
         advance()
 
         quarantined = _union(bad).toArrow() if bad else quarantine.table([])

@@ -150,7 +150,7 @@ def test_extract_log_end_unreadable_and_usage(tmp_path, capsys):
     wh = tmp_path / "wh"
     assert _run(["--warehouse", str(wh), "extract", "log-end"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "kaudit: extract log-end: give Kafka log dirs (PATH...) or --offsets-file FILE"
+    assert err == "kaudit: extract log-end: give Kafka log dirs (PATH...), --offsets-file FILE or --topic-configs FILE"
     (tmp_path / "logs" / "__consumer_offsets-0").mkdir(parents=True)
     assert _run(["--warehouse", str(wh), "extract", "log-end", str(tmp_path / "logs")]) == 1
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
@@ -180,6 +180,20 @@ def test_extract_log_end_cli_with_offsets_file(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("pay-0-3\n")
     assert _run(["--warehouse", str(wh), "--run-id", "r2", "extract", "log-end", "--offsets-file", str(bad)]) == 1
+
+
+def test_extract_log_end_cli_with_topic_configs(tmp_path):
+    configs = tmp_path / "topics.properties"
+    configs.write_text("pay:retention.ms=3600000\nother:retention.bytes=1024\n")
+    wh = tmp_path / "wh"
+    args = ["--warehouse", str(wh), "--run-id", "r", "extract", "log-end", "--topic-configs", str(configs)]
+    assert _run(args) == 0
+    rows = read_arrow(Warehouse(wh), "raw/topic_configs", "r").to_pylist()
+    assert [(r["topic"], r["config_name"], r["config_value"], r["config_file"]) for r in rows] == [
+        ("pay", "retention.ms", "3600000", f"{configs}:1"), ("other", "retention.bytes", "1024", f"{configs}:2")]
+    configs.write_text("pay retention.ms 1\n")
+    assert _run(["--warehouse", str(wh), "--run-id", "r2", "extract", "log-end", "--topic-configs", str(configs)]) == 1
+    assert list(Warehouse(wh).run_ids("raw/topic_configs")) == ["r"]
 
 
 def test_console_script_exit_code(tmp_path):

@@ -130,7 +130,8 @@ def test_empty_config_is_all_defaults(tmp_path):
         ("sources:\n  zookeeper: [{data_dir: a}, {data_dir: b}]\n",
          "sources.zookeeper[1]: a run audits one cluster: at most one data-dir backup"),
         ("sources:\n  kafka: {log_dir: [a]}\n",
-         "sources.kafka.log_dir: unknown key (allowed: log_dirs, consumer_offsets, offsets_file, workers)"),
+         "sources.kafka.log_dir: unknown key (allowed: log_dirs, consumer_offsets, offsets_file, topic_configs, "
+         "workers)"),
         ("sources:\n  kafka: {workers: 0}\n",
          "sources.kafka.workers: input should be greater than or equal to 1, got 0"),
         ("sources:\n  kafka: {log_dirs: a}\n", "sources.kafka.log_dirs: input should be a valid list, got 'a'"),
@@ -200,7 +201,7 @@ def test_relative_paths_resolve_against_config_dir(tmp_path):
         warehouse: ../wh
         sources:
           zookeeper: [{data_dir: zk, at_zxid: "0x1f"}]
-          kafka: {log_dirs: [/abs/k, rel/k], offsets_file: ends.txt}
+          kafka: {log_dirs: [/abs/k, rel/k], offsets_file: ends.txt, topic_configs: topics.properties}
         """,
     )
     cfg = load_config(path)
@@ -209,6 +210,7 @@ def test_relative_paths_resolve_against_config_dir(tmp_path):
     assert cfg.sources.zookeeper[0].at_zxid == 31
     assert cfg.sources.kafka.log_dirs == [Path("/abs/k"), sub / "rel/k"]
     assert cfg.sources.kafka.offsets_file == sub / "ends.txt"
+    assert cfg.sources.kafka.topic_configs == sub / "topics.properties"
 
 
 def test_plan_units_follow_sources_and_steps(tmp_path):
@@ -225,6 +227,8 @@ def test_plan_units_follow_sources_and_steps(tmp_path):
     assert plan(cfg) == ["extract:log-end", "build", "report"]
     cfg = load_config(write(tmp_path, "sources:\n  kafka: {consumer_offsets: [a.log]}\nsteps: [extract]\n"))
     assert plan(cfg) == ["extract:offsets"]
+    cfg = load_config(write(tmp_path, "sources:\n  kafka: {topic_configs: t.properties}\nsteps: [extract]\n"))
+    assert plan(cfg) == ["extract:log-end"]
 
 
 def test_select_units():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.errors import InputError
-from pipelines.kafka.log_end import read_offsets_file, scan_partition
+from pipelines.kafka.log_end import read_offsets_file, read_topic_configs, scan_partition
 from pipelines.kafka.paths import (
     UNKNOWN_PARTITION,
     data_partition_dirs,
@@ -132,3 +132,23 @@ def test_offsets_file(tmp_path):
         read_offsets_file(f)
     with pytest.raises(InputError, match="cannot read"):
         read_offsets_file(tmp_path / "nope.txt")
+
+
+def test_topic_configs_file(tmp_path):
+    f = tmp_path / "topics.properties"
+    f.write_text("# retention per topic\norders:retention.ms=3600000\n\n my.topic-2 : retention.bytes = -1 \n"
+                 "orders:cleanup.policy=compact,delete\n")
+    assert read_topic_configs(f) == [
+        ("orders", "retention.ms", "3600000", f"{f}:2"),
+        ("my.topic-2", "retention.bytes", "-1", f"{f}:4"),
+        ("orders", "cleanup.policy", "compact,delete", f"{f}:5"),
+    ]
+    for bad in ("orders=retention.ms:1", "orders:retention.ms", "or ders:retention.ms=1", ":retention.ms=1"):
+        f.write_text(f"orders:retention.ms=1\n{bad}\n")
+        with pytest.raises(InputError, match=r"topics.properties:2: expected topic:config=value"):
+            read_topic_configs(f)
+    f.write_text("# nothing\n\n")
+    with pytest.raises(InputError, match=r"topics.properties: no topic:config=value line"):
+        read_topic_configs(f)
+    with pytest.raises(InputError, match="cannot read"):
+        read_topic_configs(tmp_path / "nope.properties")

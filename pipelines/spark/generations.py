@@ -1,0 +1,371 @@
+"""Every rebalance of the Kafka-era groups, and the audit of every settled state, from the
+``__consumer_offsets`` records of every generation (issue 21): the Kafka sibling of
+:mod:`pipelines.spark.rebalances` (ZooKeeper), into the same ``core/rebalance_states`` and
+``core/settled_audit`` (``source = 'kafka'``, ``group_protocol`` classic | consumer, the state
+keyed by the record that began it: ``offsets_partition``, ``log_offset``). DataFrame ->
+DataFrame, no UDF.
+
+Classic groups (``raw/group_metadata``, ``raw/group_members``, ``raw/group_assignments``):
+
+- A group's records in log order (``tables.GROUP_RECORD_ORDER``), ``protocol_type`` consumer;
+  a tombstone deletes the group. A state is a generation: it begins with the first record of
+  a generation number (the first record of the group, or the first after a tombstone, or one
+  whose generation differs from the record before) and lasts until the next state or
+  tombstone. Later records of the same generation (a static member's new member id) are the
+  same state; the audit reads the generation's last record (the assignment it ended with).
+- ``started_at``: the record's ``state_timestamp`` (GroupMetadataValue v2+; null before).
+- ``trigger``: the member change from the previous generation (``first`` after none or a
+  tombstone; ``member_joined``, ``member_left``, both ``members_replaced``; the same members
+  with another subscription ``subscription_changed``; else ``same_members``).
+- Expected owners: the build's Kafka assignors (:func:`pipelines.spark.assignment_kafka.expected_assignment`:
+  range, round-robin; other protocols structurally only) over the generation's members and
+  the run's partitions; the state is folded into the group name (``group \\x01 offsets
+  partition \\x01 log offset``) so one call computes every generation of every group. The
+  assignment the leader wrote is audited against them by :func:`pipelines.spark.audit.audit`
+  (``duplicate_owner``: a partition in two members' assignments, counted as
+  ``double_claimed_partitions``). The leader writes the whole assignment at once, so a
+  generation is settled when every row is ``ok``, at its start.
+
+KIP-848 groups (``raw/consumer_group_*``): a state is a group epoch (ConsumerGroupMetadata
+records, the same rule as generations). Expected owners: the server's target of that epoch
+(the first ConsumerGroupTargetAssignmentMetadata record of the epoch inside the state, the
+target member records as of it). Settled: the first log offset by which every targeted member
+wrote a ``STABLE`` current assignment at the epoch or later (``settled_log_offset``; a stable
+member holds its target, ``modern/MemberState.java``); never, if one did not before the next
+epoch. The audit compares the target with what each member held at the
+end of the state (current assignment plus partitions pending revocation). The records carry no
+time: ``started_at`` is null.
+
+Known limits: partition counts are the run's (a topic that grew is audited with today's
+count in old generations).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from pipelines.context import RunContext
+from pipelines.reading import row_count
+from pipelines.spark import assignment_kafka, assignment_kip848
+from pipelines.spark.audit import audit
+from pipelines.spark.io import read_spark
+from pipelines.spark.schemas import table_schema
+from pipelines.tables import GROUP_RECORD_ORDER
+
+SOURCE = "kafka"
+SEP = "\x01"
+KEY = ["group_id", "offsets_partition", "log_offset"]
+STATE = ["group_id", "state_partition", "state_offset"]  # the record that began the state
+
+
+def _log_order() -> list[Column]:
+    return [F.col(c) for c in GROUP_RECORD_ORDER]
+
+
+def _fold() -> Column:
+    return F.concat_ws(SEP, "group_id", F.col("state_partition").cast("string"), F.col("state_offset").cast("string"))
+
+
+def _unfold(df: DataFrame) -> DataFrame:
+    parts = F.split("group_id", SEP)
+    return df.withColumns({
+        "state_partition": F.get(parts, 1).cast("int"),
+        "state_offset": F.get(parts, 2).cast("bigint"),
+        "group_id": F.get(parts, 0),
+    })
+
+
+def state_starts(records: DataFrame, number: str) -> DataFrame:
+    """The records of ``records`` (``group_id, <number>, is_tombstone, offsets_partition,
+    log_offset``) that begin a state, with ``state_partition, state_offset`` (their place),
+    ``_seq`` (the state's order in its group), ``_after_none`` (first of the group or after a
+    tombstone) and ``next_log_offset`` (the next state or tombstone; null: the last)."""
+    w = Window.partitionBy("group_id").orderBy(*_log_order())
+    prev_tomb, prev_number = F.lag("is_tombstone").over(w), F.lag(number).over(w)
+    after_none = prev_tomb.isNull() | prev_tomb
+    begins = ~F.col("is_tombstone") & (after_none | ~prev_number.eqNullSafe(F.col(number)))
+    marked = records.withColumns({"_begins": begins, "_after_none": after_none})
+    bounds = marked.where(F.col("_begins") | F.col("is_tombstone")).withColumn(
+        "next_log_offset", F.lead("log_offset").over(w)
+    )
+    return bounds.where("_begins").drop("_begins").withColumns({
+        "state_partition": F.col("offsets_partition"),
+        "state_offset": F.col("log_offset"),
+        "_seq": F.row_number().over(Window.partitionBy("group_id").orderBy(*_log_order())),
+    })
+
+
+def _of_state(records: DataFrame, starts: DataFrame) -> DataFrame:
+    """``records`` (non-tombstones) with the ``state_partition, state_offset`` of the state each
+    falls in (the last start at or before it)."""
+    s = starts.select("group_id", "state_partition", "state_offset", "next_log_offset")
+    inside = (F.col("log_offset") >= F.col("state_offset")) & (
+        F.col("next_log_offset").isNull() | (F.col("log_offset") < F.col("next_log_offset"))
+    )
+    return records.where(~F.col("is_tombstone")).join(s, "group_id").where(inside).drop("next_log_offset")
+
+
+def _trigger(now: Column, before: Column, subs_now: Column, subs_before: Column, first: Column) -> Column:
+    joined, left = F.size(F.array_except(now, before)) > 0, F.size(F.array_except(before, now)) > 0
+    return (
+        F.when(first, "first")
+        .when(joined & left, "members_replaced")
+        .when(joined, "member_joined")
+        .when(left, "member_left")
+        .when(~subs_now.eqNullSafe(subs_before), "subscription_changed")
+        .otherwise("same_members")
+    )
+
+
+def _with_triggers(states: DataFrame) -> DataFrame:
+    """``states`` (``_members``: sorted member ids, ``_subs``: sorted member/topic pairs) with
+    ``trigger``, compared with the group's previous state."""
+    w = Window.partitionBy("group_id").orderBy("_seq")
+    before = F.coalesce(F.lag("_members").over(w), F.array().cast("array<string>"))
+    trigger = _trigger(F.coalesce("_members", F.array().cast("array<string>")), before, F.col("_subs"),
+                       F.lag("_subs").over(w), F.col("_after_none"))
+    return states.withColumn("trigger", trigger)
+
+
+def _audited(inputs: dict[str, DataFrame]) -> DataFrame:
+    """:func:`audit` of folded group names, unfolded, with ``observed_owner`` (the owners, joined)."""
+    rows = _unfold(audit(**inputs))
+    return rows.withColumn("observed_owner", F.nullif(F.array_join("observed_owners", ", "), F.lit("")))
+
+
+def _summary(audited: DataFrame, expected: DataFrame) -> DataFrame:
+    """Per state: the counts of ``core/rebalance_states`` and ``_ok`` (every row ok)."""
+    n_expected = _unfold(expected).groupBy(*STATE).agg(F.count(F.lit(1)).cast("int").alias("expected_partitions"))
+
+    def count(status: str) -> Column:
+        return F.sum((F.col("status") == status).cast("int")).cast("int")
+
+    counts = audited.groupBy(*STATE).agg(
+        F.bool_and(F.col("status") == "ok").alias("_ok"),
+        count("unowned").alias("unowned_at_end"),
+        count("duplicate_owner").alias("double_claimed_partitions"),
+        count("wrong_owner").alias("wrong_owner_partitions"),
+        count("unexpected_partition").alias("unexpected_partitions"),
+    )
+    return n_expected.join(counts, STATE, "full_outer")
+
+
+def _states_table(states: DataFrame, summary: DataFrame, protocol: str, settled: Column,
+                  settled_at: Column, settled_offset: Column) -> DataFrame:
+    """``core/rebalance_states`` rows (the ZooKeeper columns null)."""
+    rows = states.join(summary, STATE, "left").withColumn("_ok", F.coalesce("_ok", F.lit(True)))
+    zero = F.lit(0)
+    return rows.select(
+        F.lit(SOURCE).alias("source"),
+        "group_id",
+        F.lit(protocol).alias("group_protocol"),
+        "generation",
+        F.col("state_partition").alias("offsets_partition"),
+        F.col("state_offset").alias("log_offset"),
+        "started_at",
+        "trigger",
+        "next_log_offset",
+        "next_at",
+        settled.alias("settled"),
+        settled_offset.alias("settled_log_offset"),
+        settled_at.alias("settled_at"),
+        F.coalesce("expected_partitions", zero).alias("expected_partitions"),
+        F.coalesce("unowned_at_end", zero).alias("unowned_partitions"),
+        F.coalesce("double_claimed_partitions", zero).alias("double_claimed_partitions"),
+        F.coalesce("wrong_owner_partitions", zero).alias("wrong_owner_partitions"),
+        F.coalesce("unowned_at_end", zero).alias("unowned_at_end"),
+        F.coalesce("unexpected_partitions", zero).alias("unexpected_partitions"),
+        "assignor",
+    )
+
+
+def _audit_table(audited: DataFrame, states: DataFrame, protocol: str) -> DataFrame:
+    """``core/settled_audit`` rows (the ZooKeeper columns null)."""
+    return audited.join(states.select(*STATE, "generation", "started_at", "next_at"), STATE).select(
+        F.lit(SOURCE).alias("source"),
+        "group_id",
+        F.lit(protocol).alias("group_protocol"),
+        "generation",
+        F.col("state_partition").alias("offsets_partition"),
+        F.col("state_offset").alias("log_offset"),
+        "topic",
+        "partition",
+        "broker_id",
+        "expected_owner",
+        "observed_owner",
+        "status",
+        F.col("started_at").alias("held_from"),
+        F.col("next_at").alias("held_until"),
+    )
+
+
+def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_assignments: DataFrame,
+                   partitions: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(``core/rebalance_states``, ``core/settled_audit``) rows of the classic groups' generations.
+    ``partitions``: :func:`assignment_kafka.topic_partitions` of the run."""
+    consumer = group_metadata.where(F.col("is_tombstone") | (F.col("protocol_type") == "consumer"))
+    records = consumer.select(*KEY, "generation", "protocol", "state_timestamp",
+                              F.coalesce("is_tombstone", F.lit(False)).alias("is_tombstone"))
+    starts = state_starts(records, "generation")
+    nxt = Window.partitionBy("group_id").orderBy("_seq")
+    # the next state's time, when it is what ended this one (a tombstone has no time)
+    follows = F.lead("state_offset").over(nxt) == F.col("next_log_offset")
+    starts = starts.withColumns({
+        "started_at": F.col("state_timestamp"),
+        "next_at": F.when(follows, F.lead("state_timestamp").over(nxt)),
+    })
+    # the generation's last record: what the state ended with
+    last = _of_state(records, starts).groupBy(*STATE).agg(
+        F.max(F.struct(*_log_order(), "protocol")).alias("_last")
+    ).select(*STATE, F.col("_last.log_offset").alias("log_offset"),
+             F.col("_last.offsets_partition").alias("offsets_partition"), F.col("_last.protocol").alias("protocol"))
+    of_last = last.select(*STATE, *KEY)
+    folded = last.select(_fold().alias("group_id"), "offsets_partition", "log_offset", "protocol")
+
+    def fold_rows(rows: DataFrame) -> DataFrame:
+        return rows.join(of_last, KEY).withColumn("group_id", _fold()).drop("state_partition", "state_offset")
+
+    members = assignment_kafka.latest_members(folded, fold_rows(group_members))
+    src = F.lit(SOURCE).alias("source")
+    expected = assignment_kafka.expected_assignment(members, partitions)
+    audited = _audited({
+        "expected": expected,
+        "observed": assignment_kafka.observed_owners(folded, fold_rows(group_assignments)),
+        "registered": members.select(src, "group_id", "owner"),
+        "subscribed": members.select(src, "group_id", F.explode("subscribed_topics").alias("topic")),
+        "known": partitions.select(src, "topic", "partition", "broker_id"),
+    })
+
+    sets = _unfold(members.select(
+        "group_id", "owner", F.array_join(F.array_sort(F.coalesce("subscribed_topics", F.array())), ",").alias("_t")
+    )).groupBy(*STATE).agg(
+        F.array_sort(F.collect_list("owner")).alias("_members"),
+        F.array_sort(F.collect_list(F.concat_ws("=", "owner", "_t"))).alias("_subs"),
+    )
+    assignors = _unfold(expected).groupBy(*STATE).agg(F.first("assignor", ignorenulls=True).alias("assignor"))
+    states = _with_triggers(starts.join(sets, STATE, "left")).join(assignors, STATE, "left")
+    summary = _summary(audited, expected)
+    ok = F.coalesce("_ok", F.lit(True))
+    table = _states_table(states, summary, "classic", ok, F.when(ok, F.col("started_at")),
+                          F.when(ok, F.col("state_offset")))
+    return table, _audit_table(audited, states, "classic")
+
+
+def _pairs(df: DataFrame, column: str) -> DataFrame:
+    """``STATE, member_id, topic_id, partition`` of a list<struct<topic_id, partitions>> column."""
+    return df.select(*STATE, "member_id", F.explode(column).alias("_t")).select(
+        *STATE, "member_id", F.col("_t.topic_id").alias("topic_id"), F.explode("_t.partitions").alias("partition")
+    )
+
+
+def _as_of(records: DataFrame, bounds: DataFrame, before: str, inclusive: bool) -> DataFrame:
+    """The latest record of each member per state among ``records`` placed before the state's
+    ``before`` column (null: no bound; ``inclusive``: at it too), tombstones dropped."""
+    b = F.col(before)
+    placed = (F.col("log_offset") <= b) if inclusive else (F.col("log_offset") < b)
+    rows = records.join(bounds.select(*STATE, before), "group_id").where(b.isNull() | placed)
+    order = F.struct(*_log_order())
+    w = Window.partitionBy(*STATE, "member_id")
+    return rows.withColumn("_last", F.max(order).over(w)).where((order == F.col("_last")) & ~F.col("is_tombstone"))
+
+
+def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(``core/rebalance_states``, ``core/settled_audit``) rows of the KIP-848 groups' epochs.
+    ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`."""
+    meta = raw["raw/consumer_group_metadata"].select(*KEY, F.col("group_epoch").alias("generation"), "is_tombstone")
+    starts = state_starts(meta, "generation").withColumns({
+        "started_at": F.lit(None).cast("timestamp"), "next_at": F.lit(None).cast("timestamp"),
+    })
+    # the epoch's target: its first target metadata record inside the state, the members' targets as of it
+    tmeta = raw["raw/consumer_group_target_metadata"].select(*KEY, "assignment_epoch", "is_tombstone")
+    target_at = (
+        _of_state(tmeta, starts).join(starts.select(*STATE, "generation"), STATE)
+        .where(F.col("assignment_epoch") == F.col("generation"))
+        .groupBy(*STATE).agg(F.min("log_offset").alias("_target_at"))
+    )
+    names = assignment_kip848.topic_names(topic_parts, raw["raw/consumer_group_partition_metadata"])
+    targets = _as_of(raw["raw/consumer_group_target_assignments"], target_at, "_target_at", inclusive=True)
+    target = assignment_kip848._named(_pairs(targets, "topic_partitions"), names)
+    # what each member held at the end of the state, and when it was stable at the epoch
+    current = raw["raw/consumer_group_current_assignments"]
+    held_rows = _as_of(current, starts, "next_log_offset", inclusive=False)
+    held = assignment_kip848._named(
+        _pairs(held_rows, "assigned_partitions").unionByName(_pairs(held_rows, "partitions_pending_revocation")),
+        names,
+    )
+    targeted = targets.select(*STATE, "member_id")
+    span = starts.select(*STATE, "generation", "next_log_offset")
+    reached = (
+        current.where(~F.col("is_tombstone")).join(span, "group_id")
+        .where((F.col("log_offset") >= F.col("state_offset")) & (F.col("member_epoch") >= F.col("generation"))
+               & (F.col("state") == "STABLE")
+               & (F.col("next_log_offset").isNull() | (F.col("log_offset") < F.col("next_log_offset"))))
+        .groupBy(*STATE, "member_id").agg(F.min("log_offset").alias("_reached"))
+    )
+    epochs = (
+        targeted.join(reached, [*STATE, "member_id"], "left").groupBy(*STATE)
+        .agg(F.count(F.lit(1)).alias("_n"), F.count("_reached").alias("_r"), F.max("_reached").alias("_last"))
+    )
+    settle = target_at.join(epochs, STATE, "left").select(
+        *STATE, F.when(F.coalesce("_n", F.lit(0)) == F.coalesce("_r", F.lit(0)),
+                       F.greatest("_target_at", "_last")).alias("_settled_at")
+    )
+    # the members that made the epoch: those registered at its record (a later join is a later epoch)
+    members = _as_of(raw["raw/consumer_group_members"], starts, "state_offset", inclusive=True)
+
+    src = F.lit(SOURCE).alias("source")
+    folded = _fold().alias("group_id")
+    expected = target.select(src, folded, "topic", "partition", F.lit(None).cast("int").alias("broker_id"),
+                             F.col("member_id").alias("expected_owner"), F.lit("server target").alias("assignor"))
+    owners = held.select(*STATE, "member_id").unionByName(targeted)
+    subscribed = members.select(*STATE, F.explode("subscribed_topics").alias("topic")).unionByName(
+        target.select(*STATE, "topic"))
+    audited = _audited({
+        "expected": expected,
+        "observed": held.select(src, folded, "topic", "partition", F.lit(None).cast("int").alias("broker_id"),
+                                F.col("member_id").alias("owner")),
+        "registered": owners.select(src, folded, F.col("member_id").alias("owner")),
+        "subscribed": subscribed.select(src, folded, "topic"),
+        "known": assignment_kip848.audit_inputs(assignment_kip848.state(raw, topic_parts))["known"],
+    })
+
+    sets = members.groupBy(*STATE).agg(
+        F.array_sort(F.collect_list("member_id")).alias("_members"),
+        F.array_sort(F.collect_list(F.concat_ws(
+            "=", "member_id", F.array_join(F.array_sort(F.coalesce("subscribed_topics", F.array())), ","),
+            F.coalesce("subscribed_topic_regex", F.lit(""))))).alias("_subs"),
+        F.first("server_assignor", ignorenulls=True).alias("_assignor"),
+        F.max(F.col("server_assignor").isNull().cast("int")).alias("_default"),
+    ).withColumn("assignor", F.concat(
+        F.when(F.col("_default") == 1, F.lit("uniform")).otherwise(F.col("_assignor")), F.lit(": server target")))
+    states = _with_triggers(starts.join(sets, STATE, "left")).join(settle, STATE, "left")
+    settled = F.col("_settled_at").isNotNull()
+    table = _states_table(states, _summary(audited, expected), "consumer", settled, F.lit(None).cast("timestamp"),
+                          F.col("_settled_at"))
+    return table, _audit_table(audited, states, "consumer")
+
+
+def as_table(df: DataFrame, table: str) -> DataFrame:
+    """``df`` with every column of ``table`` (those it lacks null: the other era's)."""
+    return df.select(*[(F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+                       for f in table_schema(table).fields])
+
+
+def build(spark, ctx: RunContext, topic_parts: DataFrame) -> list[tuple[DataFrame, DataFrame]]:
+    """(``core/rebalance_states``, ``core/settled_audit``) frames of the run's classic and
+    KIP-848 groups, as many pairs as the run has kinds of group records."""
+    wh, run_id = ctx.warehouse, ctx.run_id
+    out = []
+    if row_count(wh, "raw/group_metadata", run_id):
+        def read(t: str) -> DataFrame:
+            return read_spark(spark, wh, t, run_id)
+
+        partitions = assignment_kafka.topic_partitions(topic_parts, read("raw/log_end_offsets"))
+        out.append(classic_states(read("raw/group_metadata"), read("raw/group_members"),
+                                  read("raw/group_assignments"), partitions))
+    if row_count(wh, "raw/consumer_group_metadata", run_id):
+        raw = {t: read_spark(spark, wh, t, run_id) for t in assignment_kip848.RAW_TABLES}
+        out.append(consumer_states(raw, topic_parts))
+    return [(as_table(states, "core/rebalance_states"), as_table(audited, "core/settled_audit"))
+            for states, audited in out]

@@ -1,0 +1,166 @@
+"""Issue 21, Kafka era: a scripted history of a classic group (generations written by the
+leader, one of them wrong) and a KIP-848 group (two epochs, the second never settled), encoded
+as ``__consumer_offsets`` segments by the independent encoders (kafka-python builders in
+testkit.segments, testkit.kip848), through the real ``extract offsets``, ``build`` (local Spark)
+and ``dbt build`` of ``marts/rebalances``. Every expected value comes from the script."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import yaml
+
+from pipelines.cli import main
+from pipelines.context import RunContext
+from pipelines.reading import read_arrow
+from pipelines.spark.build import build_core
+from pipelines.tables import SCHEMAS
+from pipelines.warehouse import Warehouse
+from testkit import kip848 as K
+from testkit.segments import (
+    assignment,
+    batch,
+    group_metadata_key,
+    group_metadata_value,
+    segment_name,
+    subscription,
+    write_segment,
+)
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+RUN = "kg"
+T0 = 1_750_000_000_000
+MINUTE = 60_000
+PARTITIONS = 4
+ORDERS = uuid.UUID(int=7)
+
+# classic group g on range over t: (minute, generation, {member: partitions the leader wrote})
+CLASSIC = [
+    (0, 1, {"a": [0, 1, 2, 3]}),
+    (10, 2, {"a": [0, 1, 2], "b": [3]}),  # wrong: range gives b 2-3
+    (20, 3, {"a": [0, 1], "b": [2, 3]}),
+    (25, 4, {"a": [0, 1], "b": [2], "c": [3]}),
+    (30, 5, {"a": [0, 1], "c": [2, 3]}),
+]
+
+
+def range_owners(members: list[str]) -> dict[int, str]:
+    per, extra = divmod(PARTITIONS, len(members))
+    out, p = {}, 0
+    for i, m in enumerate(sorted(members)):
+        for _ in range(per + (i < extra)):
+            out[p] = m
+            p += 1
+    return out
+
+
+def trigger(before: set[str] | None, now: set[str]) -> str:
+    if before is None:
+        return "first"
+    joined, left = now - before, before - now
+    return ("members_replaced" if joined and left else "member_joined" if joined else "member_left" if left
+            else "same_members")
+
+
+def _kaudit(*args: str) -> None:
+    with pytest.raises(SystemExit) as ex:
+        main(list(args))
+    assert ex.value.code == 0
+
+
+@pytest.fixture(scope="module")
+def built(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("kafka-generations")
+    batches, offset = [], 0
+    for minute, gen, owners in CLASSIC:
+        members = [dict(member_id=m, client_id="c", client_host="/h", subscription=subscription(["t"]),
+                        assignment=assignment({"t": ps})) for m, ps in owners.items()]
+        value = group_metadata_value(generation=gen, protocol="range", leader=min(owners),
+                                     state_ts=T0 + minute * MINUTE, members=members)
+        batches.append(batch([(group_metadata_key("g"), value)], base_offset=offset,
+                             timestamp_ms=T0 + minute * MINUTE))
+        offset += 1
+    # KIP-848 group k: epoch 1 (m1 targeted 0-1, stable), epoch 2 (m2 joined: m1 0, m2 1; m1
+    # stable, m2 never gets partition 1)
+    kip = [
+        [K.partition_metadata("k", [(ORDERS, "orders", 2)]),
+         K.member_metadata("k", "m1", topics=["orders"], assignor="uniform"), K.group_metadata("k", 1)],
+        [K.target_member("k", "m1", {ORDERS: [0, 1]}), K.target_metadata("k", 1)],
+        [K.current_member("k", "m1", epoch=1, assigned={ORDERS: [0, 1]})],
+        [K.member_metadata("k", "m2", topics=["orders"], assignor="uniform"), K.group_metadata("k", 2)],
+        [K.target_member("k", "m1", {ORDERS: [0]}), K.target_member("k", "m2", {ORDERS: [1]}),
+         K.target_metadata("k", 2)],
+        [K.current_member("k", "m1", epoch=2, previous_epoch=1, assigned={ORDERS: [0]})],
+        [K.current_member("k", "m2", epoch=2, previous_epoch=0, state="UNRELEASED_PARTITIONS")],
+    ]
+    places = {}
+    for records in kip:
+        for i, (k, _) in enumerate(records):
+            places[k] = places.get(k, []) + [offset + i]
+        batches.append(batch(records, base_offset=offset, timestamp_ms=T0))
+        offset += len(records)
+    write_segment(root / "logs" / "__consumer_offsets-0" / segment_name(0), batches)
+
+    wh = Warehouse(root / "wh")
+    _kaudit("--warehouse", str(wh.root), "--run-id", RUN, "extract", "offsets", str(root / "logs"))
+    wh.write_table("raw/log_end_offsets", RUN, pa.Table.from_pylist(
+        [{"topic": "t", "partition": p, "log_start_offset": 0, "log_end_offset": 9} for p in range(PARTITIONS)],
+        SCHEMAS["raw/log_end_offsets"]))
+    build_core(RunContext(wh, RUN, quiet=True), {})
+    return wh, places
+
+
+def test_every_generation_and_epoch_is_a_state_audited(built):
+    wh, places = built
+    states = read_arrow(wh, "core/rebalance_states", RUN).to_pylist()
+    audit = read_arrow(wh, "core/settled_audit", RUN).to_pylist()
+
+    # classic: one state per generation, the leader's assignment against range
+    want, before = [], None
+    for lo, (_, gen, owners) in enumerate(CLASSIC):
+        expected = range_owners(list(owners))
+        written = {p: m for m, ps in owners.items() for p in ps}
+        wrong = sorted(p for p in expected if written.get(p) != expected[p])
+        want.append((gen, lo, trigger(before, set(owners)), not wrong, len(wrong)))
+        before = set(owners)
+    got = sorted((r["generation"], r["log_offset"], r["trigger"], r["settled"], r["wrong_owner_partitions"])
+                 for r in states if r["group_protocol"] == "classic")
+    assert got == want
+    bad = {(r["generation"], r["partition"], r["expected_owner"], r["observed_owner"])
+           for r in audit if r["group_protocol"] == "classic" and r["status"] != "ok"}
+    assert bad == {(2, 2, "b", "a")}  # the old generation's wrong owner, though today's is right
+
+    # KIP-848: epoch 1 settled when m1 was stable; epoch 2 never (m2 not stable), partition 1 unowned
+    epoch_at = places[K.group_metadata("k", 1)[0]]
+    m1_stable = places[K.current_member("k", "m1")[0]]
+    got = sorted((r["generation"], r["log_offset"], r["trigger"], r["settled"], r["settled_log_offset"],
+                  r["unowned_at_end"]) for r in states if r["group_protocol"] == "consumer")
+    assert got == [(1, epoch_at[0], "first", True, m1_stable[0], 0),
+                   (2, epoch_at[1], "member_joined", False, None, 1)]
+    bad = {(r["generation"], r["topic"], r["partition"], r["expected_owner"], r["status"])
+           for r in audit if r["group_protocol"] == "consumer" and r["status"] != "ok"}
+    assert bad == {(2, "orders", 1, "m2", "unowned")}
+
+
+def test_rebalances_mart_flags_the_storm(built):
+    from pipelines.transform.dbt_runner import run_dbt
+
+    wh, _ = built
+    run_dbt(RunContext(wh, RUN, quiet=True), select=["rebalances"])
+    rate = yaml.safe_load((REPO / "dbt_project.yml").read_text())["vars"]["rebalance_storm_per_hour"]
+    rows = read_arrow(wh, "marts/rebalances", RUN).to_pylist()
+    minutes = [m for m, _, _ in CLASSIC]
+    want = [(gen, sum(m - 60 < other <= m for other in minutes) > rate) for m, gen, _ in CLASSIC]
+    assert sorted((r["generation"], r["is_storm"]) for r in rows if r["group_protocol"] == "classic") == want
+    ts = {r["generation"]: r["started_at"] for r in rows if r["group_protocol"] == "classic"}
+    assert ts[1] == dt.datetime.fromtimestamp(T0 / 1000, dt.UTC)
+    # KIP-848 epochs carry no time: in no hour, no storm
+    assert [(r["generation"], r["is_storm"]) for r in sorted(
+        (r for r in rows if r["group_protocol"] == "consumer"), key=lambda r: r["generation"])] == [(1, False),
+                                                                                                  (2, False)]

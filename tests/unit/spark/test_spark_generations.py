@@ -1,0 +1,137 @@
+"""Kafka-era rebalance states (issue 21): every generation of a classic group and every epoch of
+a KIP-848 group, its trigger, its expected assignment and the audit of what was written. Every
+expected row is worked out by hand in the comments from the records the test scripts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import Row
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines.spark import generations as G
+from pipelines.spark.schemas import table_schema
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+STATE_COLS = ["group_id", "generation", "log_offset", "trigger", "next_log_offset", "settled", "settled_log_offset",
+              "expected_partitions", "double_claimed_partitions", "wrong_owner_partitions", "unowned_at_end"]
+AUDIT_COLS = ["group_id", "log_offset", "partition", "expected_owner", "observed_owner", "status"]
+
+
+def _cols(rows: list[Row], cols: list[str]) -> list[Row]:
+    """The collected ``rows`` cut to ``cols`` (one Spark job per frame: the plans are long)."""
+    return [Row(**{c: r[c] for c in cols}) for r in rows]
+
+
+def _df(spark, table, rows):
+    return spark.createDataFrame(rows, table_schema(table, with_run_id=True))
+
+
+def _classic(spark):
+    """Group g on range over t (4 partitions, from the log ends), offsets partition 0."""
+    meta, members, assigns = [], [], []
+
+    def record(lo, gen, owners: dict[str, list[int]], protocol="range", tombstone=False):
+        ts = None if tombstone else T0 + timedelta(minutes=lo)
+        meta.append(("g", None if tombstone else gen, None if tombstone else "consumer", protocol, None, ts,
+                     tombstone, None if tombstone else 3, 0, lo, "f.log", "r1"))
+        for m, parts in owners.items():
+            members.append(("g", gen, 0, lo, m, None, "c", "/h", 10000, 30000, ["t"], "r1"))
+            assigns.extend(("g", gen, 0, lo, m, "t", p, "r1") for p in parts)
+
+    record(1, 1, {"a": [0, 1, 2, 3]})  # first: a alone gets everything
+    record(2, 2, {"a": [0, 1], "b": [2, 3]})  # b joined: range a 0-1, b 2-3
+    record(3, 2, {"a": [0, 1], "b2": [2, 3]})  # same generation (b's new member id): still state 2
+    record(4, 3, {"a": [0, 1, 2], "b2": [2, 3]})  # same members; 2 claimed by both
+    record(5, 4, {"b2": [0], "c": [1, 3]})  # a left, c joined: range b2 0-1, c 2-3 -> 1 wrong, 2 unowned
+    record(6, None, {}, tombstone=True)  # the group deleted
+    record(7, 0, {"a": [0, 1, 2, 3]})  # recreated: first again
+    log_ends = [("t", p, 0, 10, T0, "r1") for p in range(4)]
+    return (_df(spark, "raw/group_metadata", meta), _df(spark, "raw/group_members", members),
+            _df(spark, "raw/group_assignments", assigns), _df(spark, "raw/log_end_offsets", log_ends))
+
+
+def test_classic_generations_triggers_and_audit(spark):
+    from pipelines.spark.assignment_kafka import topic_partitions
+
+    meta, members, assigns, log_ends = _classic(spark)
+    tp = spark.createDataFrame([], table_schema("core/topic_partitions", True))
+    states, audited = G.classic_states(meta, members, assigns, topic_partitions(tp, log_ends))
+    states, audited = states.collect(), audited.collect()
+    assertDataFrameEqual(_cols(states, STATE_COLS), [
+        ("g", 1, 1, "first", 2, True, 1, 4, 0, 0, 0),
+        ("g", 2, 2, "member_joined", 4, True, 2, 4, 0, 0, 0),
+        ("g", 3, 4, "same_members", 5, False, None, 4, 1, 0, 0),
+        ("g", 4, 5, "members_replaced", 6, False, None, 4, 0, 1, 1),
+        ("g", 0, 7, "first", None, True, 7, 4, 0, 0, 0),
+    ])
+    # started_at is the record's state timestamp; the state before the tombstone has no end time
+    naive = T0.replace(tzinfo=None)  # collect() gives UTC wall times
+    got = {r["log_offset"]: (r["started_at"], r["next_at"], r["group_protocol"]) for r in states}
+    assert got[2] == (naive + timedelta(minutes=2), naive + timedelta(minutes=4), "classic")
+    assert got[5] == (naive + timedelta(minutes=5), None, "classic")
+    assertDataFrameEqual(_cols([r for r in audited if r["status"] != "ok"], AUDIT_COLS), [
+        ("g", 4, 2, "b2", "a, b2", "duplicate_owner"),
+        ("g", 5, 1, "b2", "c", "wrong_owner"),
+        ("g", 5, 2, "c", None, "unowned"),
+    ])
+    # state 2 is audited with its last record's members (b2, not b)
+    assert {r["observed_owner"] for r in audited if r["log_offset"] == 2} == {"a", "b2"}
+
+
+def _tp(parts: dict[str, list[int]]):
+    return [dict(topic_id=t, partitions=p) for t, p in parts.items()]
+
+
+def _place(lo, tombstone=False):
+    return (tombstone, None if tombstone else 0, 0, lo, "f.log", "r1")
+
+
+def test_kip848_epochs_settle_when_every_targeted_member_is_stable(spark):
+    """Group k over orders (id o, 2 partitions). Epoch 1: m1 targeted 0-1, stable at lo 13.
+    Epoch 2 (m2 joined): target m1 0, m2 1; m1 revokes 1 (lo 23), m2 waits (lo 24), both stable
+    at lo 25 and 26. Epoch 3: target m1 0-1, m2 nothing; m1 stable at lo 33, m2 never
+    acknowledges, so partition 1 ends held by both."""
+    meta = [("k", 1, *_place(10)), ("k", 2, *_place(20)), ("k", 3, *_place(30))]
+
+    def member(m, lo):
+        return ("k", m, None, None, "c", "/h", ["orders"], None, 30000, "uniform", None, *_place(lo))
+
+    members = [member("m1", 9), member("m2", 19)]
+    tmeta = [("k", 1, *_place(12)), ("k", 2, *_place(22)), ("k", 3, *_place(32))]
+    targets = [("k", "m1", _tp({"o": [0, 1]}), *_place(11)),
+               ("k", "m1", _tp({"o": [0]}), *_place(21)), ("k", "m2", _tp({"o": [1]}), *_place(21)),
+               ("k", "m1", _tp({"o": [0, 1]}), *_place(31)), ("k", "m2", _tp({}), *_place(31))]
+
+    def cur(m, lo, epoch, state, assigned, pending=None):
+        return ("k", m, epoch, epoch - 1, state, _tp(assigned), _tp(pending or {}), *_place(lo))
+
+    current = [cur("m1", 13, 1, "STABLE", {"o": [0, 1]}),
+               cur("m1", 23, 2, "UNREVOKED_PARTITIONS", {"o": [0]}, {"o": [1]}),
+               cur("m2", 24, 2, "UNRELEASED_PARTITIONS", {}),
+               cur("m1", 25, 2, "STABLE", {"o": [0]}),
+               cur("m2", 26, 2, "STABLE", {"o": [1]}),
+               cur("m1", 33, 3, "STABLE", {"o": [0, 1]})]
+    raw = {
+        "raw/consumer_group_metadata": _df(spark, "raw/consumer_group_metadata", meta),
+        "raw/consumer_group_partition_metadata": _df(spark, "raw/consumer_group_partition_metadata", []),
+        "raw/consumer_group_members": _df(spark, "raw/consumer_group_members", members),
+        "raw/consumer_group_target_metadata": _df(spark, "raw/consumer_group_target_metadata", tmeta),
+        "raw/consumer_group_target_assignments": _df(spark, "raw/consumer_group_target_assignments", targets),
+        "raw/consumer_group_current_assignments": _df(spark, "raw/consumer_group_current_assignments", current),
+        "raw/consumer_group_regexes": _df(spark, "raw/consumer_group_regexes", []),
+    }
+    tp = _df(spark, "core/topic_partitions",
+             [("orders", p, None, [1], 1, 0, [1], "o", None, None, "r1") for p in range(2)])
+    states, audited = G.consumer_states(raw, tp)
+    states, audited = states.collect(), audited.collect()
+    assertDataFrameEqual(_cols(states, STATE_COLS), [
+        ("k", 1, 10, "first", 20, True, 13, 2, 0, 0, 0),
+        ("k", 2, 20, "member_joined", 30, True, 26, 2, 0, 0, 0),
+        ("k", 3, 30, "same_members", None, False, None, 2, 1, 0, 0),
+    ])
+    assert {r["group_protocol"] for r in states} == {"consumer"}
+    assertDataFrameEqual(_cols([r for r in audited if r["status"] != "ok"], AUDIT_COLS), [
+        ("k", 30, 1, "m1", "m1, m2", "duplicate_owner"),
+    ])
+    assert sum(r["log_offset"] == 20 for r in audited) == 2
