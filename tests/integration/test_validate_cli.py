@@ -124,8 +124,12 @@ def write_run(warehouse, run_id, faulty: bool):
 
 
 # Each check, the failing rows it must export (a key column's values).
-# the KRaft suite's checks: no data in these runs (a ZooKeeper registry, no metadata log)
-KRAFT_ONLY = {"partition_records_name_known_topics", "kraft_partitions_have_a_topic"}
+# checks with no data in these runs: the KRaft suite's (a ZooKeeper registry, no metadata log)
+# and the history's (no marts/ownership_history, no log ends or marts/data_loss_risk written)
+NO_DATA = {
+    "partition_records_name_known_topics", "kraft_partitions_have_a_topic",
+    "one_owner_at_every_moment", "no_commit_below_log_start_unflagged",
+}
 PLANTED = {
     "owners_unique_per_partition": ("owner", ["c1-0", "c2-0"]),
     "zk_owner_znodes_unique": ("owner", ["c1-0", "c2-0"]),
@@ -170,7 +174,7 @@ def test_planted_faults_are_flagged_exactly_and_strict_exits_3(spark, shared_war
 
     part = warehouse.partition_dir("validation", "faulty")
     results = json.loads((part / "results.json").read_text())
-    assert {r["expectation"] for r in results if r["success"] is None} == KRAFT_ONLY
+    assert {r["expectation"] for r in results if r["success"] is None} == NO_DATA
     results = [r for r in results if r["success"] is not None]
     assert {r["expectation"] for r in results} == set(PLANTED)
     for r in results:
@@ -193,8 +197,8 @@ def test_clean_run_passes_and_strict_exits_0(spark, shared_warehouse):
     assert _cli(warehouse, "clean", "validate", "--strict") == 0
     part = warehouse.partition_dir("validation", "clean")
     results = json.loads((part / "results.json").read_text())
-    assert {r["expectation"] for r in results if r["success"] is None} == KRAFT_ONLY
-    assert len(results) == len(PLANTED) + len(KRAFT_ONLY)
+    assert {r["expectation"] for r in results if r["success"] is None} == NO_DATA
+    assert len(results) == len(PLANTED) + len(NO_DATA)
     assert [r["expectation"] for r in results if r["success"] is False] == []
     assert list((part / "failures").iterdir()) == []
     assert "clean" in (warehouse.root / "validation" / "data_docs" / "index.html").read_text()
