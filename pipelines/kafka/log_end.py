@@ -101,19 +101,23 @@ _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")  # Kafka's legal topic names (To
 _CONFIG = re.compile(r"^[a-z0-9._-]+$")
 
 
-def read_topic_configs(path: Path) -> list[tuple[str, str, str, str]]:
-    """(topic, config, value, ``file:line``) of each ``topic:config=value`` line (``orders:
-    retention.ms=3600000``; a topic name holds no ``:``); blank lines and ``#`` comments skipped.
-    A malformed line is an InputError naming file and line; a file without one line is too."""
+def _content_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number, stripped line) of each line of a text file that is neither blank nor a
+    ``#`` comment; an unreadable file is an InputError naming it."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err})") from None
+    lines = ((n, line.strip()) for n, line in enumerate(text.splitlines(), 1))
+    return [(n, line) for n, line in lines if line and not line.startswith("#")]
+
+
+def read_topic_configs(path: Path) -> list[tuple[str, str, str, str]]:
+    """(topic, config, value, ``file:line``) of each ``topic:config=value`` line (``orders:
+    retention.ms=3600000``; a topic name holds no ``:``); blank lines and ``#`` comments skipped.
+    A malformed line is an InputError naming file and line; a file without one line is too."""
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
+    for n, line in _content_lines(path):
         topic, colon, rest = line.partition(":")
         name, eq, value = rest.partition("=")
         topic, name, value = topic.strip(), name.strip(), value.strip()
@@ -129,15 +133,8 @@ def read_topic_configs(path: Path) -> list[tuple[str, str, str, str]]:
 def read_offsets_file(path: Path) -> list[tuple[str, int, int]]:
     """(topic, partition, offset) of each ``topic:partition:offset`` line; blank lines and
     ``#`` comments skipped. A malformed line is an InputError naming file and line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err})") from None
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
+    for n, line in _content_lines(path):
         parts = line.rsplit(":", 2)
         if len(parts) != 3 or not parts[0]:
             raise InputError(f"{path}:{n}: expected topic:partition:offset, got {line[:80]!r}")
