@@ -118,7 +118,7 @@ def _explode(df: DataFrame, column: str) -> DataFrame:
     )
 
 
-def _named(df: DataFrame, names: DataFrame) -> DataFrame:
+def named(df: DataFrame, names: DataFrame) -> DataFrame:
     """``df`` with ``topic`` (its id when unresolved) and ``_resolved``."""
     anywhere = names.where(F.col("group_id").isNull()).select("topic_id", F.col("topic").alias("_reg"))
     own = names.where(F.col("group_id").isNotNull()).select("group_id", "topic_id", F.col("topic").alias("_own"))
@@ -140,7 +140,7 @@ def state(raw: dict[str, DataFrame], topic_partitions: DataFrame) -> dict[str, D
     members = _of_live(latest(raw["raw/consumer_group_members"], "group_id", "member_id"), groups)
     target_meta = latest(raw["raw/consumer_group_target_metadata"], "group_id").select("group_id", "assignment_epoch")
     names = topic_names(topic_partitions, _of_live(raw["raw/consumer_group_partition_metadata"], groups))
-    target = _named(
+    target = named(
         _explode(
             _of_live(latest(raw["raw/consumer_group_target_assignments"], "group_id", "member_id"), groups),
             "topic_partitions",
@@ -148,7 +148,7 @@ def state(raw: dict[str, DataFrame], topic_partitions: DataFrame) -> dict[str, D
         names,
     )
     current = _of_live(latest(raw["raw/consumer_group_current_assignments"], "group_id", "member_id"), groups)
-    held = _named(
+    held = named(
         _explode(current, "assigned_partitions")
         .withColumn("pending", F.lit(False))
         .unionByName(_explode(current, "partitions_pending_revocation").withColumn("pending", F.lit(True))),

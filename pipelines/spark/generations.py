@@ -151,18 +151,26 @@ def _summary(audited: DataFrame, expected: DataFrame) -> DataFrame:
     return n_expected.join(counts, STATE, "full_outer")
 
 
-def _states_table(states: DataFrame, summary: DataFrame, protocol: str, settled: Column,
-                  settled_at: Column, settled_offset: Column) -> DataFrame:
-    """``core/rebalance_states`` rows (the ZooKeeper columns null)."""
-    rows = states.join(summary, STATE, "left").withColumn("_ok", F.coalesce("_ok", F.lit(True)))
-    zero = F.lit(0)
-    return rows.select(
+def _state_key(protocol: str) -> list[Column | str]:
+    """The first columns of both core tables' Kafka rows: the state's group and the record that
+    began it."""
+    return [
         F.lit(SOURCE).alias("source"),
         "group_id",
         F.lit(protocol).alias("group_protocol"),
         "generation",
         F.col("state_partition").alias("offsets_partition"),
         F.col("state_offset").alias("log_offset"),
+    ]
+
+
+def _states_table(states: DataFrame, summary: DataFrame, protocol: str, settled: Column,
+                  settled_at: Column, settled_offset: Column) -> DataFrame:
+    """``core/rebalance_states`` rows (the ZooKeeper columns null)."""
+    rows = states.join(summary, STATE, "left").withColumn("_ok", F.coalesce("_ok", F.lit(True)))
+    zero = F.lit(0)
+    return rows.select(
+        *_state_key(protocol),
         "started_at",
         "trigger",
         "next_log_offset",
@@ -183,12 +191,7 @@ def _states_table(states: DataFrame, summary: DataFrame, protocol: str, settled:
 def _audit_table(audited: DataFrame, states: DataFrame, protocol: str) -> DataFrame:
     """``core/settled_audit`` rows (the ZooKeeper columns null)."""
     return audited.join(states.select(*STATE, "generation", "started_at", "next_at"), STATE).select(
-        F.lit(SOURCE).alias("source"),
-        "group_id",
-        F.lit(protocol).alias("group_protocol"),
-        "generation",
-        F.col("state_partition").alias("offsets_partition"),
-        F.col("state_offset").alias("log_offset"),
+        *_state_key(protocol),
         "topic",
         "partition",
         "broker_id",
@@ -286,11 +289,11 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
     )
     names = assignment_kip848.topic_names(topic_parts, raw["raw/consumer_group_partition_metadata"])
     targets = _as_of(raw["raw/consumer_group_target_assignments"], target_at, "_target_at", inclusive=True)
-    target = assignment_kip848._named(_pairs(targets, "topic_partitions"), names)
+    target = assignment_kip848.named(_pairs(targets, "topic_partitions"), names)
     # what each member held at the end of the state, and when it was stable at the epoch
     current = raw["raw/consumer_group_current_assignments"]
     held_rows = _as_of(current, starts, "next_log_offset", inclusive=False)
-    held = assignment_kip848._named(
+    held = assignment_kip848.named(
         _pairs(held_rows, "assigned_partitions").unionByName(_pairs(held_rows, "partitions_pending_revocation")),
         names,
     )
