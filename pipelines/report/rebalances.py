@@ -29,6 +29,14 @@ class RebalanceFacts:
     past_wrong: list[dict]  # core/settled_audit rows not ok of states that ended before the history's end
 
 
+def state_name(row: dict) -> str:
+    """A past state as findings.csv names it: the zxid that began a ZooKeeper state, the
+    generation (or KIP-848 group epoch) and the record that began a Kafka one."""
+    if row["state_zxid"] is not None:
+        return f"state at zxid {row['state_zxid']:#x}"
+    return f"generation {row['generation']} (__consumer_offsets-{row['offsets_partition']} offset {row['log_offset']})"
+
+
 def gather_rebalances(wh: Warehouse, run_id: str, read) -> RebalanceFacts | None:
     """None when the run has no rebalance history (``marts/rebalances`` not built or empty)."""
     marts = read_built(wh, "marts/rebalances", run_id)
@@ -45,8 +53,8 @@ def gather_rebalances(wh: Warehouse, run_id: str, read) -> RebalanceFacts | None
             storms.append({"source": source, "group_id": group, "rebalances": len(stormy),
                            "peak": max(r["rebalances_last_hour"] for r in stormy),
                            "first_at": stormy[0]["started_at"], "last_at": stormy[-1]["started_at"]})
-    columns = ["group_id", "state_zxid", "topic", "partition", "broker_id", "expected_owner", "observed_owner",
-               "status", "held_from", "held_until"]
+    columns = ["source", "group_id", "state_zxid", "generation", "offsets_partition", "log_offset", "topic",
+               "partition", "broker_id", "expected_owner", "observed_owner", "status", "held_from", "held_until"]
     audit = read(wh, "core/settled_audit", run_id, columns)
     past = audit.filter(pc.and_(pc.not_equal(audit["status"], "ok"), pc.is_valid(audit["held_until"])))
     past_rows = sorted(past.to_pylist(), key=lambda r: (r["held_from"] is None, r["held_from"], r["group_id"],

@@ -14,7 +14,7 @@ from pipelines.report.facts import Finding, GroupFinding, gather
 from pipelines.report.lag_time import LagTimeFacts, finding_rows
 from pipelines.report.metadata import MetadataFacts
 from pipelines.report.page import FINDINGS_CSV, render
-from pipelines.report.rebalances import PAST, STORM, RebalanceFacts
+from pipelines.report.rebalances import PAST, STORM, RebalanceFacts, state_name
 
 REPORTS = "reports"
 CSV_COLUMNS = ("source", "group_id", "topic", "partition", "broker_id", "status", "expected_owner", "observed_owners",
@@ -69,10 +69,10 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
             w.writerow([g.source, g.group_id, g.topic or "", "" if g.partition is None else g.partition, "", g.finding,
                         "", g.member_id or "", "", "", "", "", "", "", g.detail or ""])
         for p in rebalances.past_wrong if rebalances else ():
-            w.writerow(["zookeeper", p["group_id"], p["topic"], p["partition"],
+            w.writerow([p["source"], p["group_id"], p["topic"], p["partition"],
                         "" if p["broker_id"] is None else p["broker_id"], PAST + p["status"], p["expected_owner"] or "",
                         p["observed_owner"] or "", "", _iso(p["held_from"]), "", "", "", "",
-                        f"state at zxid {p['state_zxid']:#x} until {_iso(p['held_until'])}"])
+                        f"{state_name(p)} until {_iso(p['held_until'])}"])
         for s in rebalances.storms if rebalances else ():
             w.writerow([s["source"], s["group_id"], "", "", "", STORM, "", "", "", "", "", "", "", "",
                         f"{s['rebalances']} rebalance(s) in a storm, up to {s['peak']} in one hour, "

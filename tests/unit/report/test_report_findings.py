@@ -12,7 +12,8 @@ from markupsafe import escape as html_escape
 
 from pipelines.context import RunContext
 from pipelines.report import charts, page
-from pipelines.report.write import write_report
+from pipelines.report.rebalances import RebalanceFacts
+from pipelines.report.write import write_findings_csv, write_report
 from pipelines.tables import SCHEMAS
 
 T0 = datetime(2025, 3, 4, 5, 6, tzinfo=UTC)
@@ -126,3 +127,21 @@ def test_kip848_group_findings_are_named_on_the_page_and_in_the_csv(warehouse):
         ("epoch_order_violated", "u2", "", "", "member epoch 5 > assignment epoch 4"),
         ("partition_held_twice", "", "orders", "5", "held by u1, u2"),
     ]
+
+
+def test_past_not_ok_owners_of_both_eras_are_named_by_their_state_in_the_csv(tmp_path):
+    """A ZooKeeper state is named by its zxid, a Kafka generation by its number and record."""
+    base = dict(topic="t", partition=0, broker_id=None, expected_owner="a", observed_owner="b", status="wrong_owner",
+                held_from=T0, held_until=T0)
+    zk = dict(base, source="zookeeper", group_id="z", state_zxid=0x1F, generation=None, offsets_partition=None,
+              log_offset=None)
+    kafka = dict(base, source="kafka", group_id="k", state_zxid=None, generation=4, offsets_partition=12,
+                 log_offset=305)
+    facts = RebalanceFacts(timeline={}, totals={}, storms=[], past_wrong=[zk, kafka])
+    path = tmp_path / "findings.csv"
+    write_findings_csv([], path, rebalances=facts)
+    rows = {r["group_id"]: r for r in csv.DictReader(path.open(encoding="utf-8"))}
+    assert (rows["z"]["source"], rows["z"]["status"]) == ("zookeeper", "past_wrong_owner")
+    assert rows["z"]["detail"] == "state at zxid 0x1f until 2025-03-04T05:06:00.000Z"
+    assert (rows["k"]["source"], rows["k"]["status"]) == ("kafka", "past_wrong_owner")
+    assert rows["k"]["detail"] == "generation 4 (__consumer_offsets-12 offset 305) until 2025-03-04T05:06:00.000Z"
