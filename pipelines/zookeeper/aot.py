@@ -6,6 +6,7 @@ signature each, into the extension module ``kaudit_zk_kernels`` plus its source 
 
 Array arguments are typed read-only C-contiguous (callers pass views of Arrow buffers and
 of the snapshot bytes); string spans (starts, lengths) and ``gather``'s lengths are int64.
+Every kernel releases the GIL while it runs (:func:`_release_gil`).
 The code is generated for the build machine's CPU (``make`` builds it where it runs).
 """
 
@@ -34,6 +35,8 @@ def signatures() -> dict:
     return {
         "count_nodes": t.UniTuple(t.int64, 5)(u1, t.int64),
         "walk_nodes": t.Tuple((i64, i64, i64, i64, i64, out(t.uint32)))(u1, t.int64, t.int64, ro(t.uint32, 2), u1),
+        "locate_nodes": t.UniTuple(i64, 5)(u1, t.int64, t.int64),
+        "node_digests": t.none(u1, i8, i8, i8, i8, i8, ro(t.uint32, 2), u1, t.int64, t.int64, out(t.uint32)),
         "gather": t.none(u1, i8, i8, i8, t.Array(t.uint8, 1, "C")),
         "decode_stats": t.Tuple((t.Array(t.int64, 2, "C"), t.Array(t.int32, 2, "C")))(u1, i8, i8),
         "tree_digest": t.int64(ro(t.uint32), ro(t.boolean)),
@@ -53,6 +56,7 @@ def build(out_dir: Path) -> Path:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     digest = source_hash()
+    _release_gil()
     cc = CC(AOT_MODULE)
     cc.output_dir = str(out_dir)
     cc.verbose = False
@@ -65,6 +69,23 @@ def build(out_dir: Path) -> Path:
     built = out_dir / (AOT_MODULE + sysconfig.get_config_var("EXT_SUFFIX"))
     stamp_path(built).write_text(digest + "\n")
     return built
+
+
+def _release_gil() -> None:
+    """Make ``numba.pycc`` build wrappers that release the GIL around each kernel (as
+    ``@njit(nogil=True)`` does for the JIT): it compiles every export with a plain
+    ``Flags()``, and takes no option for it. The kernels touch no Python object, so two
+    threads run them on two cores (the snapshot's node digests, the path sort ahead of the
+    gathering)."""
+    from numba.core.compiler import Flags
+    from numba.pycc import compiler
+
+    class NoGil(Flags):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    compiler.Flags = NoGil
 
 
 def _host_cpu() -> str:

@@ -38,7 +38,7 @@ from pipelines.zookeeper.kernel_tables import (  # noqa: F401 - the kernels' con
 )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _i32(b, p):
     # unsigned positions: no negative-index wraparound checks, so LLVM combines the byte
     # loads into one load and a byte swap (several times faster; same in _le32, gather, _key8)
@@ -49,7 +49,7 @@ def _i32(b, p):
     return np.int64(np.int32(v))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _i64(b, p):
     q = np.uint64(p)
     v = np.uint64(0)
@@ -58,7 +58,7 @@ def _i64(b, p):
     return np.int64(v)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _crc_update(crc, b, start, n, table):
     c = crc
     for k in range(start, start + n):
@@ -66,7 +66,7 @@ def _crc_update(crc, b, start, n, table):
     return c
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _le32(b, q):
     """The little-endian uint32 at unsigned position ``q`` (one load)."""
     v = np.uint32(0)
@@ -75,7 +75,7 @@ def _le32(b, q):
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _crc_update8(crc, b, start, n, t):
     """:func:`_crc_update` eight bytes at a time, then four (``t`` = :data:`CRC_TABLES8`).
 
@@ -105,7 +105,7 @@ def _crc_update8(crc, b, start, n, t):
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _check_len(b, p, n_total, allow_null):
     """(status, length) of the length-prefixed item at p."""
     if p + 4 > n_total:
@@ -118,7 +118,7 @@ def _check_len(b, p, n_total, allow_null):
     return OK, ln
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def count_nodes(b, pos):
     """Hop over node records from ``pos``: (status, error position, node count, position
     after the end marker, bad length)."""
@@ -142,19 +142,27 @@ def count_nodes(b, pos):
         count += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def walk_nodes(b, pos, count, table, zk_prefix):
     """Where the parts of ``count`` node records starting at ``pos`` (validated by
-    :func:`count_nodes`) are: path and data offsets and lengths, the stat's offset; and each
-    node's digest (``table`` = :data:`CRC_TABLES8`). The stat fields are decoded later, only
-    where needed."""
+    :func:`count_nodes`) are, and each node's digest: :func:`locate_nodes` and
+    :func:`node_digests` of them all, in one call."""
+    path_off, path_len, data_off, data_len, stat_off = locate_nodes(b, pos, count)
+    digest = np.zeros(count, np.uint32)
+    node_digests(b, path_off, path_len, data_off, data_len, stat_off, table, zk_prefix, 0, count, digest)
+    return path_off, path_len, data_off, data_len, stat_off, digest
+
+
+@njit(cache=True, nogil=True)
+def locate_nodes(b, pos, count):
+    """Where the parts of ``count`` node records starting at ``pos`` (validated by
+    :func:`count_nodes`) are: path and data offsets and lengths, the stat's offset. The stat
+    fields are decoded later, only where needed."""
     path_off = np.empty(count, np.int64)
     path_len = np.empty(count, np.int64)
     data_off = np.empty(count, np.int64)
     data_len = np.empty(count, np.int64)
     stat_off = np.empty(count, np.int64)
-    digest = np.zeros(count, np.uint32)
-    np_ = zk_prefix.shape[0]
     p = pos
     for i in range(count):
         ln = _i32(b, p)
@@ -168,6 +176,17 @@ def walk_nodes(b, pos, count, table, zk_prefix):
         s = q + 8  # after the acl id
         stat_off[i] = s
         p = s + STAT_SIZE
+    return path_off, path_len, data_off, data_len, stat_off
+
+
+@njit(cache=True, nogil=True)
+def node_digests(b, path_off, path_len, data_off, data_len, stat_off, table, zk_prefix, lo, hi, digest):
+    """The digests of nodes ``lo:hi`` (located by :func:`locate_nodes`) into ``digest``
+    (``table`` = :data:`CRC_TABLES8`); 0 for nodes under ``/zookeeper/``. Releases the GIL:
+    two threads digest the two halves of a snapshot (``snapshot.parse``)."""
+    np_ = zk_prefix.shape[0]
+    for i in range(lo, hi):
+        ln = path_len[i]
         # node digest, unless under /zookeeper/
         system = ln >= np_
         if system:
@@ -176,7 +195,10 @@ def walk_nodes(b, pos, count, table, zk_prefix):
                     system = False
                     break
         if system:
+            digest[i] = 0
             continue
+        s = stat_off[i]
+        dl = data_len[i]
         # the stat in digest order, straight from the record: czxid, mzxid (s+0..16), pzxid
         # (s+52..60), ctime, mtime (s+16..32), version, cversion, aversion (s+32..44), owner
         c = np.uint32(0xFFFFFFFF)
@@ -188,10 +210,9 @@ def walk_nodes(b, pos, count, table, zk_prefix):
         c = _crc_update8(c, b, s + 16, 28, table)
         c = _crc_update8(c, b, s + 44, 8, table)
         digest[i] = c ^ np.uint32(0xFFFFFFFF)
-    return path_off, path_len, data_off, data_len, stat_off, digest
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gather(b, offs, lens, out_offsets, out):
     """Copy the byte ranges (offs[i], lens[i]) of ``b`` (null = negative length) into
     ``out`` at ``out_offsets[i]``: the values buffer of an Arrow (large) binary array."""
@@ -205,7 +226,7 @@ def gather(b, offs, lens, out_offsets, out):
             out[o + k] = b[s + k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def decode_stats(b, offsets, order):
     """The StatPersisted records at ``offsets[order]`` (see the grammar above) as columns:
     (longs: czxid, mzxid, ctime, mtime, ephemeralOwner, pzxid; ints: version, cversion,
@@ -227,7 +248,7 @@ def decode_stats(b, offsets, order):
     return longs, ints
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def tree_digest(digests, alive):
     total = np.uint64(0)
     for i in range(digests.shape[0]):
@@ -236,7 +257,7 @@ def tree_digest(digests, alive):
     return np.int64(total)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def parent_lengths(values, starts, lengths):
     """Byte length of each path's parent (up to its last '/'); -1 for the root ("").
     Strings here are spans: string i is ``values[starts[i] : starts[i] + lengths[i]]``."""
@@ -252,7 +273,7 @@ def parent_lengths(values, starts, lengths):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def preorder_parents(values, starts, lengths, plen):
     """Parent row of each node when rows are in the snapshot's pre-order (parents before
     children, each subtree contiguous): the parent is on the stack of open ancestors.
@@ -290,7 +311,7 @@ def preorder_parents(values, starts, lengths, plen):
     return parents, True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _key8(values, start, end, at):
     """Bytes [at, at+8) of the string values[start:end], big-endian, zero-padded (ZooKeeper
     paths hold no NUL, so padding sorts a shorter string first, as a byte compare does)."""
@@ -304,7 +325,7 @@ def _key8(values, start, end, at):
     return k << np.uint64(8 * (8 - n))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sort_strings(values, starts, lengths, rows):
     """The order of strings ``rows`` (row numbers of the spans, see :func:`parent_lengths`)
     by their bytes (:func:`sort_strings_until` in one go)."""
@@ -315,7 +336,7 @@ def sort_strings(values, starts, lengths, rows):
     return order
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sort_stack(n):
     """The group stack of :func:`sort_strings_until` for ``n`` strings, holding the whole
     range: rows (lo, hi, byte position), height 1 (0 when n < 2: nothing to sort). Pending
@@ -325,7 +346,7 @@ def sort_stack(n):
     return stack
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sort_strings_until(values, starts, lengths, order, keys, spare_order, spare_keys, stack, top, until):
     """Sort ``order`` (row numbers of the spans) by the strings' bytes until its
     first ``until`` positions are final; returns the new stack height (0: all sorted).
@@ -384,7 +405,7 @@ def sort_strings_until(values, starts, lengths, order, keys, spare_order, spare_
     return top
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _insertion_sort(keys, order, lo, hi):
     """:func:`_radix_sort` for a few keys."""
     for i in range(lo + 1, hi):
@@ -396,7 +417,7 @@ def _insertion_sort(keys, order, lo, hi):
         keys[j], order[j] = k, r
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _radix_sort(keys, order, lo, hi, spare_keys, spare_order, counts):
     """Sort keys[lo:hi], carrying order[lo:hi] along: least-significant-digit radix sort,
     a byte per pass, skipping the bytes all keys share (``counts``: 8 x 256 scratch)."""
@@ -433,7 +454,7 @@ def _radix_sort(keys, order, lo, hi, spare_keys, spare_order, counts):
         order[lo:hi] = spare_order[lo:hi]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def subtree_mask(values, starts, lengths, prefix):
     """Which strings (spans) are ``prefix`` or start with ``prefix`` + "/"."""
     n = starts.shape[0]

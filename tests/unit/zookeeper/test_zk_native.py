@@ -39,6 +39,13 @@ def test_aot_kernels_equal_jit_on_real_snapshots(kernel_pair, real_fixtures, nam
     j = jit.walk_nodes(arr, pos, n, tables.CRC_TABLES8, tables.ZK_PREFIX)
     for x, y in zip(a, j, strict=True):
         assert x.dtype == y.dtype and np.array_equal(x, y)
+    # the parts of the walk the reader calls itself: the digests in two ranges (two threads)
+    located = aot.locate_nodes(arr, pos, n)
+    assert all(np.array_equal(x, y) for x, y in zip(located, a[:5], strict=True))
+    digest = np.empty(n, np.uint32)
+    for lo, hi in ((0, n // 2), (n // 2, n)):
+        aot.node_digests(arr, *located, tables.CRC_TABLES8, tables.ZK_PREFIX, lo, hi, digest)
+    assert np.array_equal(digest, a[5])
     alive = np.ones(n, np.bool_)
     assert aot.tree_digest(a[-1], alive) == jit.tree_digest(j[-1], alive)
 
