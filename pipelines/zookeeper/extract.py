@@ -42,24 +42,29 @@ def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine
     """Write the ``raw/znodes`` rows (``batches``, in order, made lazily), the quarantine
     rows and (offline reads) the ``raw/znode_changes`` rows in one transaction; returns the
     number of rows written (a path that is not UTF-8 is quarantined instead). Write-behind:
-    batch k+1 is made (sorted as far as it needs, gathered, cast) while a writer thread
-    encodes batch k (Parquet encoding and compression release the GIL)."""
+    batch k+1 is made (sorted as far as it needs, gathered) while a writer thread checks
+    the paths of batch k and encodes it (UTF-8 validation, Parquet encoding and compression
+    release the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
     source = "zk-live" if step == LIVE_STEP else "zk-snapshot"
     written = 0
     with ctx.warehouse.transaction(ctx.run_id, step=step) as tx:
         writer = tx.writer("raw/znodes", dictionary=DICTIONARY_COLUMNS)
+
+        def write(batch: pa.Table) -> int:
+            batch = to_schema(_utf8_paths(batch, quarantined, source))
+            writer.write(batch)
+            return batch.num_rows
+
         with ThreadPoolExecutor(1, thread_name_prefix="znodes-writer") as pool:
             pending = None
             for batch in batches:
-                batch = to_schema(_utf8_paths(batch, quarantined, source))
-                written += batch.num_rows
                 if pending is not None:
-                    pending.result()
-                pending = pool.submit(writer.write, batch)
+                    written += pending.result()
+                pending = pool.submit(write, batch)
             if pending is not None:
-                pending.result()
+                written += pending.result()
         if changes is not None:
             tx.writer("raw/znode_changes", dictionary=["op", "kind"]).write(changes)
         tx.writer("raw/quarantine")
@@ -104,6 +109,7 @@ def _slices(rows: pa.Table) -> Iterator[pa.Table]:
 
 
 def _taken(rows: PathOrder) -> Iterator[pa.Table]:
+    rows.sort.ahead(BATCH)
     for start in range(0, rows.num_rows, BATCH):
         yield rows.take(start, start + BATCH, wide=False)
 

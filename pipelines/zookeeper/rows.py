@@ -19,6 +19,7 @@ The root still counts ``zookeeper`` among its children, in both readers.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,7 +155,8 @@ def parent_index(paths) -> tuple[np.ndarray, np.ndarray]:
 class PathSort:
     """Row numbers (``rows``, default all) ordered by path bytes, sorted only as far as asked
     (:func:`~pipelines.zookeeper.kernels.sort_strings_until`): the first rows can be
-    written while the rest is still being sorted."""
+    written while the rest is still being sorted, here (:meth:`head`) or on a thread of its
+    own (:meth:`ahead`)."""
 
     def __init__(self, paths, rows: np.ndarray | None = None):
         from pipelines.zookeeper.native import kernels as native
@@ -166,17 +168,54 @@ class PathSort:
         self._scratch = (np.empty(n, np.uint64), np.empty(n, np.int64), np.empty(n, np.uint64))
         self._stack = self._kernels.sort_stack(n)
         self._top = 1 if n > 1 else 0
+        self._final = 0 if self._top else n  # order[:_final] is sorted for good
+        self._ahead: threading.Thread | None = None
+        self._sorted = threading.Condition()
+        self._failed: BaseException | None = None
 
     def __len__(self) -> int:
         return len(self.order)
 
     def head(self, stop: int) -> np.ndarray:
         """``order[:stop]``, sorted (and final) from here on."""
-        if self._top and self._stack[self._top - 1, 0] < stop:
-            p = self._paths
-            self._top = self._kernels.sort_strings_until(p.values, p.starts, p.lengths, self.order, *self._scratch,
-                                                         self._stack, self._top, stop)
+        stop = min(stop, len(self.order))
+        if self._ahead is None:
+            if self._final < stop:
+                self._sort_until(stop)
+        else:
+            with self._sorted:
+                self._sorted.wait_for(lambda: self._final >= stop or self._failed is not None)
+            if self._failed is not None:
+                raise self._failed
         return self.order[:stop]
+
+    def ahead(self, step: int) -> None:
+        """Sort the rest on another thread, ``step`` rows at a time, while the caller takes
+        the rows already sorted (:meth:`head` waits for the rows it asks for). The kernel
+        releases the GIL: 1M paths sort in ~0.2 s of a second core."""
+        if self._top and self._ahead is None:
+            self._ahead = threading.Thread(target=self._sort_ahead, args=(step,), name="path-sort", daemon=True)
+            self._ahead.start()
+
+    def _sort_ahead(self, step: int) -> None:
+        try:
+            stop = self._final
+            while self._top:
+                stop += step
+                self._sort_until(stop)
+        except BaseException as err:  # noqa: BLE001 - raised by head() in the caller's thread
+            with self._sorted:
+                self._failed = err
+                self._sorted.notify_all()
+
+    def _sort_until(self, stop: int) -> None:
+        p = self._paths
+        top = self._kernels.sort_strings_until(p.values, p.starts, p.lengths, self.order, *self._scratch,
+                                               self._stack, self._top, stop)
+        with self._sorted:
+            self._top = top
+            self._final = int(self._stack[top - 1, 0]) if top else len(self.order)
+            self._sorted.notify_all()
 
 
 @dataclass

@@ -147,3 +147,23 @@ def test_path_sort_and_take_match_pyarrow():
     assert sorted(sub.tolist()) == [1, 2, 3]
     assert [shuffled["path"][int(i)].as_py() for i in sub] == sorted(shuffled["path"][i].as_py() for i in (1, 2, 3))
     assert sort_by_path(table.slice(0, 0)).num_rows == 0
+
+
+def test_path_sort_ahead_on_its_own_thread():
+    """Sorting ahead on another thread (what the writer does) hands out the same final
+    prefixes, whatever the head asked for while the thread is still sorting."""
+    from pipelines.zookeeper.rows import PathSort
+
+    rng = np.random.default_rng(12)
+    names = [f"/g{rng.integers(0, 300)}/n{rng.integers(0, 100_000)}/{'x' * int(rng.integers(0, 12))}"
+             for _ in range(20_000)]
+    paths = pa.array(names, pa.large_string())
+    expected = sorted(name.encode() for name in names)
+    sort = PathSort(paths)
+    sort.ahead(int(rng.integers(50, 500)))
+    done = 0
+    while done < len(names):
+        head = sort.head(done + int(rng.integers(1, 3000)))
+        assert [names[int(i)].encode() for i in head[done:]] == expected[done : len(head)]
+        done = len(head)
+    assert done == len(names) and sorted(sort.order.tolist()) == list(range(len(names)))
