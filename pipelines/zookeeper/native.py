@@ -13,6 +13,11 @@ current sources, else the JIT module (identical results, slower start).
 the JIT and a warm cache, 48 s cold (load average 24 on 2 CPUs); of a 5 KB one (read up to a
 damaged node), 0.45 s against 1.5-2.1 s warm and 2.6 s cold (load 0.5-2). Should a numba
 release drop ``numba.pycc``, ``make`` says so and the JIT (``cache=True``) serves the same kernels.
+
+Both builds release the GIL while a kernel runs (``@njit(nogil=True)``; the AOT build's
+wrappers are compiled with ``release_gil``, :func:`pipelines.zookeeper.aot._release_gil`), so
+``kaudit extract zk-snapshot`` digests the two halves of a snapshot on two threads and sorts
+the paths on one thread while another gathers the sorted rows and a third encodes them.
 """
 
 from __future__ import annotations
