@@ -92,10 +92,10 @@ def bench_zookeeper(n: int, repeat: int) -> None:
     k = kernels()
     print(f"ZooKeeper, {n} nodes ({k.__name__})")
     buf, nodes = node_records(n, np.random.default_rng(1))
-    k.walk_nodes(buf, 0, 10, tables.CRC_TABLES8, tables.ZK_PREFIX)
-    t_kernel, cols = best(lambda: k.walk_nodes(buf, 0, n, tables.CRC_TABLES8, tables.ZK_PREFIX), repeat)
+    k.walk_nodes(buf[:200], 0, tables.CRC_TABLES8, tables.ZK_PREFIX)
+    t_kernel, cols = best(lambda: k.walk_nodes(buf, 0, tables.CRC_TABLES8, tables.ZK_PREFIX), repeat)
     t_lib, digests = best(lambda: digest_per_node(nodes), repeat)
-    assert np.array_equal(cols[5], digests), "the kernel's node digests differ from zlib.crc32"
+    assert np.array_equal(cols[6], digests), "the kernel's node digests differ from zlib.crc32"
     line("node digests (walk_nodes, whole walk)", t_kernel, t_lib, "zlib.crc32 per node")
 
     paths = pa.array([p.decode() for p, _, _ in nodes[::-1]], pa.large_string())

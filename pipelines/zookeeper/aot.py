@@ -32,10 +32,10 @@ def signatures() -> dict:
     u1, i8 = ro(t.uint8), ro(t.int64)
     i64 = out(t.int64)
     stack = t.Array(t.int64, 2, "C")
+    status = t.UniTuple(t.int64, 5)
     return {
-        "count_nodes": t.UniTuple(t.int64, 5)(u1, t.int64),
-        "walk_nodes": t.Tuple((i64, i64, i64, i64, i64, out(t.uint32)))(u1, t.int64, t.int64, ro(t.uint32, 2), u1),
-        "locate_nodes": t.UniTuple(i64, 5)(u1, t.int64, t.int64),
+        "walk_nodes": t.Tuple((status, i64, i64, i64, i64, i64, out(t.uint32)))(u1, t.int64, ro(t.uint32, 2), u1),
+        "locate_nodes": t.Tuple((status, i64, i64, i64, i64, i64))(u1, t.int64),
         "node_digests": t.none(u1, i8, i8, i8, i8, i8, ro(t.uint32, 2), u1, t.int64, t.int64, out(t.uint32)),
         "gather": t.none(u1, i8, i8, i8, t.Array(t.uint8, 1, "C")),
         "decode_stats": t.Tuple((t.Array(t.int64, 2, "C"), t.Array(t.int32, 2, "C")))(u1, i8, i8),

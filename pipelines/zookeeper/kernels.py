@@ -119,64 +119,58 @@ def _check_len(b, p, n_total, allow_null):
 
 
 @njit(cache=True, nogil=True)
-def count_nodes(b, pos):
-    """Hop over node records from ``pos``: (status, error position, node count, position
-    after the end marker, bad length)."""
+def locate_nodes(b, pos):
+    """Hop over the node records from ``pos``, checking each length, and note where their
+    parts are: ((status, error position, node count, position after the end marker, bad
+    length), path offsets, path lengths, data offsets, data lengths, stat offsets). The
+    arrays are sized for as many records as the bytes could hold (:data:`MIN_NODE` each):
+    the first ``node count`` rows are the records. The stat fields are decoded later, only
+    where needed (:func:`decode_stats`)."""
     n_total = b.shape[0]
+    cap = max(n_total - pos, 0) // MIN_NODE + 1
+    path_off = np.empty(cap, np.int64)
+    path_len = np.empty(cap, np.int64)
+    data_off = np.empty(cap, np.int64)
+    data_len = np.empty(cap, np.int64)
+    stat_off = np.empty(cap, np.int64)
     p = pos
     count = 0
     while True:
         st, ln = _check_len(b, p, n_total, False)
         if st != OK:
-            return st, p, count, p, ln
+            return (st, p, count, p, ln), path_off, path_len, data_off, data_len, stat_off
         if ln == 1 and b[p + 4] == 47:  # "/": end of nodes
-            return OK, p, count, p + 5, 0
+            return (OK, p, count, p + 5, 0), path_off, path_len, data_off, data_len, stat_off
         q = p + 4 + ln
         st, dl = _check_len(b, q, n_total, True)
         if st != OK:
-            return st, q, count, p, dl
-        q += 4 + (dl if dl > 0 else 0)
+            return (st, q, count, p, dl), path_off, path_len, data_off, data_len, stat_off
+        d = q + 4
+        q = d + (dl if dl > 0 else 0)
         if q + 8 + STAT_SIZE > n_total:
-            return TRUNCATED, q, count, p, 0
+            return (TRUNCATED, q, count, p, 0), path_off, path_len, data_off, data_len, stat_off
+        path_off[count] = p + 4
+        path_len[count] = ln
+        data_off[count] = d
+        data_len[count] = dl
+        stat_off[count] = q + 8  # after the acl id
         p = q + 8 + STAT_SIZE
         count += 1
 
 
 @njit(cache=True, nogil=True)
-def walk_nodes(b, pos, count, table, zk_prefix):
-    """Where the parts of ``count`` node records starting at ``pos`` (validated by
-    :func:`count_nodes`) are, and each node's digest: :func:`locate_nodes` and
-    :func:`node_digests` of them all, in one call."""
-    path_off, path_len, data_off, data_len, stat_off = locate_nodes(b, pos, count)
-    digest = np.zeros(count, np.uint32)
-    node_digests(b, path_off, path_len, data_off, data_len, stat_off, table, zk_prefix, 0, count, digest)
-    return path_off, path_len, data_off, data_len, stat_off, digest
-
-
-@njit(cache=True, nogil=True)
-def locate_nodes(b, pos, count):
-    """Where the parts of ``count`` node records starting at ``pos`` (validated by
-    :func:`count_nodes`) are: path and data offsets and lengths, the stat's offset. The stat
-    fields are decoded later, only where needed."""
-    path_off = np.empty(count, np.int64)
-    path_len = np.empty(count, np.int64)
-    data_off = np.empty(count, np.int64)
-    data_len = np.empty(count, np.int64)
-    stat_off = np.empty(count, np.int64)
-    p = pos
-    for i in range(count):
-        ln = _i32(b, p)
-        path_off[i] = p + 4
-        path_len[i] = ln
-        q = p + 4 + ln
-        dl = _i32(b, q)
-        data_off[i] = q + 4
-        data_len[i] = dl
-        q += 4 + (dl if dl > 0 else 0)
-        s = q + 8  # after the acl id
-        stat_off[i] = s
-        p = s + STAT_SIZE
-    return path_off, path_len, data_off, data_len, stat_off
+def walk_nodes(b, pos, table, zk_prefix):
+    """:func:`locate_nodes` and :func:`node_digests` of every record in one call (for
+    benchmarks and tests; the reader digests on two threads): (status tuple, path offsets,
+    path lengths, data offsets, data lengths, stat offsets, digests), arrays of the records
+    only."""
+    status, path_off, path_len, data_off, data_len, stat_off = locate_nodes(b, pos)
+    n = status[2]
+    path_off, path_len = path_off[:n].copy(), path_len[:n].copy()
+    data_off, data_len, stat_off = data_off[:n].copy(), data_len[:n].copy(), stat_off[:n].copy()
+    digest = np.zeros(n, np.uint32)
+    node_digests(b, path_off, path_len, data_off, data_len, stat_off, table, zk_prefix, 0, n, digest)
+    return status, path_off, path_len, data_off, data_len, stat_off, digest
 
 
 @njit(cache=True, nogil=True)

@@ -29,7 +29,7 @@ from types import ModuleType
 
 AOT_MODULE = "kaudit_zk_kernels"
 SOURCES = ("kernels.py", "kernel_tables.py", "aot.py")  # aot.py: the signatures
-EXPORTS = ("count_nodes", "walk_nodes", "locate_nodes", "node_digests", "gather", "decode_stats", "tree_digest",
+EXPORTS = ("walk_nodes", "locate_nodes", "node_digests", "gather", "decode_stats", "tree_digest",
            "parent_lengths", "preorder_parents", "sort_strings", "sort_stack", "sort_strings_until", "subtree_mask")
 
 _impl: ModuleType | None = None

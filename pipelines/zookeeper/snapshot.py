@@ -217,7 +217,7 @@ def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
         acls[acl_id] = r.acls() or []
 
     arr = np.frombuffer(buf, np.uint8)
-    status, err_pos, n, end, bad_len = kernels().count_nodes(arr, r.pos)
+    (status, err_pos, n, end, bad_len), *located = kernels().locate_nodes(arr, r.pos)
     if status != tables.OK:
         reason = tables.STATUS_REASON[status]
         if status == tables.UNREASONABLE:
@@ -226,7 +226,7 @@ def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
     # the seal's Adler32 of everything before it, on another core while the node digests are
     # computed (zlib releases the GIL): ~0.07 s of 1M znodes
     sealed = _Adler32(buf, end)
-    located = kernels().locate_nodes(arr, r.pos, n)
+    located = tuple(col[:n] for col in located)
     nodes = NodeColumns(arr, *located, _digests(arr, located, n))
     r.pos = end
 
