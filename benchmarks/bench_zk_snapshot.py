@@ -50,14 +50,15 @@ before (main 5c341d3) / after / SnapshotFormatter, 5 rounds each, same snapshot,
     run (UTC)    load    before CLI (CPU)    after CLI (CPU)    SnapshotFormatter   ratio before / after
     22:54       18-20    3.76 s (1.09 s)     3.57 s (1.02 s)        21.44 s          5.7x / 6.0x  (*)
     23:01       16-19    3.51 s (1.19 s)     3.46 s (1.08 s)        17.58 s          5.0x / 5.1x
+    23:14       21-24    3.56 s (1.08 s)     3.37 s (1.06 s)        18.77 s          5.3x / 5.6x  (4 rounds)
     (*) before the single pass over the node records (commit 543a5a8)
 
 and this script, after, ``--repeat 5`` at load 20-26: CLI 4.47 s, SnapshotFormatter 20.72 s,
 **4.6x**; in process 1.61 s warm (12.8x). Output identical: ``raw/znodes``, ``raw/znode_changes``
 and ``raw/quarantine`` equal row for row before/after on this snapshot and on the demo's data
 dir. The machine was saturated (load 16-26 on 2 CPUs) through every run: a process gets CPU
-time, not cores, so wall follows CPU seconds (~4x them) and a second thread gains little;
-the CPU went down 6-9%, the wall 1-5%.
+time, not cores, so wall follows CPU seconds (~3-4x them) and a second thread gains little;
+the CPU went down 2-9%, the wall 1-5%.
 
 Where the CLI's CPU goes now (1.0-1.1 s; phases timed in one process, CPU seconds, load ~20):
 interpreter and imports 0.25 s (numpy + pyarrow + pyarrow.parquet 0.16, the CLI's typer/rich
