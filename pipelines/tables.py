@@ -112,7 +112,9 @@ RAW_COORDINATOR_RECORDS = pa.schema(
 
 # --- KIP-848 consumer groups (issue 20): key types 3-8 and 16, one row per record ------------
 # Every table ends with the record's place: is_tombstone (the value is null: the record is
-# deleted), value_version (null for a tombstone), offsets_partition, log_offset, segment_file.
+# deleted), value_version (null for a tombstone), offsets_partition, log_offset, segment_file,
+# batch_timestamp (when the coordinator wrote it: the first timestamp of the record's batch,
+# pipelines.kafka.batch_times.first_timestamps; null when the batch has none).
 
 TOPIC_PARTITIONS = pa.list_(pa.struct([("topic_id", pa.string()), ("partitions", pa.list_(pa.int32()))]))
 _PLACE = [
@@ -121,6 +123,7 @@ _PLACE = [
     ("offsets_partition", pa.int32()),
     ("log_offset", pa.int64()),
     ("segment_file", pa.string()),
+    ("batch_timestamp", TS),
 ]
 
 RAW_CONSUMER_GROUP_METADATA = pa.schema([("group_id", pa.string()), ("group_epoch", pa.int32()), *_PLACE])  # 3

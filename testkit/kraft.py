@@ -197,6 +197,48 @@ def user_scram_credential(name: str, mechanism: int, salt: bytes, stored_key: by
     return frame(11, 0, b.i32(iterations).done())
 
 
+def remove_user_scram_credential(name: str, mechanism: int) -> bytes:
+    """RemoveUserScramCredentialRecord (apiKey 22) v0."""
+    return frame(22, 0, Buf().string(name).i8(mechanism).done())
+
+
+def access_control_entry(acl_id: uuid.UUID, resource_type: int, resource: str, pattern_type: int, principal: str,
+                         host: str, operation: int, permission: int) -> bytes:
+    """AccessControlEntryRecord (apiKey 18) v0."""
+    b = Buf().uuid(acl_id).i8(resource_type).string(resource).i8(pattern_type).string(principal).string(host)
+    return frame(18, 0, b.i8(operation).i8(permission).done())
+
+
+def remove_access_control_entry(acl_id: uuid.UUID) -> bytes:
+    """RemoveAccessControlEntryRecord (apiKey 19) v0."""
+    return frame(19, 0, Buf().uuid(acl_id).done())
+
+
+def delegation_token(owner: str, requester: str, renewers: list[str], issued: int, max_ts: int, expires: int,
+                     token_id: str) -> bytes:
+    """DelegationTokenRecord (apiKey 10) v0."""
+    b = Buf().string(owner).string(requester)
+    w.compact_array_writer(w.write_compact_string)(b.b, renewers)
+    return frame(10, 0, b.i64(issued).i64(max_ts).i64(expires).string(token_id).done())
+
+
+def remove_delegation_token(token_id: str) -> bytes:
+    """RemoveDelegationTokenRecord (apiKey 26) v0."""
+    return frame(26, 0, Buf().string(token_id).done())
+
+
+def client_quota(entity: list[tuple[str, str | None]], key: str, value: float, remove: bool = False) -> bytes:
+    """ClientQuotaRecord (apiKey 14) v0: Entity [{EntityType, EntityName (nullable)}], Key,
+    Value float64, Remove."""
+    b = Buf().structs(entity, lambda e, it: e.string(it[0]).string(it[1]))
+    return frame(14, 0, b.string(key)._put(w.write_float64, value).boolean(remove).done())
+
+
+def zk_migration_state(state: int) -> bytes:
+    """ZkMigrationStateRecord (apiKey 21) v0."""
+    return frame(21, 0, Buf().i8(state).done())
+
+
 def partition_change(topic_id: uuid.UUID, pid: int, *, version: int = 0, isr=None, leader=None, replicas=None,
                      removing=None, adding=None, leader_recovery_state=None, elr=None, last_known_elr=None,
                      directories=None) -> bytes:

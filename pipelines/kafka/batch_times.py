@@ -67,6 +67,17 @@ def _ts(values: np.ndarray, valid: np.ndarray) -> pa.Array:
     return pa.array(values, type=pa.int64(), mask=~valid).cast(TS)
 
 
+def first_timestamps(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(timestamp, present) of the first present record of each batch of a batch table
+    (``kernels.B_*`` columns; the module doc's rules)."""
+    magic, attrs = rows[:, K.B_MAGIC], rows[:, K.B_ATTRS]
+    log_append = (magic >= 1) & ((attrs & ATTR_LOG_APPEND_TIME) != 0)
+    wrapper = (magic < 2) & ((attrs & ATTR_CODEC) != 0)
+    first = np.where(log_append | (magic == 1), rows[:, K.B_MAX_TS], rows[:, K.B_BASE_TS])
+    present = ((magic == 2) | log_append | ((magic == 1) & ~wrapper)) & (first != NO_TIMESTAMP)
+    return first, present
+
+
 def batch_table(topic: str, partition: int, rows: np.ndarray) -> pa.Table:
     """``raw/batch_timestamps`` rows of one partition from :func:`segment_rows` output."""
     n = len(rows)
@@ -74,10 +85,8 @@ def batch_table(topic: str, partition: int, rows: np.ndarray) -> pa.Table:
     log_append = (magic >= 1) & ((attrs & ATTR_LOG_APPEND_TIME) != 0)
     wrapper = (magic < 2) & ((attrs & ATTR_CODEC) != 0)
     max_ts = rows[:, K.B_MAX_TS]
-    first = np.where(log_append | (magic == 1), max_ts, rows[:, K.B_BASE_TS])
+    first, has_first = first_timestamps(rows)
     has_max = (magic >= 1) & (max_ts != NO_TIMESTAMP)
-    has_first = (magic == 2) | log_append | ((magic == 1) & ~wrapper)
-    has_first &= first != NO_TIMESTAMP
     ts_type = pa.DictionaryArray.from_arrays(
         pa.array(log_append.astype(np.int8), mask=magic == 0), pa.array(TIMESTAMP_TYPES)
     ).cast(pa.string())

@@ -51,6 +51,7 @@ from pipelines.tables import (
     RAW_CONSUMER_GROUP_TARGET_ASSIGNMENTS,
     RAW_CONSUMER_GROUP_TARGET_METADATA,
     RAW_GROUP_COORDINATOR_RECORDS,
+    TS,
 )
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
@@ -256,11 +257,9 @@ class GroupRecords:
         out = {}
         for t, rows in self.rows.items():
             schema = schemas[t]
-            if "resolved_at" in schema.names:  # epoch ms -> timestamp
-                at = schema.get_field_index("resolved_at")
-                out[t] = pa.Table.from_pylist(rows, schema=schema.set(at, pa.field("resolved_at", pa.int64()))).cast(
-                    schema
-                )
-            else:
-                out[t] = pa.Table.from_pylist(rows, schema=schema)
+            as_ms = schema  # the timestamps are epoch ms in the rows
+            for at, f in enumerate(schema):
+                if f.type == TS:
+                    as_ms = as_ms.set(at, pa.field(f.name, pa.int64()))
+            out[t] = pa.Table.from_pylist(rows, schema=as_ms).cast(schema)
         return out

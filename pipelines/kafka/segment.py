@@ -16,6 +16,7 @@ import pyarrow as pa
 from pipelines import quarantine
 from pipelines.errors import InputError
 from pipelines.kafka import kernels as K
+from pipelines.kafka.batch_times import first_timestamps
 from pipelines.kafka.batches import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
@@ -176,6 +177,10 @@ class _Records:
     producer: np.ndarray
     is_txn: np.ndarray
     is_control: np.ndarray
+    region: np.ndarray  # the record's region of the walk (a view of its records table)
+    region_batch: np.ndarray  # region -> batch row
+    batch_ts: np.ndarray  # per batch row: its first timestamp (batch_times.first_timestamps) ...
+    has_batch_ts: np.ndarray  # ... where it has one
     quarantine: list[dict]  # raw/quarantine rows
 
     def value(self, i: int) -> bytes | None:
@@ -196,6 +201,7 @@ def _records(name: str, partition: int, walk) -> _Records:
     brow = walk.region_batch[recs[:, K.C_REGION]] if len(recs) else np.zeros(0, dtype=np.int64)
     v2 = bt[brow, K.B_MAGIC] == 2
     attrs = bt[brow, K.B_ATTRS]
+    first_ts, has_ts = first_timestamps(bt)
     return _Records(
         path=name,
         partition=partition,
@@ -209,6 +215,10 @@ def _records(name: str, partition: int, walk) -> _Records:
         producer=np.where(v2, bt[brow, K.B_PRODUCER_ID], -1),
         is_txn=v2 & ((attrs & ATTR_TRANSACTIONAL) != 0),
         is_control=v2 & ((attrs & ATTR_CONTROL) != 0),
+        region=recs[:, K.C_REGION],
+        region_batch=walk.region_batch,
+        batch_ts=first_ts,
+        has_batch_ts=has_ts,
         quarantine=[quarantine.row(SOURCE, quarantine.at(name, pos), err, raw) for pos, err, raw in walk.bad],
     )
 
@@ -373,7 +383,9 @@ def _group_records(r: _Records, keys: _Keys, gj: np.ndarray) -> tuple[dict[str, 
     for j in gj:
         i = keys.rows[j]
         key = r.buf[r.key_pos[i] : r.key_pos[i] + r.key_len[i]].tobytes()
-        place = dict(offsets_partition=r.partition, log_offset=int(r.offset[i]), segment_file=r.path)
+        b = r.region_batch[r.region[i]]
+        place = dict(offsets_partition=r.partition, log_offset=int(r.offset[i]), segment_file=r.path,
+                     batch_timestamp=int(r.batch_ts[b]) if r.has_batch_ts[b] else None)
         try:
             if not out.add(int(keys.type[j]), key, r.value(i), place):
                 raw.append(j)

@@ -134,8 +134,10 @@ def named(df: DataFrame, names: DataFrame) -> DataFrame:
 def state(raw: dict[str, DataFrame], topic_partitions: DataFrame) -> dict[str, DataFrame]:
     """The groups' latest state: ``groups`` (group_id, group_epoch, assignment_epoch, assignor),
     ``members``, ``target`` and ``held`` (group_id, member_id, topic_id, topic, partition,
-    _resolved; ``held`` also ``pending``), ``names`` (topic_names), ``partitions`` (group_id,
-    topic, partition of the topics the group's members subscribe to)."""
+    _resolved; ``held`` also ``pending``), ``current`` (group_id, member_id, state,
+    member_epoch: every member's current assignment record, also of members holding nothing),
+    ``names`` (topic_names), ``partitions`` (group_id, topic, partition of the topics the
+    group's members subscribe to)."""
     groups = live_groups(raw["raw/consumer_group_metadata"])
     members = _of_live(latest(raw["raw/consumer_group_members"], "group_id", "member_id"), groups)
     target_meta = latest(raw["raw/consumer_group_target_metadata"], "group_id").select("group_id", "assignment_epoch")
@@ -148,12 +150,13 @@ def state(raw: dict[str, DataFrame], topic_partitions: DataFrame) -> dict[str, D
         names,
     )
     current = _of_live(latest(raw["raw/consumer_group_current_assignments"], "group_id", "member_id"), groups)
+    current_state = current.select("group_id", "member_id", "state", "member_epoch")
     held = named(
         _explode(current, "assigned_partitions")
         .withColumn("pending", F.lit(False))
         .unionByName(_explode(current, "partitions_pending_revocation").withColumn("pending", F.lit(True))),
         names,
-    ).join(current.select("group_id", "member_id", "state", "member_epoch"), ["group_id", "member_id"])
+    ).join(current_state, ["group_id", "member_id"])
     regex_topics = latest(raw["raw/consumer_group_regexes"], "group_id", "regular_expression").select(
         "group_id", F.col("regular_expression").alias("subscribed_topic_regex"), "topics"
     )
@@ -202,6 +205,7 @@ def state(raw: dict[str, DataFrame], topic_partitions: DataFrame) -> dict[str, D
         subscribed=subscribed,
         target=target,
         held=held,
+        current=current_state,
         names=names,
         partitions=partitions,
         topics=by_name,
@@ -389,8 +393,8 @@ def findings(st: dict[str, DataFrame]) -> DataFrame:
         )
     )
 
-    # epochs: group >= assignment >= member
-    epochs = held.select("group_id", "member_id", "member_epoch").distinct().join(groups, "group_id")
+    # epochs: group >= assignment >= member (every member with a current assignment, holding or not)
+    epochs = st["current"].select("group_id", "member_id", "member_epoch").join(groups, "group_id")
     bad_group = groups.where(F.col("assignment_epoch") > F.col("group_epoch"))
     out.append(
         _finding(
@@ -438,9 +442,9 @@ def findings(st: dict[str, DataFrame]) -> DataFrame:
         )
     )
 
-    # STABLE members whose holding differs from their target
+    # STABLE members whose holding differs from their target (a STABLE member holding nothing too)
     mine = held.where(F.col("state") == "STABLE").select("group_id", "member_id", "topic", "partition")
-    stable = st["held"].where(F.col("state") == "STABLE").select("group_id", "member_id").distinct()
+    stable = st["current"].where(F.col("state") == "STABLE").select("group_id", "member_id")
     theirs = target.join(stable, ["group_id", "member_id"], "left_semi").select(
         "group_id", "member_id", "topic", "partition"
     )

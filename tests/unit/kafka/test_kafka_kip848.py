@@ -48,8 +48,9 @@ def _rows(table, *drop):
     return rows
 
 
-def _place(offset, tombstone=False):
-    return dict(is_tombstone=tombstone, value_version=None if tombstone else 0, offsets_partition=3, log_offset=offset)
+def _place(offset, tombstone=False, at_ms=T0):
+    return dict(is_tombstone=tombstone, value_version=None if tombstone else 0, offsets_partition=3, log_offset=offset,
+                batch_timestamp=datetime.fromtimestamp(at_ms / 1000, UTC))
 
 
 def test_each_consumer_group_record_type_v0_and_its_tombstone(tmp_path):
@@ -283,6 +284,33 @@ def test_share_and_streams_records_are_decoded_generically(tmp_path):
             **_place(4, True),
         ),
     ]
+
+
+def test_each_record_keeps_its_batch_time(tmp_path):
+    """batch_timestamp is the first timestamp of the record's batch: three batches written at
+    T0, T0 + 5 s and T0 + 9 s (the last with later record timestamps inside)."""
+    first = [G.group_metadata("g", 1), G.member_metadata("g", "m1", topics=["orders"])]
+    second = [G.target_metadata("g", 1), G.target_member("g", "m1", {TOPIC_A: [0]}), G.group_metadata("g", 2)]
+    third = [G.current_member("g", "m1", epoch=2, previous_epoch=1, assigned={TOPIC_A: [0]}),
+             G.member_metadata("g", "m1", tombstone=True)]
+    batches = [batch(first, base_offset=0, timestamp_ms=T0),
+               batch(second, base_offset=2, timestamp_ms=T0 + 5000),
+               batch(third, base_offset=5, timestamp_ms=T0 + 9000, timestamps=[T0 + 9000, T0 + 9500])]
+    write_segment(tmp_path / "__consumer_offsets-3" / segment_name(0), batches)
+    t, _ = decode_scope(offsets_segments([tmp_path]))
+    assert t["raw/quarantine"].num_rows == 0
+
+    def at(table):
+        return [(r["log_offset"], r["batch_timestamp"]) for r in t[table].to_pylist()]
+
+    def ts(ms):
+        return datetime.fromtimestamp(ms / 1000, UTC)
+
+    assert at("raw/consumer_group_metadata") == [(0, ts(T0)), (4, ts(T0 + 5000))]
+    assert at("raw/consumer_group_members") == [(1, ts(T0)), (6, ts(T0 + 9000))]
+    assert at("raw/consumer_group_target_metadata") == [(2, ts(T0 + 5000))]
+    assert at("raw/consumer_group_target_assignments") == [(3, ts(T0 + 5000))]
+    assert at("raw/consumer_group_current_assignments") == [(5, ts(T0 + 9000))]
 
 
 def test_unknown_versions_kept_raw_and_corrupt_records_quarantined(tmp_path):

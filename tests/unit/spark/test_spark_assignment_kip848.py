@@ -13,7 +13,7 @@ A, B, T, Z, DEAD_T = "orders-id", "audit-id", "tiny-id", "zzz-unknown", "dead-id
 
 
 def _place(log_offset, tombstone=False):
-    return (tombstone, None if tombstone else 0, 0, log_offset, "f.log", "r1")
+    return (tombstone, None if tombstone else 0, 0, log_offset, "f.log", None, "r1")
 
 
 def _tp(parts: dict[str, list[int]]):
@@ -41,6 +41,7 @@ def _raw(spark):
         ("rg2", 2, *_place(2)),
         ("ug", 3, *_place(3)),
         ("dead", 1, *_place(4)),
+        ("sg", 4, *_place(5)),
         ("dead", None, *_place(50, True)),
     ]
     members = [
@@ -59,10 +60,12 @@ def _raw(spark):
         _member("ug", "u1", 30, ["orders"], assignor="uniform"),
         _member("ug", "u2", 31, ["orders"], assignor="uniform"),
         _member("dead", "d1", 40, ["orders"]),
+        # sg on range: one static member, audit P=3 -> s1 0-2 (agrees with the target)
+        _member("sg", "s1", 60, ["audit"], instance="i-9"),
     ]
     regexes = [("rg", "aud.*", ["audit"], 1, None, *_place(16))]
     partition_metadata = [("rg2", T, "tiny", 2, *_place(23)), ("rg2", "old", "older", 9, *_place(19))]
-    target_meta = [("rg", 5, *_place(17)), ("rg2", 2, *_place(24)), ("ug", 4, *_place(32))]
+    target_meta = [("rg", 5, *_place(17)), ("rg2", 2, *_place(24)), ("ug", 4, *_place(32)), ("sg", 4, *_place(61))]
     target = [
         # rg by hand: orders P=7, M=4: per 1, extra 3 -> m-c 0-1, m-b 2-3, m-0 4-5, m-a 6;
         # audit P=3, M=2 (m-b, m-a): per 1, extra 1 -> m-b 0-1, m-a 2. The server target gives
@@ -79,6 +82,7 @@ def _raw(spark):
         ("ug", "u1", _tp({A: [0, 1, 2, 3, 4, 5]}), *_place(33)),
         ("ug", "u2", _tp({A: [5, 6], B: [0]}), *_place(33)),
         ("dead", "d1", _tp({A: [0]}), *_place(41)),
+        ("sg", "s1", _tp({B: [0, 1, 2]}), *_place(62)),
     ]
     current = [
         _current("rg", "m-c", 19, 5, "STABLE", {A: [0]}),  # STABLE, targeted orders 1 not held
@@ -88,6 +92,8 @@ def _raw(spark):
         _current("rg", "m-0", 19, 5, "STABLE", {A: [4, 5, 6], Z: [0]}),
         _current("rg2", "x2", 26, 2, "STABLE", {T: [0]}),
         _current("rg2", "x3", 26, 2, "STABLE", {T: [1]}),
+        _current("rg2", "x1", 27, 3, "STABLE", {}),  # holds nothing (as targeted); epoch 3 > assignment epoch 2
+        _current("sg", "s1", 63, 4, "STABLE", {}),  # STABLE holding nothing: its 3 targeted partitions not held
         _current("ug", "u1", 34, 4, "STABLE", {A: [0, 1, 2, 3, 4, 5]}),
         _current("ug", "u2", 35, 5, "STABLE", {A: [5, 6]}),  # epoch 5 > assignment epoch 4; orders 5 twice
         _current("dead", "d1", 42, 1, "STABLE", {A: [0, 9]}),
@@ -111,7 +117,7 @@ def test_range_recompute_and_findings(spark):
     st = K.state(raw, registry)
     assert sorted(
         tuple(r) for r in st["groups"].select("group_id", "group_epoch", "assignment_epoch", "assignor").collect()
-    ) == [("rg", 5, 5, "range"), ("rg2", 2, 2, "range"), ("ug", 3, 4, "uniform")]
+    ) == [("rg", 5, 5, "range"), ("rg2", 2, 2, "range"), ("sg", 4, 4, "range"), ("ug", 3, 4, "uniform")]
 
     recomputed = sorted(
         tuple(r) for r in K.range_recompute(st).select("group_id", "topic", "partition", "expected_owner").collect()
@@ -120,6 +126,7 @@ def test_range_recompute_and_findings(spark):
         [("rg", "orders", p, o) for p, o in enumerate(["m-c", "m-c", "m-b", "m-b", "m-0", "m-0", "m-a"])]
         + [("rg", "audit", 0, "m-b"), ("rg", "audit", 1, "m-b"), ("rg", "audit", 2, "m-a")]
         + [("rg2", "tiny", 0, "x2"), ("rg2", "tiny", 1, "x3")]
+        + [("sg", "audit", p, "s1") for p in range(3)]
     )
 
     got = _sorted(K.findings(st).select("group_id", "member_id", "topic", "partition", "finding").collect())
@@ -136,6 +143,8 @@ def test_range_recompute_and_findings(spark):
             ("ug", None, None, None, "epoch_order_violated"),  # assignment epoch 4 > group epoch 3
             ("ug", "u2", None, None, "epoch_order_violated"),  # member epoch 5 > assignment epoch 4
             ("ug", None, "orders", 5, "partition_held_twice"),  # u1 and u2, both STABLE
+            ("rg2", "x1", None, None, "epoch_order_violated"),  # member epoch 3 > assignment epoch 2, holding nothing
+            *[("sg", "s1", "audit", p, "stable_member_off_target") for p in range(3)],  # targeted, not held
         ]
     )
     # the hand-off of audit 2 (m-b pending, m-a UNRELEASED_PARTITIONS) is no finding; the deleted
@@ -162,3 +171,4 @@ def test_audit_rows_of_kip848_groups(spark):
     assert got[("ug", "orders", 6)] == ("u2", ["u2"], "ok")
     assert got[("rg2", "tiny", 1)] == ("x3", ["x3"], "ok")  # tiny named by rg2's partition metadata
     assert not [k for k in got if k[0] == "dead"]
+    assert [got[("sg", "audit", p)] for p in range(3)] == [("s1", [], "unowned")] * 3

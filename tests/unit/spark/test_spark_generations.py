@@ -84,7 +84,7 @@ def _tp(parts: dict[str, list[int]]):
 
 
 def _place(lo, tombstone=False):
-    return (tombstone, None if tombstone else 0, 0, lo, "f.log", "r1")
+    return (tombstone, None if tombstone else 0, 0, lo, "f.log", None, "r1")
 
 
 def test_kip848_epochs_settle_when_every_targeted_member_is_stable(spark):
