@@ -27,11 +27,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import zlib
 from pathlib import Path
 
 import numpy as np
+from clocks import best
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,15 +44,6 @@ JIT_CLI = ("import sys\n"
            "sys.meta_path.insert(0, Hide())\n"
            "from pipelines.cli import main\n"
            "main(sys.argv[1:])\n")
-
-
-def best(fn, repeat: int):
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def line(what: str, kernel: float, library: float, name: str) -> None:

@@ -1,5 +1,5 @@
-"""What the Spark benchmarks share: a wall + CPU :class:`Clock`, the median of runs, the line
-that prints a side's runs, the ratio of two sides, and the load average. Imported by the
+"""What the benchmarks share: a wall + CPU :class:`Clock`, the median of runs, the line that
+prints a side's runs, the ratio of two sides, the load average, and the best of N calls. Imported by the
 scripts as ``clocks`` (``python benchmarks/bench_x.py`` puts this folder on ``sys.path``)."""
 
 from __future__ import annotations
@@ -57,3 +57,18 @@ def ratio(side: list[Clock], base: list[Clock]) -> str:
 def load() -> str:
     """``load 1m 5m 15m``: the load average now."""
     return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def best(fn, repeat: int = 1) -> tuple[float, object]:
+    """(the fewest wall seconds of ``repeat`` calls of ``fn()``, the last call's result)."""
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def timed(fn, *args) -> tuple[float, object]:
+    """(wall seconds, result) of one call ``fn(*args)``."""
+    return best(lambda: fn(*args))
