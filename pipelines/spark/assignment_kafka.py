@@ -28,7 +28,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.spark.assignors import range_assign, roundrobin_assign
+from pipelines.spark.assignors import member_order, range_assign, roundrobin_assign
 from pipelines.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
@@ -53,11 +53,7 @@ def latest_members(latest: DataFrame, group_members: DataFrame) -> DataFrame:
     return group_members.join(latest, KEY).select(
         "group_id",
         F.col("member_id").alias("owner"),
-        F.struct(
-            F.col("group_instance_id").isNull().alias("dynamic"),
-            F.col("group_instance_id").alias("instance"),
-            F.col("member_id").alias("member"),
-        ).alias("member_order"),
+        member_order("group_instance_id"),
         "protocol",
         "subscribed_topics",
     )

@@ -48,7 +48,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.spark.assignors import range_assign
+from pipelines.spark.assignors import member_order, range_assign
 from pipelines.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
@@ -277,11 +277,7 @@ def range_recompute(st: dict[str, DataFrame]) -> DataFrame:
         .select(
             "group_id",
             F.col("member_id").alias("owner"),
-            F.struct(
-                F.col("instance_id").isNull().alias("dynamic"),
-                F.col("instance_id").alias("instance"),
-                F.col("member_id").alias("member"),
-            ).alias("member_order"),
+            member_order("instance_id"),
         )
     )
     subs = (
