@@ -53,7 +53,6 @@ commits), local[2] on the shared 2-core machine (1-min load average 13-25 during
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 import time
@@ -291,7 +290,6 @@ def dbt_run(ctx: RunContext) -> Clock:
 
     from pipelines.transform.dbt_runner import dbt_args
 
-    os.environ.setdefault("DO_NOT_TRACK", "1")
     clock = Clock()
     with clock.timing():
         result = dbtRunner().invoke(dbt_args(ctx, "session", "run", ["--select", *[f"+{m}" for m in MARTS]]))
