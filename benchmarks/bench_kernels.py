@@ -194,8 +194,9 @@ def bench_start(repeat: int) -> None:
     if aot_module() is None:
         print("process start: no ahead-of-time build installed (make builds it); skipped")
         return
-    env = {**os.environ, "NUMBA_CACHE_DIR": tempfile.mkdtemp(prefix="kaudit-bench-numba-")}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(prefix="kaudit-bench-numba-") as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+
         def run(*cmd):
             wh = Path(tmp) / "wh"
             subprocess.run(["rm", "-rf", str(wh)], check=True)
