@@ -22,11 +22,8 @@ owner znode per partition (1% planted wrong owners). Rows are generated with Arr
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import shutil
-import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -35,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from clocks import Clock, load, median, ratio, runs
 from pyspark import StorageLevel
 
 from pipelines.context import RunContext
@@ -110,33 +108,6 @@ def generate(warehouse: Warehouse, groups: int, partitions: int, consumers: int,
     return rows
 
 
-class Clock:
-    """Wall and CPU seconds of the blocks timed with it; CPU counts this process and its
-    children (the Spark JVM), from /proc (0 where there is no /proc)."""
-
-    def __init__(self) -> None:
-        self.wall = self.cpu = 0.0
-
-    @staticmethod
-    def _cpu() -> float:
-        ticks = 0
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if stat.parent.name == str(os.getpid()) or fields[1] == str(os.getpid()):
-                ticks += int(fields[11]) + int(fields[12])
-        return ticks / os.sysconf("SC_CLK_TCK")
-
-    @contextlib.contextmanager
-    def timing(self):
-        wall, cpu = time.perf_counter(), self._cpu()
-        yield
-        self.wall += time.perf_counter() - wall
-        self.cpu += self._cpu() - cpu
-
-
 def io_floor(spark, warehouse: Warehouse, out: Path) -> Clock:
     """One run of the I/O floor (see the module docstring)."""
     clock = Clock()
@@ -158,15 +129,6 @@ def input_copy(spark, warehouse: Warehouse, out: Path) -> Clock:
     with clock.timing():
         write_parquet(spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))), out)
     return clock
-
-
-def _runs(clocks: list[Clock]) -> str:
-    walls = ", ".join(f"{c.wall:.1f}" for c in clocks)
-    return f"median {_median(clocks, 'wall'):.1f}s of {walls}; CPU median {_median(clocks, 'cpu'):.0f}s"
-
-
-def _median(clocks: list[Clock], what: str) -> float:
-    return statistics.median(getattr(c, what) for c in clocks)
 
 
 def main() -> None:
@@ -207,16 +169,15 @@ def main() -> None:
             floors.append(io_floor(spark, wh, work / "floor"))
             copies.append(input_copy(spark, wh, work / "copy"))
         written = sum(counts[t] for t in CORE)
-        build, floor = _median(builds, "wall"), _median(floors, "wall")
-        print(f"build_core (registry + assignment + audit): {_runs(builds)}  ({rows / build:,.0f} znodes/s, "
+        build = median(builds)
+        print(f"build_core (registry + assignment + audit): {runs(builds)}  ({rows / build:,.0f} znodes/s, "
               f"{counts['core/assignment_audit']:,} audit rows)")
-        print(f"I/O floor (read {rows:,} znodes, write the {written:,} core rows, no logic): {_runs(floors)}")
-        print(f"input copy (read + write {rows:,} znodes, the floor before 0.1.4): {_runs(copies)}; "
-              f"build / copy {build / _median(copies, 'wall'):.2f}x")
+        print(f"I/O floor (read {rows:,} znodes, write the {written:,} core rows, no logic): {runs(floors)}")
+        print(f"input copy (read + write {rows:,} znodes, the floor before 0.1.4): {runs(copies)}; "
+              f"build / copy {build / median(copies):.2f}x")
         statuses = spark.read.parquet(str(wh.partition_dir("core/assignment_audit", RUN))).groupBy("status").count()
         print("statuses:", {r["status"]: r["count"] for r in statuses.collect()})
-        print(f"ratio build / I/O floor: {build / floor:.2f}x (target <= 2x); "
-              f"in CPU time {_median(builds, 'cpu') / _median(floors, 'cpu'):.2f}x")
+        print(f"build / I/O floor: {ratio(builds, floors)}; target <= 2x ({load()})")
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -19,12 +19,12 @@ from __future__ import annotations
 import argparse
 import struct
 import tempfile
-import time
 from pathlib import Path
 
 import crc32c
 import numpy as np
 import pyarrow as pa
+from clocks import best
 
 from pipelines.kafka.batch_times import batch_table
 from pipelines.kafka.log_end import scan_partition
@@ -88,15 +88,6 @@ def kafka_python(d: Path) -> pa.Table:
         pa.array(np.zeros(n, bool)), pa.array(["LogAppendTime" if x else "CreateTime" for x in cols["lat"]]),
         pa.array(cols["first"], pa.int64()).cast(ts), pa.array(cols["max"], pa.int64()).cast(ts),
     ], schema=RAW_BATCH_TIMESTAMPS)
-
-
-def best(fn, repeat: int):
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def main() -> None:

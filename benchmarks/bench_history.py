@@ -53,9 +53,7 @@ commits), local[2] on the shared 2-core machine (1-min load average 13-25 during
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -64,7 +62,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from bench_assignment import Clock
+from clocks import Clock, load, ratio, runs
 from pyspark import StorageLevel
 
 from pipelines.context import RunContext
@@ -292,7 +290,6 @@ def dbt_run(ctx: RunContext) -> Clock:
 
     from pipelines.transform.dbt_runner import dbt_args
 
-    os.environ.setdefault("DO_NOT_TRACK", "1")
     clock = Clock()
     with clock.timing():
         result = dbtRunner().invoke(dbt_args(ctx, "session", "run", ["--select", *[f"+{m}" for m in MARTS]]))
@@ -308,19 +305,6 @@ def dbt_floor(spark, wh: Warehouse, out: Path) -> Clock:
             spark.read.parquet(str(wh.partition_dir(table, RUN))).write.format("noop").mode("overwrite").save()
     _write_rows(spark, wh, MARTS, out, clock, part=lambda wh, m: wh.root / "marts" / m / f"run_id={RUN}")
     return clock
-
-
-def _median(clocks: list[Clock], what: str = "wall") -> float:
-    return statistics.median(getattr(c, what) for c in clocks)
-
-
-def _runs(clocks: list[Clock]) -> str:
-    walls = ", ".join(f"{c.wall:.1f}" for c in clocks)
-    return f"median {_median(clocks):.1f}s of {walls}; CPU median {_median(clocks, 'cpu'):.0f}s"
-
-
-def _load() -> str:
-    return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:
@@ -345,37 +329,35 @@ def main() -> None:
         t = time.perf_counter()
         rows = generate(wh, args)
         print(f"generated {', '.join(f'{n} {r:,}' for n, r in rows.items())} in {time.perf_counter() - t:.1f}s "
-              f"({_load()})")
+              f"({load()})")
 
         from pipelines.spark.session import get_spark
 
         conf = {"spark.driver.memory": args.driver_memory}
         spark = get_spark(args.master, app_name="kaudit-bench-history", conf=conf)
         ctx = RunContext(wh, RUN, spark_master=args.master, quiet=True)
-        runs: dict[str, list[Clock]] = {"spark": [], "spark floor": [], "dbt": [], "dbt floor": []}
+        clocks: dict[str, list[Clock]] = {"spark": [], "spark floor": [], "dbt": [], "dbt floor": []}
         for _ in range(args.repeat):  # interleaved, so drift in the machine's speed hits both
-            runs["spark"].append(spark_build(spark, ctx))
-            runs["spark floor"].append(spark_floor(spark, wh, work / "floor"))
+            clocks["spark"].append(spark_build(spark, ctx))
+            clocks["spark floor"].append(spark_floor(spark, wh, work / "floor"))
             if not args.no_dbt:
-                runs["dbt"].append(dbt_run(ctx))
-                runs["dbt floor"].append(dbt_floor(spark, wh, work / "floor"))
-            print(f"  run {len(runs['spark'])}: " + ", ".join(f"{k} {v[-1].wall:.1f}s" for k, v in runs.items() if v)
-                  + f" ({_load()})")
+                clocks["dbt"].append(dbt_run(ctx))
+                clocks["dbt floor"].append(dbt_floor(spark, wh, work / "floor"))
+            times = ", ".join(f"{k} {v[-1].wall:.1f}s" for k, v in clocks.items() if v)
+            print(f"  run {len(clocks['spark'])}: {times} ({load()})")
         count = {t: spark.read.parquet(str(wh.partition_dir(t, RUN))).count() for t in CORE}
         print(f"(a) rebalance_states + settled_audit ({rows['raw/znode_changes']:,} txns -> "
-              f"{count[CORE[0]]:,} states, {count[CORE[1]]:,} audit rows): {_runs(runs['spark'])}")
-        print(f"    I/O floor (read the changes, write those rows): {_runs(runs['spark floor'])}")
-        print(f"    ratio {_median(runs['spark']) / _median(runs['spark floor']):.2f}x "
-              f"(CPU {_median(runs['spark'], 'cpu') / _median(runs['spark floor'], 'cpu'):.2f}x)")
-        if runs["dbt"]:
+              f"{count[CORE[0]]:,} states, {count[CORE[1]]:,} audit rows): {runs(clocks['spark'])}")
+        print(f"    I/O floor (read the changes, write those rows): {runs(clocks['spark floor'])}")
+        print(f"    {ratio(clocks['spark'], clocks['spark floor'])}")
+        if clocks["dbt"]:
             marts = {m: spark.read.parquet(str(p)).count() if parquet_files(p) else 0
                      for m in MARTS for p in [wh.root / "marts" / m / f"run_id={RUN}"]}
             print(f"(b) dbt run of the history marts ({rows['raw/offset_commits']:,} commits; "
-                  + ", ".join(f"{m} {n:,}" for m, n in marts.items()) + f"): {_runs(runs['dbt'])}")
-            print(f"    I/O floor (read their inputs, write those rows): {_runs(runs['dbt floor'])}")
-            print(f"    ratio {_median(runs['dbt']) / _median(runs['dbt floor']):.2f}x "
-                  f"(CPU {_median(runs['dbt'], 'cpu') / _median(runs['dbt floor'], 'cpu'):.2f}x)")
-        print(_load())
+                  + ", ".join(f"{m} {n:,}" for m, n in marts.items()) + f"): {runs(clocks['dbt'])}")
+            print(f"    I/O floor (read their inputs, write those rows): {runs(clocks['dbt floor'])}")
+            print(f"    {ratio(clocks['dbt'], clocks['dbt floor'])}")
+        print(load())
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -11,6 +11,10 @@ same run (issue 19: a kernel is kept only where this shows the library is the bo
   from Python; then in place, the offsets decoder's framing of ``bench_offsets``' segments
   (built once, cached) with the kernel's CRCs vs framed by headers only and ``crc32c.crc32c``
   per batch;
+- Kafka string columns (``kafka/kernels.dictionary_spans``): the group/topic spans of
+  ``--spans`` records (2,000 distinct names) dictionary-encoded in one kernel pass vs the
+  spans gathered into an Arrow string array (``gather_strings``, UTF-8 checked) and
+  ``pyarrow``'s ``dictionary_encode``;
 - a short ``kaudit extract zk-snapshot`` process with the snapshot kernels built ahead of time
   (``numba.pycc``, ``make``) vs numba's JIT with a warm on-disk cache.
 
@@ -27,11 +31,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import zlib
 from pathlib import Path
 
 import numpy as np
+from clocks import best
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,15 +48,6 @@ JIT_CLI = ("import sys\n"
            "sys.meta_path.insert(0, Hide())\n"
            "from pipelines.cli import main\n"
            "main(sys.argv[1:])\n")
-
-
-def best(fn, repeat: int):
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def line(what: str, kernel: float, library: float, name: str) -> None:
@@ -172,14 +167,36 @@ def bench_kafka(n: int, records: int, repeat: int) -> None:
          "header-only framing + crc32c per batch")
 
 
+def bench_dictionary(n: int, repeat: int) -> None:
+    import pyarrow as pa
+
+    from pipelines.kafka import segment
+
+    rng = np.random.default_rng(3)
+    names = [f"consumer-group-{i:05d}.service-{i % 37}".encode() for i in range(2_000)]
+    lengths = np.array([len(x) for x in names])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    pick = rng.zipf(1.3, n) % len(names)  # a few busy groups, a long tail
+    buf = np.frombuffer(b"".join(names), np.uint8)
+    pos, length = starts[pick].astype(np.int64), lengths[pick].astype(np.int64)
+    length[rng.random(n) < 0.01] = -1  # nulls
+    print(f"Kafka string column, {n} spans, {len(names)} distinct")
+    segment._dictionary(buf, pos[:10], length[:10])
+    t_kernel, a = best(lambda: segment._dictionary(buf, pos, length)[0], repeat)
+    t_lib, b = best(lambda: segment._strings(buf, pos, length)[0].dictionary_encode(), repeat)
+    assert a.cast(pa.string()).equals(b.cast(pa.string()))
+    line("dictionary encoding (dictionary_spans)", t_kernel, t_lib, "gather_strings + pyarrow dictionary_encode")
+
+
 def bench_start(repeat: int) -> None:
     from pipelines.zookeeper.native import aot_module
 
     if aot_module() is None:
         print("process start: no ahead-of-time build installed (make builds it); skipped")
         return
-    env = {**os.environ, "NUMBA_CACHE_DIR": tempfile.mkdtemp(prefix="kaudit-bench-numba-")}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(prefix="kaudit-bench-numba-") as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+
         def run(*cmd):
             wh = Path(tmp) / "wh"
             subprocess.run(["rm", "-rf", str(wh)], check=True)
@@ -205,6 +222,7 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     bench_zookeeper(args.nodes, args.repeat)
     bench_kafka(args.spans, args.records, args.repeat)
+    bench_dictionary(args.spans, args.repeat)
     bench_start(args.repeat)
     print(f"load average {os.getloadavg()[0]:.1f}")
 

@@ -21,8 +21,9 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from clocks import timed
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -97,12 +98,6 @@ def kafka_python_iterate(d: Path) -> int:
             for r in records.next_batch():
                 n += r.value is not None
     return n
-
-
-def timed(fn, *args) -> tuple[float, object]:
-    t = time.perf_counter()
-    out = fn(*args)
-    return time.perf_counter() - t, out
 
 
 def main() -> None:

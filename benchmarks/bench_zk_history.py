@@ -19,10 +19,10 @@ import io
 import shutil
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import pyarrow.dataset as ds
+from clocks import timed
 from rich.console import Console
 
 from pipelines.context import RunContext
@@ -67,12 +67,6 @@ def data_dir(txns: int) -> Path:
     return root / "data"
 
 
-def timed(fn) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
-
-
 def _without_history(data: Path) -> None:
     """The replay as before issue 21: no change is recorded."""
     from pipelines.zookeeper.replay import Tree
@@ -103,7 +97,7 @@ def main() -> None:
         for k in range(args.repeat):
             wh = Warehouse(tmp / f"wh{k}")
             ctx = RunContext(wh, "bench", console=Console(file=io.StringIO()))
-            runs["extract with history"].append(timed(lambda ctx=ctx: extract_snapshot(ctx, path=data)))
+            runs["extract with history"].append(timed(lambda ctx=ctx: extract_snapshot(ctx, path=data))[0])
             rows = ds.dataset(wh.partition_dir("raw/znode_changes", "bench"), format="parquet").to_table()
             logs = [p for _, p in datadir.list_files(data / "version-2", "log")]
 
@@ -113,8 +107,8 @@ def main() -> None:
                 with Warehouse(tmp / f"floor{k}").transaction("bench", step="floor") as tx:
                     tx.writer("raw/znode_changes", dictionary=["op", "kind"]).write(rows)
 
-            runs["I/O floor"].append(timed(floor))
-            runs["replay without history"].append(timed(lambda: _without_history(data)))
+            runs["I/O floor"].append(timed(floor)[0])
+            runs["replay without history"].append(timed(lambda: _without_history(data))[0])
         med = {name: statistics.median(v) for name, v in runs.items()}
         print(f"{args.txns:,} txns, {rows.num_rows:,} raw/znode_changes rows, median of {args.repeat}:")
         for name, v in med.items():

@@ -531,6 +531,12 @@ ADDED_COLUMNS = {
     "core/rebalance_states": (*_KAFKA_STATE, "next_log_offset", "settled_log_offset"),
     "core/settled_audit": _KAFKA_STATE,
 }
+# core columns only the ZooKeeper-era states fill: a Kafka-era state (pipelines.spark.generations)
+# is keyed by the record that began it, not by a zxid, and writes them null
+ZOOKEEPER_STATE_COLUMNS = {
+    "core/rebalance_states": ("state_zxid", "trigger_op", "trigger_path", "next_zxid", "settled_zxid"),
+    "core/settled_audit": ("state_zxid", "owner_since", "held_until_zxid"),
+}
 
 # the ZooKeeper-era consumer's assignors kaudit recomputes (range is the default)
 ZOOKEEPER_ASSIGNORS = ("range", "roundrobin")

@@ -50,6 +50,24 @@ def audit_status(expected: str | None, observed: list[str], in_metadata: bool, r
     return "ok"
 
 
+def audit_row(source: str, group_id: str, topic: str, partition: int, broker_id: int | None,
+              expected: str | None, observed: list[str], in_metadata: bool, registered: set[str]) -> dict:
+    """One ``assignment_audit`` row: the expected and observed owners and their :func:`audit_status`."""
+    return dict(source=source, group_id=group_id, topic=topic, partition=partition, broker_id=broker_id,
+                expected_owner=expected, observed_owners=observed,
+                status=audit_status(expected, observed, in_metadata, registered))
+
+
+def kafka_group_rows(group_id: str, expected: dict, observed: dict, partitions: set, subscribed: set,
+                     registered: set[str]) -> list[dict]:
+    """The audit rows of one Kafka group, one per (topic, partition) expected or observed, sorted;
+    ``expected``: (topic, partition) -> member, ``observed``: (topic, partition) -> members; a
+    partition is in the metadata when it is one of ``partitions`` and its topic is ``subscribed``."""
+    return [audit_row("kafka", group_id, t, p, None, expected.get((t, p)), sorted(observed.get((t, p), [])),
+                      (t, p) in partitions and t in subscribed, registered)
+            for t, p in sorted(set(expected) | set(observed))]
+
+
 def zk_audit(tree: dict[str, bytes]) -> list[dict]:
     """Audit rows of the ZooKeeper groups from a {path: data} walk of the tree."""
 
@@ -93,24 +111,15 @@ def zk_audit(tree: dict[str, bytes]) -> list[dict]:
         for key in sorted(set(expected) | set(observed), key=lambda k: (k[0], k[1] or -1, k[2])):
             topic, b, p = key
             in_meta = (b, p) in meta.get(topic, []) and topic in threads_by_topic
-            rows.append(
-                dict(
-                    source="zookeeper",
-                    group_id=group,
-                    topic=topic,
-                    partition=p,
-                    broker_id=b,
-                    expected_owner=expected.get(key),
-                    observed_owners=observed.get(key, []),
-                    status=audit_status(expected.get(key), observed.get(key, []), in_meta, registered),
-                )
-            )
+            rows.append(audit_row("zookeeper", group, topic, p, b, expected.get(key), observed.get(key, []), in_meta,
+                                  registered))
     return rows
 
 
 def kafka_audit(groups: list, topics: dict[str, int], tombstoned: set[str]) -> list[dict]:
     """Audit rows of the Kafka groups from their latest GroupMetadata (RangeAssignor); ``topics``:
     name -> number of partitions."""
+    partitions = {(t, p) for t, n in topics.items() for p in range(n)}
     rows = []
     for g in groups:
         if not g.generations or g.name in tombstoned:
@@ -127,22 +136,8 @@ def kafka_audit(groups: list, topics: dict[str, int], tombstoned: set[str]) -> l
             for topic, ps in m.assigned.items():
                 for p in ps:
                     observed[(topic, p)].append(m.member_id)
-        for key in sorted(set(expected) | set(observed)):
-            topic, p = key
-            in_meta = topic in topics and p < topics[topic] and any(topic in m.topics for m in members)
-            obs = sorted(observed.get(key, []))
-            rows.append(
-                dict(
-                    source="kafka",
-                    group_id=g.name,
-                    topic=topic,
-                    partition=p,
-                    broker_id=None,
-                    expected_owner=expected.get(key),
-                    observed_owners=obs,
-                    status=audit_status(expected.get(key), obs, in_meta, registered),
-                )
-            )
+        rows += kafka_group_rows(g.name, expected, observed, partitions, {t for m in members for t in m.topics},
+                                 registered)
     return rows
 
 

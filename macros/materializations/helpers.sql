@@ -35,3 +35,29 @@
     {%- endif -%}
     {{ return(root ~ '/' ~ identifier) }}
 {%- endmacro %}
+
+
+{% macro kaudit_required_run_id(what) -%}
+    {#- var run_id (the run being built, set by the runner); a compile error naming `what`
+        ("model <name>", "snapshot <name>") when it is not set. -#}
+    {%- set run_id = var('run_id', '') -%}
+    {%- if not run_id -%}
+        {{ exceptions.raise_compiler_error(what ~ ": var run_id is not set") }}
+    {%- endif -%}
+    {{ return(run_id) }}
+{%- endmacro %}
+
+
+{% macro kaudit_declare_run_table(relation, columns, location) -%}
+    {#- `relation` (re)declared as an EXTERNAL Parquet table over `location` with `columns` and
+        the hive partition run_id (`drop table` of an external table keeps its files). -#}
+    {%- call statement('kaudit_declare_run_table') -%}
+        drop table if exists {{ relation }}
+    {%- endcall -%}
+    {%- call statement('kaudit_declare_run_table') -%}
+        create table {{ relation }} ({{ kaudit_column_ddl(columns) }}, `run_id` string)
+        using parquet
+        partitioned by (run_id)
+        location '{{ location }}'
+    {%- endcall -%}
+{%- endmacro %}

@@ -15,10 +15,7 @@
     refresh the definition. -#}
 
 {% materialization run_partitioned, adapter='spark' %}
-    {%- set run_id = var('run_id', '') -%}
-    {%- if not run_id -%}
-        {{ exceptions.raise_compiler_error("model " ~ model.name ~ ": var run_id is not set") }}
-    {%- endif -%}
+    {%- set run_id = kaudit_required_run_id("model " ~ model.name) -%}
     {%- set identifier = model['alias'] -%}
     {%- set location = kaudit_required_location(identifier) -%}
     {%- set target_relation = api.Relation.create(
@@ -49,15 +46,7 @@
     {%- if existing is not none and existing.is_view -%}
         {%- do adapter.drop_relation(existing) -%}
     {%- endif -%}
-    {%- call statement('declare_table') -%}
-        drop table if exists {{ target_relation }}
-    {%- endcall -%}
-    {%- call statement('declare_table') -%}
-        create table {{ target_relation }} ({{ kaudit_column_ddl(data_columns) }}, `run_id` string)
-        using parquet
-        partitioned by (run_id)
-        location '{{ location }}'
-    {%- endcall -%}
+    {%- do kaudit_declare_run_table(target_relation, data_columns, location) -%}
     {%- call statement('main') -%}
         insert overwrite table {{ target_relation }} partition (run_id = '{{ run_id }}')
         select {{ kaudit_column_list(data_columns) }}

@@ -48,10 +48,7 @@
 
 
 {% macro kaudit_snapshot_parquet() %}
-    {%- set run_id = var('run_id', '') -%}
-    {%- if not run_id -%}
-        {{ exceptions.raise_compiler_error("snapshot " ~ model.name ~ ": var run_id is not set") }}
-    {%- endif -%}
+    {%- set run_id = kaudit_required_run_id("snapshot " ~ model.name) -%}
     {%- if config.get('hard_deletes') == 'new_record' -%}
         {{ exceptions.raise_compiler_error(
             "snapshot " ~ model.name ~ ": hard_deletes 'new_record' is not supported on Parquet (use 'invalidate')") }}
@@ -82,15 +79,7 @@
         where false
     {%- endcall -%}
     {%- set columns = kaudit_describe_columns('`' ~ shape_view ~ '`') -%}
-    {%- call statement('declare_log') -%}
-        drop table if exists {{ log_relation }}
-    {%- endcall -%}
-    {%- call statement('declare_log') -%}
-        create table {{ log_relation }} ({{ kaudit_column_ddl(columns) }}, `run_id` string)
-        using parquet
-        partitioned by (run_id)
-        location '{{ location }}'
-    {%- endcall -%}
+    {%- do kaudit_declare_run_table(log_relation, columns, location) -%}
     {%- do adapter.cache_added(log_relation) -%}
 
     {#- 2. this run's partition emptied (a rebuild replaces it), the others found on disk -#}

@@ -74,7 +74,7 @@ select
         batch.timestamp_type = 'LogAppendTime'
         or (resolved.committed_offset <= batch.base_offset and batch.first_timestamp is not null)
     ) as record_at_exact,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from resolved
 where
     resolved.kind = 0

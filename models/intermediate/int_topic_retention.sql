@@ -51,7 +51,7 @@ select
     coalesce(cast(bytes.config_value as bigint), {{ var('retention_bytes_default') }}) as retention_bytes,
     coalesce(cleanup.config_value, 'delete') as cleanup_policy,
     coalesce(ms.config_source, bytes.config_source, cleanup.config_source, 'default') as config_source,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from topics
 left join chosen as ms on topics.topic = ms.topic and ms.config_name = 'retention.ms' and ms.choice = 1
 left join chosen as bytes on topics.topic = bytes.topic and bytes.config_name = 'retention.bytes' and bytes.choice = 1

@@ -58,11 +58,11 @@ kafka as (
 )
 
 select
-    '{{ var("run_id") }}' as run_id,
+    {{ kaudit_run_id() }} as run_id,
     *
 from zookeeper
 union all
 select
-    '{{ var("run_id") }}' as run_id,
+    {{ kaudit_run_id() }} as run_id,
     *
 from kafka

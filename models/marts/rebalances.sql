@@ -47,7 +47,7 @@ counted as (
 )
 
 select
-    '{{ var("run_id") }}' as run_id,
+    {{ kaudit_run_id() }} as run_id,
     source,
     group_id,
     group_protocol,

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.spark import assignment_kip848 as kip848
-from pipelines.spark.assignment_kafka import latest_records
+from pipelines.spark.assignment_kafka import latest
 
 ZK_OFFSET_PATH = r"^/consumers/([^/]+)/offsets/([^/]+)/([^/]+)$"
 THREAD_SUFFIX = r"^(.*)-([0-9]+)$"
@@ -35,11 +35,7 @@ def assignment_audit(audit: DataFrame) -> DataFrame:
 
 def current_members(group_metadata: DataFrame, group_members: DataFrame) -> DataFrame:
     """Members of each group's latest metadata record (none when that record is a tombstone)."""
-    current = (
-        latest_records(group_metadata)
-        .where(~F.coalesce(F.col("is_tombstone"), F.lit(False)))
-        .select("group_id", "offsets_partition", "log_offset")
-    )
+    current = latest(group_metadata, "group_id").select("group_id", "offsets_partition", "log_offset")
     return group_members.join(current, ["group_id", "offsets_partition", "log_offset"], "left_semi").select(
         "group_id", F.col("member_id").alias("name")
     )

@@ -28,7 +28,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.spark.assignors import range_assign, roundrobin_assign
+from pipelines.spark.assignors import member_order, range_assign, roundrobin_assign
 from pipelines.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
@@ -36,16 +36,19 @@ RECOMPUTED = ("range", "roundrobin")
 KEY = ["group_id", "offsets_partition", "log_offset"]
 
 
-def latest_records(group_metadata: DataFrame) -> DataFrame:
-    """Each group's latest record of ``raw/group_metadata`` (``GROUP_RECORD_ORDER``)."""
-    w = Window.partitionBy("group_id").orderBy(*[F.col(c).desc() for c in GROUP_RECORD_ORDER])
-    return group_metadata.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1).drop("_rank")
+def latest(records: DataFrame, *key: str) -> DataFrame:
+    """The latest record of each ``key`` (all rows of that record; ``GROUP_RECORD_ORDER``),
+    tombstones dropped (a null ``is_tombstone`` is a live record): the one rule of the classic
+    (``raw/group_metadata``) and the KIP-848 (``raw/consumer_group_*``) group records."""
+    w = Window.partitionBy(*key)
+    order = F.struct(*GROUP_RECORD_ORDER)
+    live = ~F.coalesce(F.col("is_tombstone"), F.lit(False))
+    return records.withColumn("_last", F.max(order).over(w)).where((order == F.col("_last")) & live).drop("_last")
 
 
 def latest_groups(group_metadata: DataFrame) -> DataFrame:
     """``group_id, offsets_partition, log_offset, protocol``: live consumer groups, latest record each."""
-    live = ~F.coalesce(F.col("is_tombstone"), F.lit(False)) & (F.col("protocol_type") == "consumer")
-    return latest_records(group_metadata).where(live).select(*KEY, "protocol")
+    return latest(group_metadata, "group_id").where(F.col("protocol_type") == "consumer").select(*KEY, "protocol")
 
 
 def latest_members(latest: DataFrame, group_members: DataFrame) -> DataFrame:
@@ -53,11 +56,7 @@ def latest_members(latest: DataFrame, group_members: DataFrame) -> DataFrame:
     return group_members.join(latest, KEY).select(
         "group_id",
         F.col("member_id").alias("owner"),
-        F.struct(
-            F.col("group_instance_id").isNull().alias("dynamic"),
-            F.col("group_instance_id").alias("instance"),
-            F.col("member_id").alias("member"),
-        ).alias("member_order"),
+        member_order("group_instance_id"),
         "protocol",
         "subscribed_topics",
     )

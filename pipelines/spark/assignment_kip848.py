@@ -45,11 +45,11 @@ Every function is DataFrame -> DataFrame (no UDF).
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.spark.assignors import range_assign
-from pipelines.tables import GROUP_RECORD_ORDER
+from pipelines.spark.assignment_kafka import latest
+from pipelines.spark.assignors import member_order, range_assign
 
 SOURCE = "kafka"
 RAW_TABLES = (
@@ -62,18 +62,6 @@ RAW_TABLES = (
     "raw/consumer_group_regexes",
 )
 FINDING_COLUMNS = ["source", "group_id", "member_id", "topic", "partition", "finding", "detail"]
-
-
-def latest(records: DataFrame, *key: str) -> DataFrame:
-    """The latest record of each ``key`` (all rows of that record; ``GROUP_RECORD_ORDER``),
-    tombstones dropped."""
-    w = Window.partitionBy(*key)
-    order = F.struct(*GROUP_RECORD_ORDER)
-    return (
-        records.withColumn("_last", F.max(order).over(w))
-        .where((order == F.col("_last")) & ~F.col("is_tombstone"))
-        .drop("_last")
-    )
 
 
 def live_groups(group_metadata: DataFrame) -> DataFrame:
@@ -281,11 +269,7 @@ def range_recompute(st: dict[str, DataFrame]) -> DataFrame:
         .select(
             "group_id",
             F.col("member_id").alias("owner"),
-            F.struct(
-                F.col("instance_id").isNull().alias("dynamic"),
-                F.col("instance_id").alias("instance"),
-                F.col("member_id").alias("member"),
-            ).alias("member_order"),
+            member_order("instance_id"),
         )
     )
     subs = (

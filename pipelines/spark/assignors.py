@@ -39,6 +39,18 @@ from pyspark.sql import functions as F
 OUT = ["group_id", "topic", "partition", "broker_id", "expected_owner"]
 
 
+def member_order(instance: str, member: str = "member_id") -> Column:
+    """``member_order`` of Kafka group members, the order both Kafka range assignors sort them
+    in (the consumer's ``AbstractPartitionAssignor.MemberInfo``, the KIP-848 server's
+    ``sortMemberIds``): members with a group instance id (column ``instance``) first, by instance
+    id, then the others by member id (column ``member``)."""
+    return F.struct(
+        F.col(instance).isNull().alias("dynamic"),
+        F.col(instance).alias("instance"),
+        F.col(member).alias("member"),
+    ).alias("member_order")
+
+
 def range_plan(members: DataFrame, subscriptions: DataFrame) -> DataFrame:
     """``group_id, topic, _owners``: the owners subscribed to each topic, in assignor order."""
     entries = subscriptions.join(members, ["group_id", "owner"]).select(

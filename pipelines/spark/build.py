@@ -56,7 +56,7 @@ from pipelines.spark.io import (
     write_staged,
 )
 from pipelines.spark.schemas import table_schema
-from pipelines.tables import CORE, RAW_QUARANTINE
+from pipelines.tables import CORE, RAW_QUARANTINE, ZOOKEEPER_STATE_COLUMNS
 
 STEP = "build_core"
 
@@ -206,8 +206,8 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         write_staged(tx, "core/rebalance_states", states)
         write_staged(tx, "core/settled_audit", settled_audit)
         for states, settled_audit in generations.build(spark, ctx, topic_parts):
-            write_staged(tx, "core/rebalance_states", states, append=True)
-            write_staged(tx, "core/settled_audit", settled_audit, append=True)
+            write_staged(tx, "core/rebalance_states", states, append=True, unfilled=ZOOKEEPER_STATE_COLUMNS)
+            write_staged(tx, "core/settled_audit", settled_audit, append=True, unfilled=ZOOKEEPER_STATE_COLUMNS)
         advance()
 
         quarantined = _union(bad).toArrow() if bad else quarantine.table([])

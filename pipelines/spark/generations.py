@@ -50,7 +50,6 @@ from pipelines.reading import row_count
 from pipelines.spark import assignment_kafka, assignment_kip848
 from pipelines.spark.audit import audit
 from pipelines.spark.io import read_spark
-from pipelines.spark.schemas import table_schema
 from pipelines.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
@@ -349,15 +348,10 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
     return table, _audit_table(audited, states, "consumer")
 
 
-def as_table(df: DataFrame, table: str) -> DataFrame:
-    """``df`` with every column of ``table`` (those it lacks null: the other era's)."""
-    return df.select(*[(F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
-                       for f in table_schema(table).fields])
-
-
 def build(spark, ctx: RunContext, topic_parts: DataFrame) -> list[tuple[DataFrame, DataFrame]]:
     """(``core/rebalance_states``, ``core/settled_audit``) frames of the run's classic and
-    KIP-848 groups, as many pairs as the run has kinds of group records."""
+    KIP-848 groups, as many pairs as the run has kinds of group records; the ZooKeeper-era
+    columns (``tables.ZOOKEEPER_STATE_COLUMNS``) are left to the writer (``io.conform``)."""
     wh, run_id = ctx.warehouse, ctx.run_id
     out = []
     if row_count(wh, "raw/group_metadata", run_id):
@@ -370,5 +364,4 @@ def build(spark, ctx: RunContext, topic_parts: DataFrame) -> list[tuple[DataFram
     if row_count(wh, "raw/consumer_group_metadata", run_id):
         raw = {t: read_spark(spark, wh, t, run_id) for t in assignment_kip848.RAW_TABLES}
         out.append(consumer_states(raw, topic_parts))
-    return [(as_table(states, "core/rebalance_states"), as_table(audited, "core/settled_audit"))
-            for states, audited in out]
+    return out

@@ -13,6 +13,7 @@ output's contract: column order, names and types).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -62,10 +63,13 @@ def row_group_bounds(warehouse: Warehouse, table: str, run_id: str, column: str)
     return values
 
 
-def conform(df: DataFrame, table: str) -> DataFrame:
-    """``df`` as exactly the declared columns of ``table`` (no run_id: the hive dir holds it);
-    the KRaft-only columns of ``ADDED_COLUMNS`` are null when ``df`` lacks them (ZooKeeper)."""
-    optional = set(ADDED_COLUMNS.get(table, ())) - set(df.columns)
+def conform(df: DataFrame, table: str, unfilled: Mapping[str, tuple[str, ...]] = ADDED_COLUMNS) -> DataFrame:
+    """``df`` as exactly the declared columns of ``table`` (no run_id: the hive dir holds it).
+    The columns of ``unfilled[table]`` that ``df`` lacks are null: by default ``ADDED_COLUMNS``
+    (the KRaft-only and Kafka-era ones a ZooKeeper builder leaves out), for the Kafka-era states
+    ``tables.ZOOKEEPER_STATE_COLUMNS``. Any other declared column ``df`` lacks fails the select
+    (Spark's unresolved column error names it)."""
+    optional = set(unfilled.get(table, ())) - set(df.columns)
     return df.select(*[(F.lit(None) if f.name in optional else F.col(f.name)).cast(f.dataType).alias(f.name)
                        for f in table_schema(table).fields])
 
@@ -75,11 +79,12 @@ def write_parquet(df: DataFrame, path: Path, mode: str = "overwrite") -> None:
     df.write.mode(mode).option("compression", "zstd").parquet(str(path))
 
 
-def write_staged(tx: Transaction, table: str, df: DataFrame, append: bool = False) -> Path:
-    """Write ``df`` (conformed to ``table``) into the transaction's staging dir for ``table``
-    (``append``: next to what an earlier call wrote)."""
+def write_staged(tx: Transaction, table: str, df: DataFrame, append: bool = False,
+                 unfilled: Mapping[str, tuple[str, ...]] = ADDED_COLUMNS) -> Path:
+    """Write ``df`` (conformed to ``table``, :func:`conform`'s ``unfilled``) into the
+    transaction's staging dir for ``table`` (``append``: next to what an earlier call wrote)."""
     path = tx.staging_dir(table)
-    write_parquet(conform(df, table), path, "append" if append else "overwrite")
+    write_parquet(conform(df, table, unfilled), path, "append" if append else "overwrite")
     return path
 
 

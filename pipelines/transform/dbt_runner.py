@@ -18,7 +18,6 @@ directories to ``<warehouse>/dbt/schemas/`` and the marts/snapshots to
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 
@@ -46,7 +45,7 @@ def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[s
         "--log-level", "none",
         "--log-level-file", "info",
         "--no-use-colors",
-        "--no-send-anonymous-usage-stats",
+        "--no-send-anonymous-usage-stats",  # dbt's tracking off for this invocation (no env var set)
         "--no-version-check",
         *(extra or []),
     ]
@@ -92,7 +91,6 @@ def run_dbt(
     target = target or ctx.dbt_target or "session"
     if target == "session":
         ctx.spark()  # dbt-spark's getOrCreate() reuses this session
-    os.environ.setdefault("DO_NOT_TRACK", "1")
 
     from dbt.cli.main import dbtRunner
 

@@ -11,7 +11,8 @@ current sources, else the JIT module (identical results, slower start).
 ``numba.pycc`` is deprecated, and kept while it builds (issue 19, ``benchmarks/bench_kernels.py``):
 ``kaudit extract zk-snapshot`` of a 56 KB snapshot took 3.0 s with this build against 5.4 s with
 the JIT and a warm cache, 48 s cold (load average 24 on 2 CPUs); of a 5 KB one (read up to a
-damaged node), 0.45 s against 1.5-2.1 s warm and 2.6 s cold (load 0.5-2). Should a numba
+damaged node), 0.45 s against 1.5-2.1 s warm and 2.6 s cold (load 0.5-2); the 56 KB one again on
+2026-11-26: 3.6 s against 9.3 s warm and 128 s cold (load 17-28). Should a numba
 release drop ``numba.pycc``, ``make`` says so and the JIT (``cache=True``) serves the same kernels.
 
 Both builds release the GIL while a kernel runs (``@njit(nogil=True)``; the AOT build's

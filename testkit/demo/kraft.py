@@ -27,7 +27,7 @@ from testkit import kip848 as G
 from testkit import kraft as B
 from testkit.demo.kafka import Commit
 from testkit.demo.spec import ms
-from testkit.oracle import audit_status, counts, expected_marts, range_assign
+from testkit.oracle import counts, expected_marts, kafka_group_rows, range_assign
 from testkit.segments import (
     batch,
     group_partition,
@@ -451,23 +451,8 @@ def _audit(model: Model) -> list[dict]:
             for t, ps in m.held.items():
                 for p in ps:
                     observed[(t, p)].append(m.member_id)
-        subscribed = {t for m in g.members for t in m.topics}
-        registered = {m.member_id for m in g.members}
-        for t, p in sorted(set(expected) | set(observed)):
-            obs = sorted(observed.get((t, p), []))
-            in_meta = t in subscribed and (t, p) in model.partitions
-            rows.append(
-                dict(
-                    source="kafka",
-                    group_id=g.name,
-                    topic=t,
-                    partition=p,
-                    broker_id=None,
-                    expected_owner=expected.get((t, p)),
-                    observed_owners=obs,
-                    status=audit_status(expected.get((t, p)), obs, in_meta, registered),
-                )
-            )
+        rows += kafka_group_rows(g.name, expected, observed, model.partitions, {t for m in g.members for t in m.topics},
+                                 {m.member_id for m in g.members})
     return rows
 
 

@@ -12,5 +12,5 @@ select
     timestamp_type,
     first_timestamp,
     max_timestamp,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from {{ source('kafka', 'batch_timestamps') }}

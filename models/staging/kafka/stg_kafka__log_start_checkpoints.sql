@@ -5,6 +5,6 @@ select
     topic,
     `partition`,
     max(log_start_offset) as log_start_offset,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from {{ source('kafka', 'log_start_checkpoints') }}
 group by topic, `partition`

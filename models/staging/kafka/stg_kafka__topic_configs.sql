@@ -16,6 +16,6 @@ select
     topic,
     config_name,
     config_value,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from numbered
 where from_last = 1

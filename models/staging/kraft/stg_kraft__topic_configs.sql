@@ -3,6 +3,6 @@ select
     resource_name as topic,
     name as config_name,
     value as config_value,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from {{ source('kraft', 'kraft_configs') }}
 where resource_type = 'topic'

@@ -15,7 +15,7 @@ select
     topic,
     config_name,
     config_value,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from latest
     lateral view explode(config) as config_name, config_value
 where copy_number = 1

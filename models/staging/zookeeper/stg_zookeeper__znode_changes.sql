@@ -36,5 +36,5 @@ select
     try_cast(case when partition_name like '%-%' then split(partition_name, '-')[1] else partition_name end as int)
         as `partition`,
     case when kind = 'broker_ids' then try_cast(parts[3] as int) end as registered_broker_id,
-    '{{ var("run_id") }}' as run_id
+    {{ kaudit_run_id() }} as run_id
 from named

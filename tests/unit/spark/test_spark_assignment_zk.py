@@ -6,6 +6,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines.spark.assignment_zk import expected_assignment
 from pipelines.spark.javahash import topic_partition_hash
+from testkit.javahash import java_string_hash
 
 REG = "group_id string, consumer_id string, topic string, streams int"
 TP = "topic string, partition int, broker_id int"
@@ -59,17 +60,10 @@ def test_range_07_layout_sorts_broker_partition_names_as_strings(spark):
     assertDataFrameEqual(got, want)
 
 
-def _java_hash(s: str) -> int:
-    h = 0
-    for ch in s.encode("utf-16-be").hex(" ", 2).split():
-        h = (31 * h + int(ch, 16)) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def _deal(threads_by_topic: dict[str, list[str]], parts: list[tuple[str, int]]) -> dict:
     """The 0.9+ ZooKeeper round-robin, written out plainly for the test."""
     circle = sorted({t for ts in threads_by_topic.values() for t in ts})
-    order = sorted(parts, key=lambda tp: (_java_hash(f"[{tp[0]},{tp[1]}]"), tp))
+    order = sorted(parts, key=lambda tp: (java_string_hash(f"[{tp[0]},{tp[1]}]"), tp))
     out, pos = {}, 0
     for topic, p in order:
         while circle[pos % len(circle)] not in threads_by_topic[topic]:
