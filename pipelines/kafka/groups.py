@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from pipelines import arrow
 from pipelines.kafka.errors import DecodeError, UndecodableKey, UndecodableValue
 from pipelines.kafka.flexible import Layout, decode_struct, message, read_schema
 from pipelines.kafka.records import (
@@ -256,7 +257,9 @@ class GroupRecords:
         out = {}
         for t, rows in self.rows.items():
             schema = schemas[t]
-            if "resolved_at" in schema.names:  # epoch ms -> timestamp
+            if not rows:
+                out[t] = arrow.empty_table(schema)
+            elif "resolved_at" in schema.names:  # epoch ms -> timestamp
                 at = schema.get_field_index("resolved_at")
                 out[t] = pa.Table.from_pylist(rows, schema=schema.set(at, pa.field("resolved_at", pa.int64()))).cast(
                     schema
