@@ -73,7 +73,8 @@ $(ZK_KERNELS): pipelines/zookeeper/kernels.py pipelines/zookeeper/kernel_tables.
 
 # The Kafka and KRaft kernels compiled into numba's on-disk cache (their __pycache__), so the
 # first `kaudit extract offsets|log-end|kraft` does not compile them (pipelines/kernel_cache.py).
-$(KERNEL_CACHE): pipelines/kafka/kernels.py pipelines/kraft/kernels.py pipelines/kernel_cache.py | $(VENV)/.installed
+# Again after an install (a new numba invalidates its cache) or a change of the kernels.
+$(KERNEL_CACHE): pipelines/kafka/kernels.py pipelines/kraft/kernels.py pipelines/kernel_cache.py $(VENV)/.installed
 	$(BIN)/python -m pipelines.kernel_cache
 	touch $@
 
