@@ -47,14 +47,20 @@ Branch ``kspeed`` (issue 22, second pass; before = 5c341d3, load 14-34 on the sh
     =====================  =============  =========  =============  ==========  ==========  =====
     run                    kaudit wall    M rec/s    kafka-python   ratio       CPU ratio   load
     =====================  =============  =========  =============  ==========  ==========  =====
-    bench, before          46.9 s         0.11       524.2 s        11.2x       9.8x        14-21
-    bench, after           35.2 s         0.14       476.7 s        13.5x       14.9x       17-24
+    bench 1, before        46.9 s         0.11       524.2 s        11.2x       9.8x        14-21
+    bench 1, after         35.2 s         0.14       476.7 s        13.5x       14.9x       17-24
+    bench 2, after         22.3 s         0.22       235.6 s        10.5x       11.5x       26-33
+    bench 2, before        21.2 s         0.24       210.5 s        10.0x       13.1x       27-35
     =====================  =============  =========  =============  ==========  ==========  =====
 
-    The CLI alone on the same data, before and after alternately (3 each, load 24-32): wall
-    26.6 / 23.9 / 26.8 s against 21.7 / 20.9 / 23.2 s; CPU (user + sys, every process) 7.21 /
-    6.48 / 6.60 s against 5.83 / 5.57 / 5.34 s (-16%), before the worker heap setting
-    (``extract._worker_start``: a further 0.3-0.4 CPU s, 4.43-4.80 against 4.88-5.23 s).
+    At that load one run's figures are mostly the scheduler's (bench 2 has the kaudit side of
+    "after" at a higher load and higher CPU than "before"). The CLI alone on the same data,
+    before and after alternately: load 15-16, 4 each, CPU (user + sys, every process) 6.18 /
+    6.48 / 5.68 / 5.38 s against 6.27 / 4.59 / 4.82 / 4.44 s (median 5.93 -> 4.71, -21%), wall
+    16.5 / 18.3 / 15.6 / 12.8 s against 14.8 / 13.8 / 14.8 / 9.7 s (median 16.0 -> 14.3); load
+    24-32, 3 each, before the worker heap setting: CPU 7.21 / 6.48 / 6.60 against 5.83 / 5.57 /
+    5.34 s, wall 26.6 / 23.9 / 26.8 s against 21.7 / 20.9 / 23.2 s. The worker heap setting
+    alone (``extract._worker_start``; load 22-30, 3 each): 4.88-5.23 -> 4.43-4.80 CPU s.
 
     Start-up of a process (CPU s: import of the CLI and ``pipelines.kafka.extract``, then the
     kernels' cache load; 3 runs each): 1.10-1.18 before, 0.78-0.80 after - scipy.linalg (numba's
