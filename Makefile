@@ -8,26 +8,27 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends
 PYTEST_ARGS ?=
 ZK_KERNELS := $(VENV)/.zk-kernels
+KERNEL_CACHE := $(VENV)/.kernel-cache
 
 .PHONY: demo test unit integration bench fuzz lint lint-py lint-sql venv zookeeper chromium airflow-venv clean distclean
 
-demo: $(VENV)/.installed $(ZK_KERNELS)
+demo: $(VENV)/.installed $(ZK_KERNELS) $(KERNEL_CACHE)
 	$(BIN)/kaudit demo
 
 # lint first: a lint error fails `make test` before the suite starts
-test: lint $(VENV)/.installed-test $(ZK_KERNELS) zookeeper chromium airflow-venv
+test: lint $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) zookeeper chromium airflow-venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-unit: $(VENV)/.installed-test $(ZK_KERNELS)
+unit: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE)
 	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
 
-bench: $(VENV)/.installed-test $(ZK_KERNELS) zookeeper
+bench: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) zookeeper
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 # The corruption corpus at full size, outside the suite (which runs a few dozen cases): the
 # fault tests with FUZZ_CASES damaged inputs each, then both sweeps over the command line.
 FUZZ_CASES ?= 300
-fuzz: $(VENV)/.installed-test $(ZK_KERNELS) zookeeper
+fuzz: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) zookeeper
 	KAUDIT_FUZZ_CASES=$(FUZZ_CASES) $(BIN)/python -m pytest tests/fault $(PYTEST_ARGS)
 	$(BIN)/python tests/fault/sweep_kafka.py --cases $(FUZZ_CASES)
 	$(BIN)/python tests/fault/sweep_zk.py --cases $(FUZZ_CASES)
@@ -68,6 +69,13 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
 # `kaudit extract zk-snapshot` process does not pay numba's start-up (pipelines/zookeeper/native.py).
 $(ZK_KERNELS): pipelines/zookeeper/kernels.py pipelines/zookeeper/kernel_tables.py pipelines/zookeeper/aot.py | $(VENV)/.installed
 	$(BIN)/python -m pipelines.zookeeper.aot
+	touch $@
+
+# The Kafka and KRaft kernels compiled into numba's on-disk cache (their __pycache__), so the
+# first `kaudit extract offsets|log-end|kraft` does not compile them (pipelines/kernel_cache.py).
+# Again after an install (a new numba invalidates its cache) or a change of the kernels.
+$(KERNEL_CACHE): pipelines/kafka/kernels.py pipelines/kraft/kernels.py pipelines/kernel_cache.py $(VENV)/.installed
+	$(BIN)/python -m pipelines.kernel_cache
 	touch $@
 
 # Airflow 3 + its Spark provider in their own venv: the provider pulls pyspark-client, which

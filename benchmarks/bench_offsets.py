@@ -42,11 +42,45 @@ process, load ~25; the CLI adds ~1.6 CPU s of start-up: imports 1.1 s - the CLI 
     dictionary_spans 0.19, scan_batches 0.17 (once), _commits 0.16, walk_records 0.08 (its
     table allocated once: the loop that grew it ran 4x slower), fromfile 0.06 (once).
 
-Left toward 25x: the start-up (~1.6 CPU s before the first record: an AOT build of the Kafka
-kernels as ``pipelines/zookeeper/aot.py`` does for ZooKeeper would remove numba's import and
-cache load, the constants then living apart from the ``@njit`` module), one fused kernel from
-the record walk to the column buffers (decode_flat's 2-D slot tables, the Arrow assembly of
-``_commits``), and mmap instead of ``np.fromfile``.
+Branch ``kspeed`` (issue 22, second pass; before = 5c341d3, load 14-34 on the shared machine):
+
+    =====================  =============  =========  =============  ==========  ==========  =====
+    run                    kaudit wall    M rec/s    kafka-python   ratio       CPU ratio   load
+    =====================  =============  =========  =============  ==========  ==========  =====
+    bench 1, before        46.9 s         0.11       524.2 s        11.2x       9.8x        14-21
+    bench 1, after         35.2 s         0.14       476.7 s        13.5x       14.9x       17-24
+    bench 2, after         22.3 s         0.22       235.6 s        10.5x       11.5x       26-33
+    bench 2, before        21.2 s         0.24       210.5 s        10.0x       13.1x       27-35
+    =====================  =============  =========  =============  ==========  ==========  =====
+
+    At that load one run's figures are mostly the scheduler's (bench 2 has the kaudit side of
+    "after" at a higher load and higher CPU than "before"). The CLI alone on the same data,
+    before and after alternately: load 15-16, 4 each, CPU (user + sys, every process) 6.18 /
+    6.48 / 5.68 / 5.38 s against 6.27 / 4.59 / 4.82 / 4.44 s (median 5.93 -> 4.71, -21%), wall
+    16.5 / 18.3 / 15.6 / 12.8 s against 14.8 / 13.8 / 14.8 / 9.7 s (median 16.0 -> 14.3); load
+    24-32, 3 each, before the worker heap setting: CPU 7.21 / 6.48 / 6.60 against 5.83 / 5.57 /
+    5.34 s, wall 26.6 / 23.9 / 26.8 s against 21.7 / 20.9 / 23.2 s. The worker heap setting
+    alone (``extract._worker_start``; load 22-30, 3 each): 4.88-5.23 -> 4.43-4.80 CPU s.
+
+    Start-up of a process (CPU s: import of the CLI and ``pipelines.kafka.extract``, then the
+    kernels' cache load; 3 runs each): 1.10-1.18 before, 0.78-0.80 after - scipy.linalg (numba's
+    BLAS probe, 0.16 s) and pandas (pyarrow's ``pa.array``, 0.26-0.34 s) no longer imported on
+    a commit-only input. ``extract offsets`` of one 24k-record file: 1.49-1.53 CPU s before,
+    1.03-1.11 after. One process over 4 segments (2M records, cProfile, CPU clock): 2.01 s
+    before, 1.80 after - Parquet write 0.34, decode_flat 0.27, fromfile 0.20, dictionary_spans
+    0.19, scan_batches 0.17, _commits 0.14 (+ 0.10 ascontiguousarray), walk_records 0.10,
+    _records 0.06. Parquet settings measured on one 500,000-row part (CPU s, best of 3): zstd
+    (kept) 0.090 s / 4.3 MB, snappy 0.070 / 6.0, lz4 0.060 / 5.7, none 0.062 / 17.0, zstd level 3
+    0.111 / 4.2, no statistics 0.080, 256k-row groups 0.087, data page v2 0.095, 4 MB pages 0.086:
+    nothing worth a third more bytes.
+
+Left toward 25x (3.5M records/s would be 1.4 s of wall for the 5M, about 2.9 CPU s on 2 cores;
+now ~5 CPU s): the start-up (~0.8 CPU s before the first record: numba's import and target,
+pyarrow; an AOT build as ``pipelines/zookeeper/aot.py`` would remove numba's), one fused kernel
+from the record walk to the column buffers (decode_flat's 2-D slot tables - 13 int64 per
+value - and walk_records' row-major table are copied out column by column: the system CPU of
+page faults and the ascontiguousarray copies), mmap instead of ``np.fromfile``, and forking
+the workers before the parent's imports so both cores work from the first second.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines import arrow
 from pipelines.tables import RAW_QUARANTINE
 from pipelines.warehouse import Warehouse
 
@@ -43,7 +44,7 @@ def row(source: str, location: str, err: BaseException | str, raw: bytes | None 
 
 def table(rows: list[dict]) -> pa.Table:
     """Rows of :func:`row` as a ``raw/quarantine`` table."""
-    return pa.Table.from_pylist(rows, schema=RAW_QUARANTINE)
+    return arrow.pylist_table(rows, RAW_QUARANTINE)
 
 
 def spark_rows(bad: DataFrame, source: str, location: str, err: str, raw: str) -> DataFrame:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from pipelines import arrow
 from pipelines.kafka.errors import DecodeError, UndecodableKey, UndecodableValue
 from pipelines.kafka.flexible import Layout, decode_struct, message, read_schema
 from pipelines.kafka.records import (
@@ -257,6 +258,9 @@ class GroupRecords:
         out = {}
         for t, rows in self.rows.items():
             schema = schemas[t]
+            if not rows:
+                out[t] = arrow.empty_table(schema)
+                continue
             as_ms = schema  # the timestamps are epoch ms in the rows
             for at, f in enumerate(schema):
                 if f.type == TS:

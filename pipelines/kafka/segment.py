@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from pipelines import quarantine
+from pipelines import arrow, quarantine
 from pipelines.errors import InputError
 from pipelines.kafka import kernels as K
 from pipelines.kafka.batch_times import first_timestamps
@@ -124,13 +124,13 @@ def _dictionary(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[p
     except pa.ArrowInvalid:
         return _strings(buf, pos, length)
     null = index < 0
-    indices = pa.array(index, pa.int32(), mask=null if null.any() else None)
+    indices = arrow.array(index, pa.int32(), mask=null)
     return pa.DictionaryArray.from_arrays(indices, values), np.zeros(len(index), dtype=bool)
 
 
 def _repeat(text: str, n: int) -> pa.Array:
     """``n`` times the same string: one dictionary entry."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([text], pa.string()))
+    return pa.DictionaryArray.from_arrays(arrow.array(np.zeros(n, dtype=np.int32)), arrow.strings([text]))
 
 
 _B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
@@ -158,7 +158,7 @@ def _uuid_texts(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> pa.Arra
 
 def _ts(values: np.ndarray, null: np.ndarray) -> pa.Array:
     """Epoch milliseconds -> timestamp[ms, UTC] (null where ``null``)."""
-    return pa.array(values, type=pa.int64(), mask=null).cast(TS)
+    return arrow.array(values, TS, mask=null)
 
 
 @dataclass
@@ -345,7 +345,7 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
         idx, pick = slice(None), (lambda a: a)
     else:
         idx = np.flatnonzero(keep)
-        take = pa.array(idx)
+        take = arrow.array(idx)
         pick = lambda a: a.take(take)  # noqa: E731
     vi = vops.int_slots
     epoch, expire = vint[idx, vi["leader_epoch"]], vint[idx, vi["expire_timestamp"]]
@@ -354,19 +354,19 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
     cols = {
         "group_id": pick(group),
         "topic": pick(topic),
-        "partition": pa.array(keys.ints[cj, keys.ops.int_slots["partition"]].astype(np.int32)),
-        "committed_offset": pa.array(vint[idx, vi["offset"]], pa.int64(), mask=tomb),
-        "leader_epoch": pa.array(epoch.astype(np.int32), pa.int32(), mask=tomb | (vver < 3) | (epoch < 0)),
+        "partition": arrow.array(keys.ints[cj, keys.ops.int_slots["partition"]].astype(np.int32)),
+        "committed_offset": arrow.array(vint[idx, vi["offset"]], pa.int64(), mask=tomb),
+        "leader_epoch": arrow.array(epoch.astype(np.int32), pa.int32(), mask=tomb | (vver < 3) | (epoch < 0)),
         "metadata": pick(meta),
         "commit_timestamp": _ts(vint[idx, vi["commit_timestamp"]], tomb),
         "expire_timestamp": _ts(expire, tomb | (vver != 1) | (expire < 0)),
-        "is_tombstone": pa.array(tomb),
-        "key_version": pa.array(keys.type[cj].astype(np.int16)),
-        "value_version": pa.array(vver.astype(np.int16), pa.int16(), mask=tomb),
-        "offsets_partition": pa.array(np.full(n, r.partition, dtype=np.int32)),
-        "log_offset": pa.array(r.offset[ci]),
-        "producer_id": pa.array(r.producer[ci]),
-        "is_transactional": pa.array(r.is_txn[ci]),
+        "is_tombstone": arrow.array(tomb),
+        "key_version": arrow.array(keys.type[cj].astype(np.int16)),
+        "value_version": arrow.array(vver.astype(np.int16), pa.int16(), mask=tomb),
+        "offsets_partition": arrow.array(np.full(n, r.partition, dtype=np.int32)),
+        "log_offset": arrow.array(r.offset[ci]),
+        "producer_id": arrow.array(r.producer[ci]),
+        "is_transactional": arrow.array(r.is_txn[ci]),
         # resolved per partition (offsets.with_txn_states)
         "txn_state": pa.nulls(n, ENCODED_OFFSET_COMMITS.field("txn_state").type),
         "segment_file": _repeat(r.path, n),
@@ -398,18 +398,18 @@ def _coordinator(r: _Records, keys: _Keys, oj: np.ndarray) -> pa.Table:
     """raw/coordinator_records: unknown key types and group record versions, raw, with the group
     id when the key has one."""
     if not len(oj):
-        return RAW_COORDINATOR_RECORDS.empty_table()
+        return arrow.empty_table(RAW_COORDINATOR_RECORDS)
     oi = keys.rows[oj]
     groups, bad = keys.strings(r, "group", oj, valid=keys.group_ok[oj])
     if bad.any():  # a group id that is not UTF-8 is unknown; the raw key keeps it
         groups = pa.array([None if b else x for x, b in zip(groups.to_pylist(), bad, strict=True)], pa.string())
     cols = {
-        "key_type": pa.array(keys.type[oj], pa.int16()),
+        "key_type": arrow.array(keys.type[oj].astype(np.int16)),
         "group_id": groups,
         "key": _arrow_binary("binary", r.buf, r.key_pos[oi], r.key_len[oi]),
         "value": _arrow_binary("binary", r.buf, r.val_pos[oi], r.val_len[oi]),
-        "offsets_partition": pa.array(np.full(len(oj), r.partition, np.int32)),
-        "log_offset": pa.array(r.offset[oi]),
+        "offsets_partition": arrow.array(np.full(len(oj), r.partition, np.int32)),
+        "log_offset": arrow.array(r.offset[oi]),
         "segment_file": _repeat(r.path, len(oj)),
     }
     return pa.Table.from_pydict(cols).cast(RAW_COORDINATOR_RECORDS)
@@ -425,6 +425,8 @@ class _Rows:
             self.cols[k].append(v)
 
     def table(self) -> pa.Table:
+        if not self.cols[self.schema.names[0]]:
+            return arrow.empty_table(self.schema)
         return pa.Table.from_pydict(self.cols, schema=self.schema)
 
 
@@ -490,7 +492,9 @@ def _group_record(r: _Records, i: int, group: str, gm: _Rows, members: _Rows, as
 
 def warm_up() -> None:
     """Load every kernel (numba cache) in this process, e.g. before forking workers: a tiny
-    hand-made segment of one commit and one group record through the whole decoder."""
+    hand-made segment of one commit record through the whole decoder, and the string gather
+    of the group records (a group record itself would build its tables from Python lists,
+    which imports pandas: :mod:`pipelines.arrow`)."""
     import struct
 
     import crc32c
@@ -501,8 +505,8 @@ def warm_up() -> None:
 
     commit_key = b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00"
     commit_value = b"\x00\x03" + bytes(8) + b"\xff\xff\xff\xff\x00\x00" + bytes(8)
-    group_value = b"\x00\x03\x00\x08consumer\x00\x00\x00\x01\xff\xff\xff\xff" + bytes(8) + bytes(4)
-    records = record(0, commit_key, commit_value) + record(1, b"\x00\x02\x00\x01g", group_value)
-    tail = struct.pack(">hiqqqhii", 0, 1, 0, 0, -1, -1, -1, 2) + records
+    tail = struct.pack(">hiqqqhii", 0, 0, 0, 0, -1, -1, -1, 1) + record(0, commit_key, commit_value)
     head = struct.pack(">qiibI", 0, len(tail) + 9, 0, 2, crc32c.crc32c(tail))
-    decode_segment("<warm-up>", 0, np.frombuffer(head + tail, dtype=np.uint8).copy())  # writable, like np.fromfile
+    data = np.frombuffer(head + tail, dtype=np.uint8).copy()  # writable, like np.fromfile
+    decode_segment("<warm-up>", 0, data)
+    _arrow_binary("string", data, np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64))

@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from pipelines import arrow
+
 NONE, COMMITTED, ABORTED, PENDING = -1, 0, 1, 2
-STATES = pa.array(["committed", "aborted", "pending"], pa.string())
+STATES = arrow.strings(["committed", "aborted", "pending"])
 
 
 def resolve(
@@ -46,5 +48,5 @@ def resolve(
 
 def state_array(state: np.ndarray) -> pa.Array:
     """'committed' | 'aborted' | 'pending' | null, as a dictionary-encoded Arrow string array."""
-    indices = pa.array(state.astype(np.int32), mask=state < 0)
+    indices = arrow.array(state.astype(np.int32), mask=state < 0)
     return pa.DictionaryArray.from_arrays(indices, STATES)
