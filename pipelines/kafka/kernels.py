@@ -20,31 +20,8 @@ them to the typed errors of ``errors.py``.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 from numba import njit
-
-
-def _load_numba_target() -> None:
-    """Build numba's CPU target now, without its BLAS probe: loading the target's registries
-    imports ``numba.np.arraymath``, which imports ``scipy.linalg`` (0.16 CPU s of every
-    process's start, a tenth of ``kaudit extract offsets`` on 1M records) only to learn whether
-    ``np.dot`` and ``np.linalg`` can be compiled. No kaudit kernel uses them; with
-    ``scipy.linalg`` unimportable for that moment numba registers them as unavailable, in this
-    process only. A process that imported ``scipy.linalg`` already keeps numba's probe."""
-    if "scipy.linalg" in sys.modules or "numba.np.arraymath" in sys.modules:
-        return
-    from numba.core.registry import cpu_target
-
-    sys.modules["scipy.linalg"] = None  # an import of it raises ImportError
-    try:
-        cpu_target.target_context.refresh()
-    finally:
-        del sys.modules["scipy.linalg"]
-
-
-_load_numba_target()
 
 # --- error codes -----------------------------------------------------------------------------
 OK = 0
