@@ -63,9 +63,10 @@ Branch ``kspeed`` (issue 22, second pass; before = 5c341d3, load 14-34 on the sh
     alone (``extract._worker_start``; load 22-30, 3 each): 4.88-5.23 -> 4.43-4.80 CPU s.
 
     Start-up of a process (CPU s: import of the CLI and ``pipelines.kafka.extract``, then the
-    kernels' cache load; 3 runs each): 1.10-1.18 before, 0.78-0.80 after - scipy.linalg (numba's
-    BLAS probe, 0.16 s; skipping it patched numba internals and was not kept) and pandas (pyarrow's ``pa.array``, 0.26-0.34 s) no longer imported on
-    a commit-only input. ``extract offsets`` of one 24k-record file: 1.49-1.53 CPU s before,
+    kernels' cache load; 3 runs each): 1.10-1.18 before, 0.78-0.80 after with both pandas
+    (pyarrow's ``pa.array``, 0.26-0.34 s; no longer imported on a commit-only input) and
+    scipy.linalg (numba's BLAS probe, 0.16 s) gone; skipping the probe patched numba internals
+    and was not kept, so about 0.94 s now. ``extract offsets`` of one 24k-record file: 1.49-1.53 CPU s before,
     1.03-1.11 after. One process over 4 segments (2M records, cProfile, CPU clock): 2.01 s
     before, 1.80 after - Parquet write 0.34, decode_flat 0.27, fromfile 0.20, dictionary_spans
     0.19, scan_batches 0.17, _commits 0.14 (+ 0.10 ascontiguousarray), walk_records 0.10,
