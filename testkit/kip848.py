@@ -99,7 +99,8 @@ def member_metadata(
         def protocol(buf: Buf, item):
             buf.string(item[0]).compact_bytes(item[1])
 
-        inner = Buf().i32(classic[0]).structs(classic[1], protocol).done()
+        # a tagged nullable struct: uvarint 1 (not null), then the struct (MessageDataGenerator)
+        inner = Buf().uvarint(1).i32(classic[0]).structs(classic[1], protocol).done()
         b.tag(0, lambda out, data: out.write(data), inner)
     return k, value(b.done())
 

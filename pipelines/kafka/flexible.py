@@ -3,7 +3,8 @@ of KRaft metadata records (:mod:`pipelines.kraft.messages`) and of the KIP-848/9
 records of ``__consumer_offsets`` (:mod:`pipelines.kafka.groups`).
 
 Sources: Apache Kafka ``clients/.../common/protocol/{ByteBufferAccessor,types/...}`` and the
-generated ``*.read`` methods (flexible encoding), the message JSON schemas
+generated ``*.read`` methods (flexible encoding; ``generator/.../MessageDataGenerator.java``
+for the markers of nullable structs), the message JSON schemas
 (``generator/src/main/java/.../MessageSpec.java``: ``validVersions``, ``flexibleVersions``,
 ``fields`` with ``versions``, ``nullableVersions``, ``taggedVersions``, ``tag``, ``default``,
 ``commonStructs``), ``clients/.../common/Uuid.java`` (text form); ``../shared/FORMATS.md``
@@ -16,7 +17,8 @@ Grammar (big-endian) of a flexible struct::
     bool int8 int16 uint16 int32 int64 float64 = fixed width; uuid = 16 bytes
     string, bytes = uvarint (length + 1), 0 = null (only where nullableVersions allow it)
     array         = uvarint (count + 1), 0 = null, then the items
-    nested struct = inline struct (with its own tagged fields)
+    nested struct = inline struct (with its own tagged fields); a nullable one is preceded by
+                    a marker: untagged int8 -1 (null) or 1, tagged uvarint 0 (null) or 1
 
 A schema field is ``{name, type, versions, nullableVersions, taggedVersions, tag, default,
 fields}``; ``type`` is a primitive, ``[]T`` an array of a primitive or of a struct, or a struct
@@ -262,6 +264,10 @@ def _array(b: bytes, p: int, spec: Spec):
 
 
 def _nested(b: bytes, p: int, spec: Spec):
+    if spec.nullable:  # an untagged nullable struct: int8 -1 (null) or 1, then the struct
+        if b[p] >= 0x80:
+            return None, p + 1
+        p += 1
     return _struct(b, p, spec.sub)
 
 
@@ -324,6 +330,11 @@ def _struct(b: bytes, p: int, layout: Layout) -> tuple[dict, int]:
         spec = tagged.get(tag)
         if spec is None:
             out.setdefault("_unknownTaggedFields", {})[str(tag)] = base64.b64encode(b[p:end]).decode("ascii")
+        elif spec.kind == STRUCT and spec.nullable:  # uvarint 0 (null) or 1, then the struct
+            marker, q = uvarint(b, p)
+            out[spec.name], q = (None, q) if marker == 0 else _struct(b, q, spec.sub)
+            if q != end:
+                raise BadStruct(f"tagged field {spec.name} (tag {tag}) of {size} bytes holds {q - p}")
         else:
             out[spec.name], q = _READ[spec.kind](b, p, spec)
             if q != end:  # also a value that ran past its size into the next bytes
