@@ -186,7 +186,7 @@ RAW_CONSUMER_GROUP_REGEXES = pa.schema(  # 16
 RAW_GROUP_COORDINATOR_RECORDS = pa.schema(  # share (9-15) and streams (17-24) groups, decoded generically
     [
         ("key_type", pa.int16()),
-        ("record_type", pa.string()),  # ShareGroupMemberMetadata, ...; StreamsGroup<type> where the layout is not kept
+        ("record_type", pa.string()),  # the schema name: ShareGroupMemberMetadata, StreamsGroupTopology, ...
         ("group_id", pa.string()),
         ("member_id", pa.string()),  # the key's second string, where it has one
         ("fields", pa.string()),  # the value as JSON (Kafka's lower camel case names); null if not decoded

@@ -1,12 +1,15 @@
 """The KIP-848 consumer group records of ``__consumer_offsets`` (key types 3-8 and 16) into
 their raw tables, and the share (KIP-932, 9-15) and streams (KIP-1071, 17-24) group records
-into ``raw/group_coordinator_records``, decoded generically.
+into ``raw/group_coordinator_records``, decoded generically (type name, group, member, fields
+as JSON).
 
 Sources: Apache Kafka ``group-coordinator/src/main/resources/common/message/`` -
 ``ConsumerGroup{Metadata,PartitionMetadata,MemberMetadata,TargetAssignmentMetadata,
-TargetAssignmentMember,CurrentMemberAssignment,RegularExpression}{Key,Value}.json`` and
-``ShareGroup*Value.json`` (copied unchanged in ``schemas/``: the consumer group ones from
-``../shared/schemas/kafka/group-coordinator/``, the share group ones from Kafka 3.9/4.0);
+TargetAssignmentMember,CurrentMemberAssignment,RegularExpression}{Key,Value}.json``,
+``ShareGroup*Value.json`` and ``StreamsGroup*Value.json`` (copied unchanged in ``schemas/``:
+the consumer group ones from ``../shared/schemas/kafka/group-coordinator/``, the share group
+ones from Kafka 3.9/4.0, the streams group ones from apache/kafka commits of 2024-2025 listed
+in ``schemas/STREAMS_SOURCES.md``; the streams type numbers 17-24 from their ``apiKey``);
 ``group-coordinator/.../modern/MemberState.java`` (state values);
 ``../shared/FORMATS.md`` sections 2 and 8.
 
@@ -19,11 +22,10 @@ Grammar::
 
 A consumer group value of a version the schemas do not know stays raw in
 ``raw/coordinator_records`` (counted, never a crash); a consumer group key or value that does
-not decode goes to ``raw/quarantine``. A share group value that does not decode with the copy
-of its (preview) schema keeps its bytes, like a streams group value.
-Streams group values are not decoded (their schemas still change between releases): they
-keep their bytes in ``raw/group_coordinator_records.value``. These records are few next to
-offset commits: one Python decode per record.
+not decode goes to ``raw/quarantine``. A share or streams group value of a version its schema
+does not know, or that does not decode with the copy of its (preview) schema, keeps its bytes
+in ``raw/group_coordinator_records.value`` (the streams schemas still change between
+releases). These records are few next to offset commits: one Python decode per record.
 """
 
 from __future__ import annotations
@@ -74,6 +76,13 @@ RECORD_TYPES = {
     15: ("ShareGroupStatePartitionMetadata", False),
     16: ("ConsumerGroupRegularExpression", False),
     17: ("StreamsGroupMetadata", False),
+    18: ("StreamsGroupPartitionMetadata", False),
+    19: ("StreamsGroupMemberMetadata", True),
+    20: ("StreamsGroupTargetAssignmentMetadata", False),
+    21: ("StreamsGroupTargetAssignmentMember", True),
+    22: ("StreamsGroupCurrentMemberAssignment", True),
+    23: ("StreamsGroupTopology", False),
+    24: ("StreamsGroupTargetAssignmentResolvedTopicIds", False),
 }
 GROUP_TYPES = range(3, 25)
 MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"}
@@ -92,16 +101,14 @@ TABLE_NAMES = (*(t for t, _ in TABLES.values()), GENERIC_TABLE)
 
 
 def record_name(key_type: int) -> str:
-    name = RECORD_TYPES.get(key_type)
-    return name[0] if name else f"StreamsGroup{key_type}"
+    return RECORD_TYPES[key_type][0]
 
 
 @cache
 def value_layout(key_type: int, version: int) -> Layout | None:
     """The field table of a record's value; None when no schema here knows it."""
-    name = RECORD_TYPES.get(key_type)
-    path = SCHEMA_DIR / f"{name[0]}Value.json" if name else None
-    if path is None or not path.is_file():
+    path = SCHEMA_DIR / f"{record_name(key_type)}Value.json"
+    if not path.is_file():
         return None
     return message(read_schema(path)).layout(version)
 
@@ -111,16 +118,8 @@ def decode_key(key_type: int, key: bytes) -> tuple[str, str | None]:
     if key_type == 16:
         _, k = decode(REGULAR_EXPRESSION_KEY, key, whole=True)
         return k["group"], k["regular_expression"]
-    if key_type in RECORD_TYPES:
-        _, k = decode(GROUP_MEMBER_KEY if RECORD_TYPES[key_type][1] else GROUP_PREFIXED_KEY, key, whole=True)
-        return k["group"], k.get("member_id")
-    # streams records whose layout is not kept: GroupId, then a MemberId when one follows
-    try:
-        _, k = decode(GROUP_MEMBER_KEY, key, whole=True)
-        return k["group"], k["member_id"]
-    except DecodeError:
-        _, k = decode(GROUP_PREFIXED_KEY, key)
-        return k["group"], None
+    _, k = decode(GROUP_MEMBER_KEY if RECORD_TYPES[key_type][1] else GROUP_PREFIXED_KEY, key, whole=True)
+    return k["group"], k.get("member_id")
 
 
 def decode_value(key_type: int, value: bytes) -> tuple[int, dict | None]:
@@ -232,7 +231,7 @@ class GroupRecords:
             except DecodeError as err:
                 if key_type in TABLES:
                     raise UndecodableValue(f"{name}Value: {err} {where}") from None
-                # a share group value our copy of a preview schema does not read: kept raw
+                # a share/streams value our copy of a preview schema does not read: kept raw
                 version = int.from_bytes(value[:2], "big", signed=True) if len(value) >= 2 else None
         tail = dict(is_tombstone=value is None, value_version=version, **place)
         if key_type in TABLES:

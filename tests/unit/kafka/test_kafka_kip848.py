@@ -49,8 +49,13 @@ def _rows(table, *drop):
 
 
 def _place(offset, tombstone=False, at_ms=T0):
-    return dict(is_tombstone=tombstone, value_version=None if tombstone else 0, offsets_partition=3, log_offset=offset,
-                batch_timestamp=datetime.fromtimestamp(at_ms / 1000, UTC))
+    return dict(
+        is_tombstone=tombstone,
+        value_version=None if tombstone else 0,
+        offsets_partition=3,
+        log_offset=offset,
+        batch_timestamp=datetime.fromtimestamp(at_ms / 1000, UTC),
+    )
 
 
 def test_each_consumer_group_record_type_v0_and_its_tombstone(tmp_path):
@@ -258,7 +263,7 @@ def test_share_and_streams_records_are_decoded_generically(tmp_path):
         ),
         dict(
             key_type=19,
-            record_type="StreamsGroup19",
+            record_type="StreamsGroupMemberMetadata",
             group_id="st",
             member_id="stm1",
             fields=None,
@@ -286,16 +291,214 @@ def test_share_and_streams_records_are_decoded_generically(tmp_path):
     ]
 
 
+def _generic(key_type, record_type, group, member, place, *, fields=None, value=None):
+    """A row of raw/group_coordinator_records."""
+    return dict(
+        key_type=key_type,
+        record_type=record_type,
+        group_id=group,
+        member_id=member,
+        fields=fields,
+        value=value,
+        **place,
+    )
+
+
+def _tasks(tasks: dict[str, list[int]]) -> list[dict]:
+    return [{"subtopologyId": s, "partitions": p} for s, p in tasks.items()]
+
+
+def _pairs(pairs: dict[str, str], k="key", v="value") -> list[dict]:
+    return [{k: a, v: b} for a, b in pairs.items()]
+
+
+def test_each_streams_record_type_v0_is_decoded_to_its_fields(tmp_path):
+    """Every streams group value (17-24) v0, with nested arrays/structs, a nullable struct (both
+    ways) and a tagged field (set and absent): the decoded JSON fields are what the builder got;
+    an unknown value version and a v0 value that does not decode keep their bytes."""
+    configs = {"num.standby.replicas": "1", "acceptable.recovery.lag": "10000"}
+    racks = {0: ["r1", "r2"], 2: []}
+    active, standby, warmup = {"0": [0, 2], "1": [1]}, {"0": [1]}, {}
+    pend = ({"1": [0]}, {}, {"0": [3, 4]})
+    changelog = ("app-store-changelog", 0, 3, {"cleanup.policy": "compact"})
+    repart = ("app-rekey-repartition", 6, -1, {})
+    sub0 = dict(
+        id="0",
+        sources=["orders"],
+        regexes=[],
+        changelogs=[changelog],
+        sinks=["app-rekey-repartition"],
+        repartition_sources=[],
+        copartition=[],
+    )
+    sub1 = dict(
+        id="1",
+        sources=[],
+        regexes=["pay.*"],
+        changelogs=[],
+        sinks=[],
+        repartition_sources=[repart],
+        copartition=[([0], [], [0]), ([], [0, 1], [])],
+    )
+    member = dict(
+        instance_id=None,
+        rack_id="r1",
+        client_id="app-1-StreamThread-1",
+        client_host="/10.0.0.7",
+        rebalance_timeout_ms=300000,
+        topology_epoch=2,
+        process_id="b3c0f7e2",
+    )
+    records = [
+        G.streams_group_metadata("st", 9, -7_208_812_399_128_491_137, configs, validated_topology_epoch=2),
+        G.streams_group_metadata("st", 10, 42, {}),
+        G.streams_partition_metadata("st", [(TOPIC_A, "orders", 3, racks), (TOPIC_B, "payments", 1, {})]),
+        G.streams_member_metadata(
+            "st", "m1", **member, user_endpoint=("iq.local", 65535), client_tags={"zone": "eu-1a"}
+        ),
+        G.streams_member_metadata("st", "m2", **member, user_endpoint=None, client_tags={}),
+        G.streams_target_metadata("st", 9),
+        G.streams_target_member("st", "m1", active, standby, warmup),
+        G.streams_current_member(
+            "st", "m1", epoch=9, previous_epoch=8, state=1, tasks=(active, standby, warmup), pending=pend
+        ),
+        G.streams_topology("st", 2, [sub0, sub1]),
+        G.streams_resolved_topic_ids("st", 9, {"0": [TOPIC_A], "1": [TOPIC_B, TOPIC_A]}),
+        G.streams_record(20, "st", None, b"\x00\x00\x00\x09\x00", version=1),  # a version no schema knows
+        G.streams_record(21, "st", "m1", b"\x05"),  # v0 that does not decode
+        (G.key(22, "st", "m2"), None),
+    ]
+
+    def info(t):
+        return {"name": t[0], "partitions": t[1], "replicationFactor": t[2], "topicConfigs": _pairs(t[3])}
+
+    def sub(s):
+        return {
+            "subtopologyId": s["id"],
+            "sourceTopics": s["sources"],
+            "sourceTopicRegex": s["regexes"],
+            "stateChangelogTopics": [info(t) for t in s["changelogs"]],
+            "repartitionSinkTopics": s["sinks"],
+            "repartitionSourceTopics": [info(t) for t in s["repartition_sources"]],
+            "copartitionGroups": [
+                {"sourceTopics": a, "sourceTopicRegex": b, "repartitionSourceTopics": c} for a, b, c in s["copartition"]
+            ],
+        }
+
+    def member_fields(endpoint, tags):
+        return {
+            "instanceId": member["instance_id"],
+            "rackId": member["rack_id"],
+            "clientId": member["client_id"],
+            "clientHost": member["client_host"],
+            "rebalanceTimeoutMs": member["rebalance_timeout_ms"],
+            "topologyEpoch": member["topology_epoch"],
+            "processId": member["process_id"],
+            "userEndpoint": endpoint,
+            "clientTags": _pairs(tags),
+        }
+
+    expected = [
+        (
+            17,
+            "StreamsGroupMetadata",
+            None,
+            {
+                "epoch": 9,
+                "metadataHash": -7_208_812_399_128_491_137,
+                "validatedTopologyEpoch": 2,
+                "assignmentConfigs": _pairs(configs),
+            },
+        ),
+        (
+            17,
+            "StreamsGroupMetadata",
+            None,
+            {"epoch": 10, "metadataHash": 42, "validatedTopologyEpoch": -1, "assignmentConfigs": []},
+        ),
+        (
+            18,
+            "StreamsGroupPartitionMetadata",
+            None,
+            {
+                "topics": [
+                    {
+                        "topicId": tid(u),
+                        "topicName": n,
+                        "numPartitions": k,
+                        "partitionMetadata": [{"partition": p, "racks": r} for p, r in sorted(rk.items())],
+                    }
+                    for u, n, k, rk in [(TOPIC_A, "orders", 3, racks), (TOPIC_B, "payments", 1, {})]
+                ]
+            },
+        ),
+        (19, "StreamsGroupMemberMetadata", "m1", member_fields({"host": "iq.local", "port": 65535}, {"zone": "eu-1a"})),
+        (19, "StreamsGroupMemberMetadata", "m2", member_fields(None, {})),
+        (20, "StreamsGroupTargetAssignmentMetadata", None, {"assignmentEpoch": 9}),
+        (
+            21,
+            "StreamsGroupTargetAssignmentMember",
+            "m1",
+            {"activeTasks": _tasks(active), "standbyTasks": _tasks(standby), "warmupTasks": _tasks(warmup)},
+        ),
+        (
+            22,
+            "StreamsGroupCurrentMemberAssignment",
+            "m1",
+            {
+                "memberEpoch": 9,
+                "previousMemberEpoch": 8,
+                "state": 1,
+                "activeTasks": _tasks(active),
+                "standbyTasks": _tasks(standby),
+                "warmupTasks": _tasks(warmup),
+                "activeTasksPendingRevocation": _tasks(pend[0]),
+                "standbyTasksPendingRevocation": _tasks(pend[1]),
+                "warmupTasksPendingRevocation": _tasks(pend[2]),
+            },
+        ),
+        (23, "StreamsGroupTopology", None, {"epoch": 2, "subtopologies": [sub(sub0), sub(sub1)]}),
+        (
+            24,
+            "StreamsGroupTargetAssignmentResolvedTopicIds",
+            None,
+            {
+                "assignmentEpoch": 9,
+                "resolvedTopicIdsBySubtopology": [
+                    {"subtopologyId": "0", "topicIds": [tid(TOPIC_A)]},
+                    {"subtopologyId": "1", "topicIds": [tid(TOPIC_B), tid(TOPIC_A)]},
+                ],
+            },
+        ),
+    ]
+    t = _decode(tmp_path, records)
+    assert t["raw/quarantine"].num_rows == 0
+    got = _rows(t["raw/group_coordinator_records"])
+    raw = [  # (record, key type, name, member, place): kept as bytes
+        (10, 20, "StreamsGroupTargetAssignmentMetadata", None, {**_place(10), "value_version": 1}),
+        (11, 21, "StreamsGroupTargetAssignmentMember", "m1", _place(11)),
+        (12, 22, "StreamsGroupCurrentMemberAssignment", "m2", _place(12, True)),
+    ]
+    assert got == [
+        _generic(k, name, "st", m, _place(i), fields=json.dumps(f, sort_keys=True))
+        for i, (k, name, m, f) in enumerate(expected)
+    ] + [_generic(k, name, "st", m, place, value=records[i][1]) for i, k, name, m, place in raw]
+
+
 def test_each_record_keeps_its_batch_time(tmp_path):
     """batch_timestamp is the first timestamp of the record's batch: three batches written at
     T0, T0 + 5 s and T0 + 9 s (the last with later record timestamps inside)."""
     first = [G.group_metadata("g", 1), G.member_metadata("g", "m1", topics=["orders"])]
     second = [G.target_metadata("g", 1), G.target_member("g", "m1", {TOPIC_A: [0]}), G.group_metadata("g", 2)]
-    third = [G.current_member("g", "m1", epoch=2, previous_epoch=1, assigned={TOPIC_A: [0]}),
-             G.member_metadata("g", "m1", tombstone=True)]
-    batches = [batch(first, base_offset=0, timestamp_ms=T0),
-               batch(second, base_offset=2, timestamp_ms=T0 + 5000),
-               batch(third, base_offset=5, timestamp_ms=T0 + 9000, timestamps=[T0 + 9000, T0 + 9500])]
+    third = [
+        G.current_member("g", "m1", epoch=2, previous_epoch=1, assigned={TOPIC_A: [0]}),
+        G.member_metadata("g", "m1", tombstone=True),
+    ]
+    batches = [
+        batch(first, base_offset=0, timestamp_ms=T0),
+        batch(second, base_offset=2, timestamp_ms=T0 + 5000),
+        batch(third, base_offset=5, timestamp_ms=T0 + 9000, timestamps=[T0 + 9000, T0 + 9500]),
+    ]
     write_segment(tmp_path / "__consumer_offsets-3" / segment_name(0), batches)
     t, _ = decode_scope(offsets_segments([tmp_path]))
     assert t["raw/quarantine"].num_rows == 0

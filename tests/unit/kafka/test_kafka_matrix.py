@@ -253,14 +253,16 @@ def test_group_metadata_matrix_decodes_exactly(tmp_path, value_version, sub_vers
 
 
 def test_coordinator_record_types_are_kept_raw(tmp_path):
-    """Key types 3-24 with values of a version no schema knows (consumer groups) or that are
-    not decoded (streams), and unknown key types: kept with their bytes. Tombstones and share
-    group values are decoded (``test_kafka_kip848.py`` checks their rows)."""
+    """Key types 3-24 with values of a version no schema knows, and unknown key types: kept
+    with their bytes. Tombstones and share/streams group values are decoded
+    (``test_kafka_kip848.py`` checks their rows)."""
     import struct
+
+    with_member = (5, 7, 8, 10, 13, 14, 16, 19, 21, 22)
 
     def key(t, group):
         g = group.encode()
-        return struct.pack(">hh", t, len(g)) + g + (b"\x00\x02m1" if t in (5, 7, 8, 10, 13, 14, 16) else b"")
+        return struct.pack(">hh", t, len(g)) + g + (b"\x00\x02m1" if t in with_member else b"")
 
     records = [(key(t, f"grp-{t}"), bytes([t]) * 3 if t % 4 else None) for t in range(3, 25)]
     records.append((struct.pack(">h", 99) + b"opaque", b"v"))  # a key type this version does not know
