@@ -1,4 +1,4 @@
-"""``spark-submit --py-files ZIP pipelines/jobs/build_core.py --warehouse DIR --run-id ID [--assignor G=A ...]``
+"""``spark-submit pipelines/jobs/build_core.py --warehouse DIR --run-id ID [--assignor G=A ...]``
 
 The Spark part of ``kaudit build`` as a plain script for a cluster: the master is what
 spark-submit set (``get_spark(None)``)."""
@@ -6,6 +6,10 @@ spark-submit set (``get_spark(None)``)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make ``pipelines`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main(argv: list[str] | None = None) -> int:

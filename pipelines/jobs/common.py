@@ -1,11 +1,6 @@
 """What the ``pipelines/jobs/<step>.py`` scripts share: the ``--warehouse``/``--run-id``
 arguments, the :class:`~pipelines.context.RunContext` of the submitted driver (its master is
-whatever spark-submit set), and kaudit's errors as one line on stderr and an exit code.
-
-spark-submit runs a job as a file, with the package zip as ``--py-files``
-(:func:`pipelines.cluster.submit_command`, the Airflow DAG, the README's command): the zip is on
-the driver's ``PYTHONPATH`` as on the executors', so the driver imports ``pipelines`` from it
-(or from an installed kaudit), the same code the executors run; no path is set up here."""
+whatever spark-submit set), and kaudit's errors as one line on stderr and an exit code."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``spark-submit --py-files ZIP pipelines/jobs/dbt_build.py --warehouse DIR --run-id ID [--target TARGET]``
+"""``spark-submit pipelines/jobs/dbt_build.py --warehouse DIR --run-id ID [--target TARGET]``
 
 The dbt build of the marts and snapshots (dbt-spark ``method: session``) inside a spark-submit
 driver, so its SQL runs on the cluster the job was submitted to. Cluster mode of ``kaudit build``
@@ -8,6 +8,10 @@ submits it after ``build_core.py``.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make ``pipelines`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main(argv: list[str] | None = None) -> int:

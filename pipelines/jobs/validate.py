@@ -1,4 +1,4 @@
-"""``spark-submit --py-files ZIP pipelines/jobs/validate.py --warehouse DIR --run-id ID [--strict]``
+"""``spark-submit pipelines/jobs/validate.py --warehouse DIR --run-id ID [--strict]``
 
 The Great Expectations suites (Spark DataFrames) inside a spark-submit driver, so they run on
 the cluster the job was submitted to. Exit 3 with ``--strict`` when an error-level expectation
@@ -8,6 +8,10 @@ failed, like ``kaudit validate --strict``.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make ``pipelines`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main(argv: list[str] | None = None) -> int:
