@@ -67,12 +67,16 @@ def _ts(values: np.ndarray, valid: np.ndarray) -> pa.Array:
     return pa.array(values, type=pa.int64(), mask=~valid).cast(TS)
 
 
+def _kinds(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(magic, LogAppendTime, compressed old-format wrapper) per batch of a batch table."""
+    magic, attrs = rows[:, K.B_MAGIC], rows[:, K.B_ATTRS]
+    return magic, (magic >= 1) & ((attrs & ATTR_LOG_APPEND_TIME) != 0), (magic < 2) & ((attrs & ATTR_CODEC) != 0)
+
+
 def first_timestamps(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(timestamp, present) of the first present record of each batch of a batch table
     (``kernels.B_*`` columns; the module doc's rules)."""
-    magic, attrs = rows[:, K.B_MAGIC], rows[:, K.B_ATTRS]
-    log_append = (magic >= 1) & ((attrs & ATTR_LOG_APPEND_TIME) != 0)
-    wrapper = (magic < 2) & ((attrs & ATTR_CODEC) != 0)
+    magic, log_append, wrapper = _kinds(rows)
     first = np.where(log_append | (magic == 1), rows[:, K.B_MAX_TS], rows[:, K.B_BASE_TS])
     present = ((magic == 2) | log_append | ((magic == 1) & ~wrapper)) & (first != NO_TIMESTAMP)
     return first, present
@@ -81,9 +85,7 @@ def first_timestamps(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def batch_table(topic: str, partition: int, rows: np.ndarray) -> pa.Table:
     """``raw/batch_timestamps`` rows of one partition from :func:`segment_rows` output."""
     n = len(rows)
-    magic, attrs = rows[:, K.B_MAGIC], rows[:, K.B_ATTRS]
-    log_append = (magic >= 1) & ((attrs & ATTR_LOG_APPEND_TIME) != 0)
-    wrapper = (magic < 2) & ((attrs & ATTR_CODEC) != 0)
+    magic, log_append, wrapper = _kinds(rows)
     max_ts = rows[:, K.B_MAX_TS]
     first, has_first = first_timestamps(rows)
     has_max = (magic >= 1) & (max_ts != NO_TIMESTAMP)
@@ -102,7 +104,7 @@ def batch_table(topic: str, partition: int, rows: np.ndarray) -> pa.Table:
             pa.array(rows[:, K.B_BASE_OFFSET]),
             pa.array(rows[:, K.B_LAST_OFFSET]),
             count,
-            pa.array((magic == 2) & ((attrs & ATTR_CONTROL) != 0)),
+            pa.array((magic == 2) & ((rows[:, K.B_ATTRS] & ATTR_CONTROL) != 0)),
             ts_type,
             _ts(first, has_first),
             _ts(max_ts, has_max),

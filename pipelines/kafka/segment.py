@@ -177,8 +177,7 @@ class _Records:
     producer: np.ndarray
     is_txn: np.ndarray
     is_control: np.ndarray
-    region: np.ndarray  # the record's region of the walk (a view of its records table)
-    region_batch: np.ndarray  # region -> batch row
+    batch: np.ndarray  # the record's batch row
     batch_ts: np.ndarray  # per batch row: its first timestamp (batch_times.first_timestamps) ...
     has_batch_ts: np.ndarray  # ... where it has one
     quarantine: list[dict]  # raw/quarantine rows
@@ -215,8 +214,7 @@ def _records(name: str, partition: int, walk) -> _Records:
         producer=np.where(v2, bt[brow, K.B_PRODUCER_ID], -1),
         is_txn=v2 & ((attrs & ATTR_TRANSACTIONAL) != 0),
         is_control=v2 & ((attrs & ATTR_CONTROL) != 0),
-        region=recs[:, K.C_REGION],
-        region_batch=walk.region_batch,
+        batch=brow,
         batch_ts=first_ts,
         has_batch_ts=has_ts,
         quarantine=[quarantine.row(SOURCE, quarantine.at(name, pos), err, raw) for pos, err, raw in walk.bad],
@@ -383,7 +381,7 @@ def _group_records(r: _Records, keys: _Keys, gj: np.ndarray) -> tuple[dict[str, 
     for j in gj:
         i = keys.rows[j]
         key = r.buf[r.key_pos[i] : r.key_pos[i] + r.key_len[i]].tobytes()
-        b = r.region_batch[r.region[i]]
+        b = r.batch[i]
         place = dict(offsets_partition=r.partition, log_offset=int(r.offset[i]), segment_file=r.path,
                      batch_timestamp=int(r.batch_ts[b]) if r.has_batch_ts[b] else None)
         try:
