@@ -255,25 +255,18 @@ def _digests(arr: np.ndarray, located: tuple, n: int) -> np.ndarray:
     """The node digests of the ``located`` node records (``kernels.node_digests``, which
     releases the GIL): the second half on another thread from :data:`HALF_DIGESTS` nodes
     (1M znodes: 0.16 s of CRC-32 on one core)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     digest = np.empty(n, np.uint32)
     args = (arr, *located, tables.CRC_TABLES8, tables.ZK_PREFIX)
-    half = n // 2 if n >= HALF_DIGESTS else n
-    failed: list[BaseException] = []
-
-    def second_half() -> None:
-        try:
-            kernels().node_digests(*args, half, n, digest)
-        except BaseException as err:  # noqa: BLE001 - re-raised by the caller's thread
-            failed.append(err)
-
-    other = threading.Thread(target=second_half, name="snapshot-digests", daemon=True) if half < n else None
-    if other is not None:
-        other.start()
-    kernels().node_digests(*args, 0, half, digest)
-    if other is not None:
-        other.join()
-    if failed:
-        raise failed[0]
+    if n < HALF_DIGESTS:
+        kernels().node_digests(*args, 0, n, digest)
+        return digest
+    half = n // 2
+    with ThreadPoolExecutor(1, thread_name_prefix="snapshot-digests") as pool:
+        second = pool.submit(kernels().node_digests, *args, half, n, digest)
+        kernels().node_digests(*args, 0, half, digest)
+        second.result()  # re-raises the other thread's error here
     return digest
 
 
