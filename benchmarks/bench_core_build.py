@@ -3,9 +3,10 @@
 Extracts the demo's two clusters once into a fresh warehouse (run ``bench``, then
 ``bench-kraft``), then builds their ``core/*`` tables ``--rounds`` times in one session (the
 first round cold, the later ones warm, as in ``kaudit demo`` where the KRaft run follows the
-ZooKeeper one). Prints each build's wall seconds, the driver JVM's CPU seconds (steadier than
-wall time on a shared machine) and the load average, and the warm rounds' ratio to the issue's
-whole-``build`` target (25 s, Spark core part and dbt together).
+ZooKeeper one). Prints each build's wall seconds, its CPU seconds (this process and the Spark
+driver JVM, ``clocks.Clock``: steadier than wall time on a shared machine) and the load
+average, and the warm rounds' ratio to the issue's whole-``build`` target (25 s, Spark core
+part and dbt together).
 
     .venv/bin/python benchmarks/bench_core_build.py [--rounds 3] [--spark-master local[2]]
 """
@@ -16,9 +17,9 @@ import argparse
 import dataclasses
 import os
 import tempfile
-import time
 from pathlib import Path
 
+from clocks import Clock
 from rich.console import Console
 
 from pipelines import demo
@@ -28,20 +29,6 @@ from pipelines.spark.build import build_core
 from pipelines.warehouse import Warehouse
 
 TARGET = 25.0  # seconds, issue 22: the whole ``build`` on the demo
-
-
-def jvm_cpu() -> float:
-    """CPU seconds of this process's child JVMs (the local Spark driver), from /proc."""
-    me, total = str(os.getpid()), 0.0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if stat[1] == me and b"java" in cmd:
-            total += (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-    return total
 
 
 def extracted(root: Path, master: str | None) -> tuple[RunContext, RunContext]:
@@ -67,15 +54,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-core-") as tmp:
         zk, kraft = extracted(Path(tmp), args.spark_master)
         zk.spark()
-        print(f"{'round':<6} {'run':<6} {'seconds':>8} {'jvm cpu':>8} {'load':>5} {'ratio':>6}")
+        print(f"{'round':<6} {'run':<6} {'seconds':>8} {'cpu':>8} {'load':>5} {'ratio':>6}")
         for r in range(args.rounds):
             for name, ctx in (("zk", zk), ("kraft", kraft)):
-                cpu, started = jvm_cpu(), time.monotonic()
-                build_core(ctx, {})
-                seconds = time.monotonic() - started
-                ratio = f"{seconds / TARGET:6.2f}" if r else "  cold"
-                print(f"{r:<6} {name:<6} {seconds:8.1f} {jvm_cpu() - cpu:8.1f} {os.getloadavg()[0]:5.1f} {ratio}",
-                      flush=True)
+                clock = Clock()
+                with clock.timing():
+                    build_core(ctx, {})
+                ratio = f"{clock.wall / TARGET:6.2f}" if r else "  cold"
+                line = f"{r:<6} {name:<6} {clock.wall:8.1f} {clock.cpu:8.1f} {os.getloadavg()[0]:5.1f} {ratio}"
+                print(line, flush=True)
 
 
 if __name__ == "__main__":
