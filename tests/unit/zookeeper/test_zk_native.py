@@ -91,3 +91,25 @@ def test_aot_kernels_equal_jit_on_real_snapshots(kernel_pair, real_fixtures, nam
 def test_a_build_from_other_sources_is_not_used(kernel_pair, monkeypatch):
     monkeypatch.setattr(native, "source_hash", lambda: "0" * 64)
     assert native.aot_module() is None
+
+
+def test_the_aot_build_can_still_release_the_gil():
+    """``aot._release_gil`` makes ``numba.pycc`` compile its exports with ``release_gil`` by
+    replacing the ``Flags`` class its compiler module instantiates (pycc has no option for it).
+    Fails loudly when a numba release changes what that relies on (numba is not pinned to one
+    version): the class pycc builds its flags from, and the flag itself."""
+    import inspect
+    import warnings
+
+    from numba.core.compiler import Flags
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba.pycc announces its own deprecation (aot.py does the same)
+        from numba.pycc import compiler
+
+    assert "flags = Flags()" in inspect.getsource(compiler), "numba.pycc no longer builds its flags from Flags()"
+    assert compiler.Flags is Flags or issubclass(compiler.Flags, Flags)
+    flags = Flags()
+    assert flags.release_gil is False
+    flags.release_gil = True
+    assert flags.release_gil is True
