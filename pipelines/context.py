@@ -32,14 +32,18 @@ class RunContext:
             self.console.print(message)
 
     def spark(self):
-        """The step's SparkSession (kaudit's conf, this run's master and ``spark_conf``); Spark's
+        """The step's SparkSession (kaudit's conf, this run's master and ``spark_conf``, code
+        generation sized to the run's raw rows: ``session.size_to_run``); Spark's
         own catalog dir lives under the warehouse, never in the cwd, and the JVM's log in
         ``logs/spark.log`` (on stderr with ``--verbose``). A session that already exists is reused."""
-        from pipelines.spark.session import get_spark
+        from pipelines.reading import run_rows
+        from pipelines.spark.session import get_spark, size_to_run
 
         catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
         log = None if self.verbose else self.warehouse.root / "logs" / "spark.log"
-        return get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log)
+        spark = get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log)
+        size_to_run(spark, run_rows(self.warehouse, self.run_id), self.spark_conf)
+        return spark
 
     def progress(self):
         """Progress of a long step: bars on a terminal, plain lines in a log, none with --quiet."""

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from pipelines.errors import StepError
 from pipelines.quality.marts import DECLARATION, MARTS, PARTITION_COLUMN
-from pipelines.tables import ADDED_COLUMNS, SCHEMAS
+from pipelines.tables import ADDED_COLUMNS, RAW, SCHEMAS
 from pipelines.warehouse import Warehouse
 
 
@@ -78,6 +78,11 @@ def row_count(warehouse: Warehouse, table: str, run_id: str) -> int | None:
     if not part.is_dir():
         return None
     return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(part))
+
+
+def run_rows(warehouse: Warehouse, run_id: str) -> int:
+    """Rows of every raw table of the run, from the Parquet footers."""
+    return sum(row_count(warehouse, table, run_id) or 0 for table in RAW)
 
 
 def read_arrow(
