@@ -42,7 +42,7 @@ class RunContext:
         catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
         log = None if self.verbose else self.warehouse.root / "logs" / "spark.log"
         spark = get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log)
-        size_to_run(spark, run_rows(self.warehouse, self.run_id), self.spark_conf)
+        size_to_run(spark, run_rows(self.warehouse, self.run_id))
         return spark
 
     def progress(self):

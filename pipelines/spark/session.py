@@ -44,11 +44,13 @@ CODEGEN = {  # key: (big run, small run)
 }
 
 
-def size_to_run(spark: SparkSession, rows: int, fixed: dict[str, str]) -> None:
+def size_to_run(spark: SparkSession, rows: int) -> None:
     """Sets the session's code generation for a run of ``rows`` raw rows (runtime settings, so a
-    session serves a small and a big run in turn); a key in ``fixed`` (the user's conf) is kept."""
+    session serves a small and a big run in turn). A key the session was started with (the
+    user's conf: kaudit's ``spark.conf``, or spark-submit's ``--conf``) is left as it is."""
+    started_with = spark.sparkContext.getConf()
     for key, (big, small) in CODEGEN.items():
-        if key not in fixed:
+        if not started_with.contains(key):
             spark.conf.set(key, small if rows < SMALL_RUN_ROWS else big)
 
 

@@ -17,15 +17,35 @@ def test_code_generation_follows_the_run_size_and_keeps_the_users_setting(spark)
         return {key: spark.conf.get(key) for key in CODEGEN}
 
     try:
-        size_to_run(spark, SMALL_RUN_ROWS - 1, {})
+        size_to_run(spark, SMALL_RUN_ROWS - 1)
         assert settings() == {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
         interpreted = spark.range(1000).selectExpr("id % 7 as k").groupBy("k").count().orderBy("k").collect()
-        size_to_run(spark, SMALL_RUN_ROWS, {})
+        size_to_run(spark, SMALL_RUN_ROWS)
         assert settings() == {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
         assert spark.range(1000).selectExpr("id % 7 as k").groupBy("k").count().orderBy("k").collect() == interpreted
-        spark.conf.set("spark.sql.codegen.wholeStage", "true")
-        size_to_run(spark, 10, {"spark.sql.codegen.wholeStage": "true"})
-        assert settings() == {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
     finally:
         for key in CODEGEN:
             spark.conf.unset(key)
+
+
+def test_code_generation_the_session_was_started_with_is_kept(tmp_path):
+    """A key of the user's conf (here through spark-submit's --conf, as a cluster job gets it)
+    is not resized."""
+    import subprocess
+    import sys
+
+    from pipelines.cluster import spark_submit_binary
+
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from pipelines.spark.session import get_spark, size_to_run\n"
+        "spark = get_spark()\n"
+        "size_to_run(spark, 10)\n"
+        "print(spark.conf.get('spark.sql.codegen.wholeStage'), spark.conf.get('spark.sql.codegen.factoryMode'))\n"
+    )
+    out = subprocess.run(
+        [str(spark_submit_binary()), "--master", "local[1]", "--conf", "spark.sql.codegen.wholeStage=true",
+         "--conf", f"spark.pyspark.python={sys.executable}", str(script)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    assert out.stdout.split()[-2:] == ["true", "NO_CODEGEN"]
