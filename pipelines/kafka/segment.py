@@ -72,7 +72,9 @@ class SegmentResult:
 
 def read_bytes(path: Path) -> np.ndarray:
     """The bytes of ``path`` as a writable uint8 array: a private (copy-on-write) map of the file,
-    whose pages come straight from the page cache; ``np.fromfile`` copied every byte first."""
+    whose pages come straight from the page cache; ``np.fromfile`` copied every byte first. A
+    file deleted meanwhile stays readable; one truncated by a live broker while mapped would end
+    the process with SIGBUS (kaudit reads copied or stopped log dirs)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
