@@ -75,13 +75,36 @@ Branch ``kspeed`` (issue 22, second pass; before = 5c341d3, load 14-34 on the sh
     0.111 / 4.2, no statistics 0.080, 256k-row groups 0.087, data page v2 0.095, 4 MB pages 0.086:
     nothing worth a third more bytes.
 
+Branch ``s11-offs`` (issue 22, third pass; before = 231e5b9): segments read through a private
+mmap (page-cache pages, no ``np.fromfile`` copy); ``walk_records`` and ``decode_flat`` fill
+their tables column by column and return them transposed, so the columns taken (spans, offsets,
+commit ints) are contiguous views; the commit columns skip their gathers when the rows are every
+row (no control record, every key a commit); ``partition`` dictionary-encoded in Parquet.
+Sorted tables equal before/after on the demo data (both clusters) and these 5M records.
+
+    One process over 4 segments (2M commits, CPU s, alternating, load 14-16, median of 4):
+    before 1.38, after 1.09. cProfile (CPU clock) after, 1.23 s at load 15: Parquet write 0.40,
+    dictionary_spans 0.21, scan_batches 0.17 (now with the file's page faults), decode_flat 0.17,
+    walk_records 0.06, _commits 0.05 (0.13-0.19 + 0.08 of ascontiguousarray before), _records
+    0.04; fromfile (0.20-0.36 before) gone.
+    The CLI on the 5M (2 workers, /usr/bin/time, user + sys, alternating, load 17-21):
+    before 4.68 / 4.86 / 4.98 CPU s, after 3.94 / 4.06 / 4.24 (median 4.86 -> 4.06, -16%).
+    The benchmark, one run each (after first, then before; the load differs, read the CPU):
+    after  8.74 s, 0.57 M rec/s, kafka-python 176.4 s: ratio 20.2x, CPU 4.15 / 77.4 s = 18.6x
+           (load 16-17 on the kaudit side, 16-23 on kafka-python's);
+    before 12.19 s, 0.41 M rec/s, kafka-python 199.5 s: ratio 16.4x, CPU 4.89 / 72.8 s = 14.9x
+           (load 22-24, 26).
+
 Left toward 25x (3.5M records/s would be 1.4 s of wall for the 5M, about 2.9 CPU s on 2 cores;
-now ~5 CPU s): the start-up (~0.8 CPU s before the first record: numba's import and target,
-pyarrow; an AOT build as ``pipelines/zookeeper/aot.py`` would remove numba's), one fused kernel
-from the record walk to the column buffers (decode_flat's 2-D slot tables - 13 int64 per
-value - and walk_records' row-major table are copied out column by column: the system CPU of
-page faults and the ascontiguousarray copies), mmap instead of ``np.fromfile``, and forking
-the workers before the parent's imports so both cores work from the first second.
+now ~4.1 CPU s): the start-up, ~1.3 CPU s before the first record (an input of 2,400 commits:
+1.26-1.32) (numba's import and, at the first kernel call, its target's registries -
+numba.np.linalg's BLAS probe imports scipy.linalg; pyarrow; the CLI): an AOT build as
+``pipelines/zookeeper/aot.py`` would remove numba's. Forking the workers before the parent's
+imports was weighed, not built: each worker would then import numba and load the kernels itself
+(estimated from the start-up figures, not measured: ~0.8 CPU s more per run against at most ~0.4
+s of wall at idle, the CLI's own imports). Then the Parquet write (~1 CPU s of the 5M; the
+settings measured above and in ``offsets.DICTIONARY_COLUMNS``), dictionary_spans and decode_flat
+(a generic op-table walk; a commit-only kernel would be a second decoder of the same formats).
 """
 
 from __future__ import annotations

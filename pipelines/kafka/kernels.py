@@ -489,14 +489,13 @@ def _walk_v2(b, start, end, count, base_offset, last_delta, out, k, region, file
         if off_delta <= prev_delta or off_delta > last_delta:
             return -2
         prev_delta = off_delta
-        row = out[k]
-        row[C_REGION] = region
-        row[C_OFFSET] = base_offset + off_delta
-        row[C_KEY_POS] = kpos
-        row[C_KEY_LEN] = klen
-        row[C_VAL_POS] = vpos
-        row[C_VAL_LEN] = vlen
-        row[C_REC_POS] = file_pos if file_pos >= 0 else rec_pos
+        out[C_REGION, k] = region
+        out[C_OFFSET, k] = base_offset + off_delta
+        out[C_KEY_POS, k] = kpos
+        out[C_KEY_LEN, k] = klen
+        out[C_VAL_POS, k] = vpos
+        out[C_VAL_LEN, k] = vlen
+        out[C_REC_POS, k] = file_pos if file_pos >= 0 else rec_pos
         k += 1
     if p != end:
         return -1
@@ -534,24 +533,23 @@ def _walk_legacy(b, start, end, relative, wrapper_offset, check_crc, t32, out, k
         q += 4
         if vlen < -1 or q + max(vlen, 0) != mend:
             return -E_RECORDS
-        if k > k0 and _i64(b, p) <= out[k - 1, C_OFFSET]:
+        if k > k0 and _i64(b, p) <= out[C_OFFSET, k - 1]:
             return -E_OFFSET_DELTAS
-        row = out[k]
-        row[C_REGION] = region
-        row[C_OFFSET] = _i64(b, p)
-        row[C_KEY_POS] = kpos
-        row[C_KEY_LEN] = klen
-        row[C_VAL_POS] = q
-        row[C_VAL_LEN] = vlen
-        row[C_REC_POS] = file_pos if file_pos >= 0 else p
+        out[C_REGION, k] = region
+        out[C_OFFSET, k] = _i64(b, p)
+        out[C_KEY_POS, k] = kpos
+        out[C_KEY_LEN, k] = klen
+        out[C_VAL_POS, k] = q
+        out[C_VAL_LEN, k] = vlen
+        out[C_REC_POS, k] = file_pos if file_pos >= 0 else p
         k += 1
         p = mend
-    if file_pos >= 0 and not relative and k > k0 and out[k - 1, C_OFFSET] != wrapper_offset:
+    if file_pos >= 0 and not relative and k > k0 and out[C_OFFSET, k - 1] != wrapper_offset:
         return -E_OFFSET_DELTAS
     if relative and k > k0:
-        last = out[k - 1, C_OFFSET]
+        last = out[C_OFFSET, k - 1]
         for i in range(k0, k):
-            out[i, C_OFFSET] = wrapper_offset - last + out[i, C_OFFSET]
+            out[C_OFFSET, i] = wrapper_offset - last + out[C_OFFSET, i]
     return k
 
 
@@ -565,7 +563,7 @@ def _walk_regions(b, regions, t32, need, r, out, k, errs):
         if need[r] < 0:
             r += 1
             continue
-        if k + need[r] > out.shape[0]:
+        if k + need[r] > out.shape[1]:
             return r, k
         if reg[R_KIND] == KIND_V2:
             last_delta = reg[R_LAST_OFFSET] - reg[R_OFFSET]
@@ -588,8 +586,8 @@ def _walk_regions(b, regions, t32, need, r, out, k, errs):
 
 @njit(cache=True, nogil=True)
 def walk_records(b, regions, t32):
-    """Records of every region (R_* columns). Returns (records table, error code per region);
-    a region with an error contributes no rows."""
+    """Records of every region (R_* columns). Returns (records table [rows, C_FIELDS], its
+    columns contiguous; error code per region); a region with an error contributes no rows."""
     m = regions.shape[0]
     errs = np.zeros(m, dtype=np.int64)
     need = np.zeros(m, dtype=np.int64)  # the most rows of each region (-1: its count is impossible)
@@ -605,14 +603,17 @@ def walk_records(b, regions, t32):
             need[r] = reg[R_COUNT] if reg[R_KIND] == KIND_V2 else bound
             total += need[r]
     # the declared counts, up to a row per 8 bytes of the file (a batch that lies about its
-    # count is walked after the table grows)
-    out = np.empty((max(16, min(total, b.shape[0] // 8)), C_FIELDS), dtype=np.int64)
+    # count is walked after the table grows). Filled column by column (out[C_*] contiguous) and
+    # returned transposed: a column of the (rows, C_FIELDS) table is a contiguous array, no copy
+    out = np.empty((C_FIELDS, max(16, min(total, b.shape[0] // 8))), dtype=np.int64)
     r, k = 0, 0
     while True:
         r, k = _walk_regions(b, regions, t32, need, r, out, k, errs)
         if r == m:
-            return out[:k], errs
-        out = _grow(out)
+            return out[:, :k].T, errs
+        grown = np.empty((C_FIELDS, out.shape[1] * 2), dtype=np.int64)
+        grown[:, : out.shape[1]] = out
+        out = grown
 
 
 @njit(cache=True, nogil=True)
@@ -625,9 +626,11 @@ def decode_flat(b, pos, length, ops, nops, nslots):
     str_len[n, nslots] (-1 null), err)."""
     n = pos.shape[0]
     version = np.full(n, -1, dtype=np.int64)
-    ints = np.zeros((n, nslots), dtype=np.int64)
-    spos = np.zeros((n, nslots), dtype=np.int64)
-    slen = np.full((n, nslots), -1, dtype=np.int64)
+    # filled slot by slot (ints[slot] contiguous), returned transposed: [n, nslots] tables whose
+    # columns are contiguous arrays (no copies when a caller takes a column)
+    ints = np.zeros((nslots, n), dtype=np.int64)
+    spos = np.zeros((nslots, n), dtype=np.int64)
+    slen = np.full((nslots, n), -1, dtype=np.int64)
     err = np.zeros(n, dtype=np.int64)
     nv = nops.shape[0]
     for i in range(n):
@@ -654,32 +657,32 @@ def decode_flat(b, pos, length, ops, nops, nslots):
                     e = E_STRUCT_SHORT
                     break
                 x = np.int64(b[p])
-                ints[i, slot] = x - 256 if x >= 128 else x
+                ints[slot, i] = x - 256 if x >= 128 else x
                 p += 1
             elif t == T_INT16:
                 if p + 2 > end:
                     e = E_STRUCT_SHORT
                     break
-                ints[i, slot] = _i16(b, p)
+                ints[slot, i] = _i16(b, p)
                 p += 2
             elif t == T_INT32:
                 if p + 4 > end:
                     e = E_STRUCT_SHORT
                     break
-                ints[i, slot] = _i32(b, p)
+                ints[slot, i] = _i32(b, p)
                 p += 4
             elif t == T_INT64:
                 if p + 8 > end:
                     e = E_STRUCT_SHORT
                     break
-                ints[i, slot] = _i64(b, p)
+                ints[slot, i] = _i64(b, p)
                 p += 8
             elif t == T_UUID:
                 if p + 16 > end:
                     e = E_STRUCT_SHORT
                     break
-                spos[i, slot] = p
-                slen[i, slot] = 16
+                spos[slot, i] = p
+                slen[slot, i] = 16
                 p += 16
             elif t == T_STRING or t == T_COMPACT_STRING:
                 if t == T_STRING:
@@ -700,8 +703,8 @@ def decode_flat(b, pos, length, ops, nops, nslots):
                 if p + max(sl, 0) > end:
                     e = E_STRUCT_SHORT
                     break
-                spos[i, slot] = p
-                slen[i, slot] = sl
+                spos[slot, i] = p
+                slen[slot, i] = sl
                 p += max(sl, 0)
             elif t == T_TAGGED:
                 cnt, p = _uvarint(b, p, end)
@@ -720,8 +723,8 @@ def decode_flat(b, pos, length, ops, nops, nslots):
                         if size != 16:
                             e = E_BAD_TAG
                             break
-                        spos[i, slot] = p
-                        slen[i, slot] = 16
+                        spos[slot, i] = p
+                        slen[slot, i] = 16
                     p += size
                 if e != 0:
                     break
@@ -729,7 +732,7 @@ def decode_flat(b, pos, length, ops, nops, nslots):
                     e = E_STRUCT_SHORT
                     break
         err[i] = e
-    return version, ints, spos, slen, err
+    return version, ints.T, spos.T, slen.T, err
 
 
 @njit(cache=True, nogil=True)

@@ -7,6 +7,8 @@ job's executors. Transaction states are resolved later, per partition, across se
 
 from __future__ import annotations
 
+import mmap
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,8 +71,16 @@ class SegmentResult:
 
 
 def read_bytes(path: Path) -> np.ndarray:
+    """The bytes of ``path`` as a writable uint8 array: a private (copy-on-write) map of the file,
+    whose pages come straight from the page cache; ``np.fromfile`` copied every byte first. A
+    file deleted meanwhile stays readable; one truncated by a live broker while mapped would end
+    the process with SIGBUS (kaudit reads copied or stopped log dirs)."""
     try:
-        return np.fromfile(path, dtype=np.uint8)
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if not size:
+                return np.zeros(0, dtype=np.uint8)
+            return np.frombuffer(mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY), dtype=np.uint8)
     except OSError as err:
         raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
 
@@ -154,6 +164,12 @@ def _uuid_texts(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> pa.Arra
     bitmap = None if m == n else pa.py_buffer(np.packbits(has, bitorder="little"))
     data = pa.py_buffer(_B64URL[sextets].tobytes())
     return pa.Array.from_buffers(pa.string(), n, [bitmap, pa.py_buffer(offsets), data], null_count=n - m)
+
+
+def _take(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``a[rows]`` for increasing, distinct ``rows`` (``np.flatnonzero``): ``a`` itself, no copy,
+    when they are every row (the usual segment: every record a data record, every key a commit)."""
+    return a if len(rows) == len(a) else a[rows]
 
 
 def _ts(values: np.ndarray, null: np.ndarray) -> pa.Array:
@@ -272,7 +288,7 @@ class _Keys:
         self.ops = key_ops()
         self.rows = rows  # record index of each key
         self.type, self.ints, self.spos, self.slen, self.err = K.decode_flat(
-            r.buf, r.key_pos[rows], r.key_len[rows], self.ops.ops, self.ops.nops, self.ops.nslots
+            r.buf, _take(r.key_pos, rows), _take(r.key_len, rows), self.ops.ops, self.ops.nops, self.ops.nslots
         )
         known = (self.type >= 0) & (self.type <= 24)
         # keys 0-2 must decode; 3-24 only need their type here (``groups.py`` decodes the whole
@@ -298,8 +314,10 @@ class _Keys:
     def strings(self, r: _Records, field: str, j: np.ndarray, valid: np.ndarray | None = None,
                 dictionary: bool = False):
         slot = self.ops.str_slots[field]
-        length = self.slen[j, slot] if valid is None else np.where(valid, self.slen[j, slot], -1)
-        return (_dictionary if dictionary else _strings)(r.buf, self.spos[j, slot], length)
+        length = _take(self.slen[:, slot], j)
+        if valid is not None:
+            length = np.where(valid, length, -1)
+        return (_dictionary if dictionary else _strings)(r.buf, _take(self.spos[:, slot], j), length)
 
 
 # raw/offset_commits as decoded: its repeating strings dictionary-encoded (Arrow dictionary
@@ -319,9 +337,10 @@ ENCODED_OFFSET_COMMITS = encoded(RAW_OFFSET_COMMITS)
 def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
     """raw/offset_commits rows of the offset commit records (key types 0, 1)."""
     ci = keys.rows[cj]
-    tomb = r.val_len[ci] < 0
+    val_pos, val_len = _take(r.val_pos, ci), _take(r.val_len, ci)
+    tomb = val_len < 0
     vops = offset_value_ops()
-    vver, vint, vspos, vslen, verr = K.decode_flat(r.buf, r.val_pos[ci], r.val_len[ci],
+    vver, vint, vspos, vslen, verr = K.decode_flat(r.buf, val_pos, val_len,
                                                    vops.ops, vops.nops, vops.nslots)
     verr = np.where(tomb, 0, verr)
     for j in np.flatnonzero(verr):
@@ -352,19 +371,19 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
     cols = {
         "group_id": pick(group),
         "topic": pick(topic),
-        "partition": arrow.array(keys.ints[cj, keys.ops.int_slots["partition"]].astype(np.int32)),
+        "partition": arrow.array(_take(keys.ints[:, keys.ops.int_slots["partition"]], cj).astype(np.int32)),
         "committed_offset": arrow.array(vint[idx, vi["offset"]], pa.int64(), mask=tomb),
         "leader_epoch": arrow.array(epoch.astype(np.int32), pa.int32(), mask=tomb | (vver < 3) | (epoch < 0)),
         "metadata": pick(meta),
         "commit_timestamp": _ts(vint[idx, vi["commit_timestamp"]], tomb),
         "expire_timestamp": _ts(expire, tomb | (vver != 1) | (expire < 0)),
         "is_tombstone": arrow.array(tomb),
-        "key_version": arrow.array(keys.type[cj].astype(np.int16)),
+        "key_version": arrow.array(_take(keys.type, cj).astype(np.int16)),
         "value_version": arrow.array(vver.astype(np.int16), pa.int16(), mask=tomb),
         "offsets_partition": arrow.array(np.full(n, r.partition, dtype=np.int32)),
-        "log_offset": arrow.array(r.offset[ci]),
-        "producer_id": arrow.array(r.producer[ci]),
-        "is_transactional": arrow.array(r.is_txn[ci]),
+        "log_offset": arrow.array(_take(r.offset, ci)),
+        "producer_id": arrow.array(_take(r.producer, ci)),
+        "is_transactional": arrow.array(_take(r.is_txn, ci)),
         # resolved per partition (offsets.with_txn_states)
         "txn_state": pa.nulls(n, ENCODED_OFFSET_COMMITS.field("txn_state").type),
         "segment_file": _repeat(r.path, n),
