@@ -61,3 +61,85 @@
         location '{{ location }}'
     {%- endcall -%}
 {%- endmacro %}
+
+
+{% macro kaudit_run_table_declared(existing, columns, location) -%}
+    {#- True when `existing` (the catalog's relation, or none) is already the table
+        `kaudit_declare_run_table` would declare: these columns, then the partition run_id, over
+        `location`. Only then may a build skip the (re)declaration and `recover partitions`:
+        the catalog then holds the table with every partition this catalog saw written. An
+        in-memory catalog is empty in every new process, so a build there always declares the
+        table and recovers the partitions other processes wrote. -#}
+    {%- if existing is none or not existing.is_table -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- set described = run_query('describe table extended ' ~ existing) -%}
+    {%- set found = {'columns': [], 'partitions': [], 'location': none, 'provider': none} -%}
+    {%- set section = ['columns'] -%}
+    {%- for row in described.rows -%}
+        {%- set name = (row[0] or '') | trim -%}
+        {%- set value = (row[1] or '') | trim -%}
+        {%- if name == '# Partition Information' -%}
+            {%- do section.append('partitions') -%}
+        {%- elif name.startswith('#') or not name -%}
+            {%- if section[-1] != 'details' and name == '# Detailed Table Information' -%}
+                {%- do section.append('details') -%}
+            {%- elif section[-1] == 'columns' -%}
+                {%- do section.append('other') -%}
+            {%- endif -%}
+        {%- elif section[-1] in ('columns', 'partitions') -%}
+            {%- do found[section[-1]].append((name, value)) -%}
+        {%- elif section[-1] == 'details' and name == 'Location' -%}
+            {%- do found.update({'location': value}) -%}
+        {%- elif section[-1] == 'details' and name == 'Provider' -%}
+            {%- do found.update({'provider': value | lower}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(found['columns'] == (columns | list) + [('run_id', 'string')]
+              and found['partitions'] == [('run_id', 'string')]
+              and found['provider'] == 'parquet'
+              and found['location'] in [location, 'file:' ~ location]) }}
+{%- endmacro %}
+
+
+{% macro kaudit_assert_contract(columns) -%}
+    {#- dbt's contract check (`assert_columns_equivalent`: same rules, same ContractError) of
+        the model's yml columns against `columns`, the SQL's columns as already described
+        (`kaudit_describe_columns`): the model's SQL is analysed once, not once more for the
+        check. The yml data_types are first taken as written; only when one is not exactly the
+        type Spark describes are they normalised by Spark, as dbt does (`describe query` of
+        dbt's empty-schema select: a yml `long` is the SQL's `bigint`). -#}
+    {%- set user_defined_columns = model['columns'] -%}
+    {%- if not user_defined_columns -%}
+        {{ exceptions.raise_contract_error([], []) }}
+    {%- endif -%}
+    {%- set sql_columns = kaudit_format_columns(columns) -%}
+    {%- set as_written = [] -%}
+    {%- for key in user_defined_columns -%}
+        {%- set col = user_defined_columns[key] -%}
+        {%- do as_written.append((col['name'], (col.get('data_type') or '') | trim)) -%}
+    {%- endfor -%}
+    {%- if (as_written | sort) != (columns | list | sort) -%}
+        {%- set yaml_columns = kaudit_format_columns(
+                kaudit_describe_columns('query ' ~ get_empty_schema_sql(user_defined_columns))) -%}
+        {%- if sql_columns | length != yaml_columns | length -%}
+            {%- do exceptions.raise_contract_error(yaml_columns, sql_columns) -%}
+        {%- endif -%}
+        {%- for sql_col in sql_columns -%}
+            {%- set yaml_col = yaml_columns | selectattr('name', 'equalto', sql_col['name']) | list -%}
+            {%- if not yaml_col or sql_col['formatted'] != yaml_col[0]['formatted'] -%}
+                {%- do exceptions.raise_contract_error(yaml_columns, sql_columns) -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endif -%}
+{%- endmacro %}
+
+
+{% macro kaudit_format_columns(columns) -%}
+    {#- [(name, type)] as dbt's `format_columns` gives them to its ContractError -#}
+    {%- set formatted = [] -%}
+    {%- for name, type in columns -%}
+        {%- do formatted.append({'name': name, 'data_type': type, 'formatted': name | lower ~ ' ' ~ type}) -%}
+    {%- endfor -%}
+    {{ return(formatted) }}
+{%- endmacro %}

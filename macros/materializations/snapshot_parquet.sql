@@ -22,14 +22,18 @@
 
     Each build, in order (none depends on the catalog surviving: a new process with an empty
     in-memory catalog finds the history the files hold):
-    1. (re)declare the log table over its location with the snapshot's columns;
+    1. (re)declare the log table over its location with the snapshot's columns (described by
+       `describe query`, nothing computed), unless the catalog already holds it declared so
+       (`kaudit_run_table_declared`: a later build in the same process, or a metastore);
     2. empty R's own partition (`insert overwrite` of zero rows: a rebuild of R replaces R's
-       rows; before R's first write it creates the location), then `recover partitions`;
-    3. (re)create the view `<schema>.<snapshot>` (the history) over the log, and compute dbt's
+       rows; before R's first write it creates the location), then, when step 1 declared
+       the table, `recover partitions`;
+    3. (re)create the view `<schema>.<snapshot>` (the history) over the log; dbt's
        own staging rows against it (`snapshot_staging_table`: inserts, updates, hard deletes for
        the configured strategy and unique key; R's partition is empty, so this is the history
        of the runs before);
-    4. `insert into` R's partition the new and the closed versions (one Spark job: its files
+    4. `insert into` R's partition the new and the closed versions, computed from those
+       staging rows (a CTE of the insert; one Spark job: its files
        appear together at commit; an interrupted build leaves R's partition empty, i.e. the
        history as it was before R, and running R again completes it).
 
@@ -59,8 +63,6 @@
             database=none, schema=model.schema, identifier=identifier, type='view') -%}
     {%- set log_relation = api.Relation.create(
             database=none, schema=model.schema, identifier=identifier ~ '__log', type='table') -%}
-    {%- set shape_view = identifier ~ '__kaudit_shape' -%}
-    {%- set staging_view = identifier ~ '__kaudit_staging' -%}
     {%- set meta = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
 
     {{ run_hooks(pre_hooks) }}
@@ -69,18 +71,20 @@
 
     {#- 1. the log table over its location (the shape needs only the strategy's expressions) -#}
     {%- set shape_strategy = strategy_macro(model, "snapshotted_data", "source_data", model['config'], False) -%}
-    {%- call statement('snapshot_shape') -%}
-        create or replace temporary view `{{ shape_view }}` as
+    {%- set shape_sql -%}
         select
             *,
             cast(null as string) as dbt_valid_from_run_id,
             cast(null as string) as dbt_valid_to_run_id
         from ({{ build_snapshot_table(shape_strategy, model['compiled_code']) }}) as shaped
-        where false
-    {%- endcall -%}
-    {%- set columns = kaudit_describe_columns('`' ~ shape_view ~ '`') -%}
-    {%- do kaudit_declare_run_table(log_relation, columns, location) -%}
-    {%- do adapter.cache_added(log_relation) -%}
+    {%- endset -%}
+    {%- set columns = kaudit_describe_columns('query ' ~ shape_sql) -%}
+    {%- set existing_log = adapter.get_relation(database=none, schema=model.schema, identifier=log_relation.identifier) -%}
+    {%- set declare = not kaudit_run_table_declared(existing_log, columns, location) -%}
+    {%- if declare -%}
+        {%- do kaudit_declare_run_table(log_relation, columns, location) -%}
+        {%- do adapter.cache_added(log_relation) -%}
+    {%- endif -%}
 
     {#- 2. this run's partition emptied (a rebuild replaces it), the others found on disk -#}
     {%- call statement('empty_run') -%}
@@ -91,9 +95,11 @@
             {%- endfor %}
         where false
     {%- endcall -%}
-    {%- call statement('recover_partitions') -%}
-        alter table {{ log_relation }} recover partitions
-    {%- endcall -%}
+    {%- if declare -%}
+        {%- call statement('recover_partitions') -%}
+            alter table {{ log_relation }} recover partitions
+        {%- endcall -%}
+    {%- endif -%}
 
     {#- 3. the history as the snapshot's own name (a view: it shows this run's versions once
         they are written), then dbt's staging rows against the history of the runs before.
@@ -108,15 +114,15 @@
     {%- endcall -%}
     {%- do adapter.cache_added(target_relation) -%}
     {%- set strategy = strategy_macro(model, "snapshotted_data", "source_data", model['config'], True) -%}
-    {%- call statement('snapshot_staging') -%}
-        create or replace temporary view `{{ staging_view }}` as
-        {{ snapshot_staging_table(strategy, model['compiled_code'], target_relation) }}
-    {%- endcall -%}
 
     {#- 4. the change: new versions and closed copies, in this run's partition (the view reads
         the other runs' partitions: Spark appends to a table it reads, it cannot overwrite it) -#}
     {%- call statement('main') -%}
         insert into table {{ log_relation }} partition (run_id = '{{ run_id }}')
+        with kaudit_staging as (
+            {{ snapshot_staging_table(strategy, model['compiled_code'], target_relation) }}
+        )
+
         select
             {%- for name, type in columns %}
             {%- if name == meta.dbt_valid_to %}
@@ -132,7 +138,7 @@
             select
                 {{ meta.dbt_scd_id }},
                 max({{ meta.dbt_valid_to }}) as {{ meta.dbt_valid_to }}
-            from `{{ staging_view }}`
+            from kaudit_staging
             where dbt_change_type in ('update', 'delete')
             group by {{ meta.dbt_scd_id }}
         ) as closing
@@ -149,15 +155,9 @@
             staged.`{{ name }}`
             {%- endif %} as `{{ name }}`{{ ',' if not loop.last }}
             {%- endfor %}
-        from `{{ staging_view }}` as staged
+        from kaudit_staging as staged
         where staged.dbt_change_type = 'insert'
     {%- endcall -%}
-
-    {%- for view in [shape_view, staging_view] -%}
-        {%- call statement('drop_' ~ view) -%}
-            drop view if exists `{{ view }}`
-        {%- endcall -%}
-    {%- endfor -%}
 
     {{ run_hooks(post_hooks) }}
     {%- do adapter.commit() -%}

@@ -191,9 +191,22 @@ def test_failed_data_test_is_a_step_error(spark, warehouse):
         run_dbt(RunContext(warehouse, "bad", quiet=True), select=["stg_zookeeper__offsets"])
 
 
-def test_a_mart_missing_a_declared_column_fails_the_build(spark, warehouse, tmp_path, monkeypatch):
-    """The marts' contracts are enforced: a declared column the model does not build stops
-    the build before the mart is written."""
+def _declare(columns: list[dict], change: str) -> None:
+    if change == "missing column":
+        columns.append({"name": "origin", "data_type": "string"})
+    else:  # "wrong type": commits is bigint; `long` is Spark's own name for it, `string` is not
+        for column in columns:
+            if column["name"] == "commits":
+                column["data_type"] = "long"
+            elif column["name"] == "first_commit_at":
+                column["data_type"] = "string"
+
+
+@pytest.mark.parametrize("change", ["missing column", "wrong type"])
+def test_a_mart_not_matching_its_contract_fails_the_build(spark, warehouse, tmp_path, monkeypatch, change):
+    """The marts' contracts are enforced: a declared column the model does not build, or a
+    declared type it does not build, stops the build before the mart is written. Types are
+    compared as Spark names them (a declared `long` is the model's `bigint`)."""
     project = tmp_path / "project"
     project.mkdir()
     for name in ("dbt_project.yml", "profiles.yml"):
@@ -203,7 +216,7 @@ def test_a_mart_missing_a_declared_column_fails_the_build(spark, warehouse, tmp_
     declaration = project / "models" / "marts" / "_marts__models.yml"
     marts = yaml.safe_load(declaration.read_text())
     (frequency,) = [m for m in marts["models"] if m["name"] == "commit_frequency"]
-    frequency["columns"].append({"name": "origin", "data_type": "string"})
+    _declare(frequency["columns"], change)
     declaration.write_text(yaml.safe_dump(marts, sort_keys=False))
     monkeypatch.setenv("KAUDIT_DBT_PROJECT_DIR", str(project))
 
@@ -211,3 +224,13 @@ def test_a_mart_missing_a_declared_column_fails_the_build(spark, warehouse, tmp_
     with pytest.raises(StepError, match=r"model commit_frequency error: .*enforced contract that failed"):
         run_dbt(RunContext(warehouse, "contract", quiet=True), select=["+commit_frequency"])
     assert not (warehouse.root / "marts" / "commit_frequency").exists()
+    # dbt's table of mismatches (in the log once or more: the error, the summary)
+    mismatches = {
+        " ".join(line.strip(" |").split())
+        for line in (warehouse.root / "logs" / "dbt" / "dbt.log").read_text().splitlines()
+        if line.rstrip(" |").endswith(("data type mismatch", "missing in definition", "missing in contract"))
+    }
+    if change == "missing column":
+        assert mismatches == {"origin | | string | missing in definition"}
+    else:
+        assert mismatches == {"first_commit_at | timestamp | string | data type mismatch"}
