@@ -27,8 +27,8 @@ ZooKeeper owners: one znode per partition, the registry quarantines non-canonica
 tables (no shuffle of the big side), and :func:`unowned` adds the expected rows nobody owns;
 the build runs :func:`unowned` only when the number of observed rows that matched an expected
 key is below the number of expected rows. A ``range_audit`` row matched an expected key
-exactly when its ``expected_owner`` is not null, so the build counts the matches while it
-writes them (an observed metric), with no pass over the rows.
+exactly when its ``expected_owner`` is not null, so the build counts the matches in the
+Parquet footers of what it wrote (null counts), with no pass over the rows.
 """
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ partitions times groups; everything else is small). Three chains of jobs run sid
    groups, classic Kafka groups and KIP-848 groups (their server's target;
    ``core/consumer_group_findings`` written on the main chain) by their general functions.
 4. main, once the owners are written: the audit, ZooKeeper range groups by lookup
-   (``audit.range_audit``), the rest with the general full outer join (``audit.audit``), in
-   one write; the unowned partitions of range groups are looked for only when fewer observed
-   rows matched an expected key (counted while the lookup's rows are written) than there are
-   expected rows.
+   (``audit.range_audit``), the rest with the general full outer join (``audit.audit``); the
+   unowned partitions of range groups are looked for only when fewer observed rows matched
+   an expected key (counted in the footers of the lookup's files) than there are expected
+   rows.
 5. main: ``core/rebalance_states`` and ``core/settled_audit``, each in one write of the
    ZooKeeper states and the Kafka-era generations. Frames that two writes (or two branches
    of one plan) read are computed once (``io.reused``).
@@ -56,6 +56,7 @@ from pipelines.spark.io import (
     read_staged,
     reused,
     row_group_bounds,
+    staged_non_null,
     staged_rows,
     write_staged,
 )
@@ -200,12 +201,12 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         )
         if roundrobin is not None:
             roundrobin["observed"] = owners.where(~ranged)
-        # one write of the range groups' lookup and the others' join, counting the lookup's matches
-        ranged_rows, matched = observe(range_audit(owners.where(ranged), plan, ranks, threads),
-                                       matched=F.count("expected_owner"))
-        audited = [audit(**{k: _union([o[k] for o in others]) for k in others[0]})] if others else []
-        write_staged(tx, "core/assignment_audit", _union([ranged_rows, *audited]))
-        if matched.get["matched"] < expected.result():
+        write_staged(tx, "core/assignment_audit", range_audit(owners.where(ranged), plan, ranks, threads))
+        matched = staged_non_null(tx, "core/assignment_audit", "expected_owner")
+        if others:
+            audited = audit(**{k: _union([o[k] for o in others]) for k in others[0]})
+            write_staged(tx, "core/assignment_audit", audited, append=True)
+        if matched < expected.result():
             write_staged(tx, "core/assignment_audit", unowned(expected_range, owners.where(ranged)), append=True)
         advance()
         for frame in (threads, plan, ranks):
