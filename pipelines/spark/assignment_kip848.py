@@ -50,6 +50,7 @@ from pyspark.sql import functions as F
 
 from pipelines.spark.assignment_kafka import latest
 from pipelines.spark.assignors import member_order, range_assign
+from pipelines.spark.io import reused
 
 SOURCE = "kafka"
 RAW_TABLES = (
@@ -125,11 +126,12 @@ def state(raw: dict[str, DataFrame], topic_partitions: DataFrame) -> dict[str, D
     _resolved; ``held`` also ``pending``), ``current`` (group_id, member_id, state,
     member_epoch: every member's current assignment record, also of members holding nothing),
     ``names`` (topic_names), ``partitions`` (group_id, topic, partition of the topics the
-    group's members subscribe to)."""
-    groups = live_groups(raw["raw/consumer_group_metadata"])
-    members = _of_live(latest(raw["raw/consumer_group_members"], "group_id", "member_id"), groups)
+    group's members subscribe to). Each is computed once (:func:`~pipelines.spark.io.reused`):
+    the expected rows, the audit, the findings and the epochs' audit all read them."""
+    groups = reused(live_groups(raw["raw/consumer_group_metadata"]))
+    members = reused(_of_live(latest(raw["raw/consumer_group_members"], "group_id", "member_id"), groups))
     target_meta = latest(raw["raw/consumer_group_target_metadata"], "group_id").select("group_id", "assignment_epoch")
-    names = topic_names(topic_partitions, _of_live(raw["raw/consumer_group_partition_metadata"], groups))
+    names = reused(topic_names(topic_partitions, _of_live(raw["raw/consumer_group_partition_metadata"], groups)))
     target = named(
         _explode(
             _of_live(latest(raw["raw/consumer_group_target_assignments"], "group_id", "member_id"), groups),
@@ -137,7 +139,7 @@ def state(raw: dict[str, DataFrame], topic_partitions: DataFrame) -> dict[str, D
         ),
         names,
     )
-    current = _of_live(latest(raw["raw/consumer_group_current_assignments"], "group_id", "member_id"), groups)
+    current = reused(_of_live(latest(raw["raw/consumer_group_current_assignments"], "group_id", "member_id"), groups))
     current_state = current.select("group_id", "member_id", "state", "member_epoch")
     held = named(
         _explode(current, "assigned_partitions")
@@ -188,15 +190,15 @@ def state(raw: dict[str, DataFrame], topic_partitions: DataFrame) -> dict[str, D
         .select("group_id", "topic", F.explode(F.sequence(F.lit(0), F.col("num_partitions") - 1)).alias("partition"))
     )
     return dict(
-        groups=groups,
+        groups=reused(groups),
         members=members,
-        subscribed=subscribed,
-        target=target,
-        held=held,
+        subscribed=reused(subscribed),
+        target=reused(target),
+        held=reused(held),
         current=current_state,
         names=names,
-        partitions=partitions,
-        topics=by_name,
+        partitions=reused(partitions),
+        topics=reused(by_name),
     )
 
 

@@ -17,6 +17,9 @@ partitions times groups; everything else is small). Three chains of jobs run sid
    unowned partitions of range groups are looked for only when fewer observed rows matched
    an expected key (counted in the footers of the lookup's files) than there are expected
    rows.
+5. main: ``core/rebalance_states`` and ``core/settled_audit``, each in one write of the
+   ZooKeeper states and the Kafka-era generations. Frames that two writes (or two branches
+   of one plan) read are computed once (``io.reused``).
 
 A parser counts its malformed rows while its table is written; only when there are some is
 the parse repeated to collect them for ``raw/quarantine`` (``part-build_core.parquet``).
@@ -47,9 +50,11 @@ from pipelines.spark import (
 from pipelines.spark.audit import audit, range_audit, unowned
 from pipelines.spark.concurrent import Concurrent
 from pipelines.spark.io import (
+    conform,
     observe,
     read_spark,
     read_staged,
+    reused,
     row_group_bounds,
     staged_non_null,
     staged_rows,
@@ -81,13 +86,14 @@ def _write_parsed(tx, parsers: dict, znodes: DataFrame, advance) -> list[DataFra
     return bad
 
 
-def _small_registry(tx, znodes: DataFrame, advance) -> list[DataFrame]:
+def _small_registry(tx, znodes: DataFrame, advance, replaced=()) -> list[DataFrame]:
     """Writes the small registry tables from the small remainder of ``znodes`` (cached by the
-    first of them); returns their quarantine frames."""
+    first of them), but for those ``replaced`` (a KRaft run's); returns their quarantine frames."""
     small = znodes.where(registry.is_small()).transform(registry.with_path_parts)
     small.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        return _write_parsed(tx, registry.SMALL_PARSERS, small, advance)
+        parsers = {t: p for t, p in registry.SMALL_PARSERS.items() if t not in replaced}
+        return _write_parsed(tx, parsers, small, advance)
     finally:
         small.unpersist()
 
@@ -103,13 +109,15 @@ def _write_expected(tx, frames: list[DataFrame], advance) -> int:
 def _kafka_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> dict[str, DataFrame]:
     """Expected rows and audit inputs of the Kafka groups of ``__consumer_offsets``."""
     wh, run_id = ctx.warehouse, ctx.run_id
-    latest = assignment_kafka.latest_groups(read_spark(spark, wh, "raw/group_metadata", run_id))
-    members = assignment_kafka.latest_members(latest, read_spark(spark, wh, "raw/group_members", run_id))
+    latest = reused(assignment_kafka.latest_groups(read_spark(spark, wh, "raw/group_metadata", run_id)))
+    members = reused(assignment_kafka.latest_members(latest, read_spark(spark, wh, "raw/group_members", run_id)))
     assignments = read_spark(spark, wh, "raw/group_assignments", run_id)
-    partitions = assignment_kafka.topic_partitions(topic_parts, read_spark(spark, wh, "raw/log_end_offsets", run_id))
+    partitions = reused(
+        assignment_kafka.topic_partitions(topic_parts, read_spark(spark, wh, "raw/log_end_offsets", run_id))
+    )
     src = F.lit(assignment_kafka.SOURCE).alias("source")
-    return {
-        "expected": assignment_kafka.expected_assignment(members, partitions),
+    return {  # the expected rows are written and audited: computed once
+        "expected": reused(assignment_kafka.expected_assignment(members, partitions)),
         "observed": assignment_kafka.observed_owners(latest, assignments),
         "registered": members.select(src, "group_id", "owner"),
         "subscribed": members.select(src, "group_id", F.explode("subscribed_topics").alias("topic")),
@@ -117,12 +125,13 @@ def _kafka_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) 
     }
 
 
-def _kip848_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> tuple[dict, DataFrame]:
-    """Expected rows and audit inputs of the KIP-848 groups, and their findings."""
+def _kip848_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> tuple[dict, DataFrame, tuple]:
+    """Expected rows and audit inputs of the KIP-848 groups, their findings, and their raw
+    frames and state (for their epochs, :func:`generations.build`)."""
     raw = {t: read_spark(spark, ctx.warehouse, t, ctx.run_id) for t in assignment_kip848.RAW_TABLES}
     st = assignment_kip848.state(raw, topic_parts)
-    inputs = {"expected": assignment_kip848.expected_assignment(st), **assignment_kip848.audit_inputs(st)}
-    return inputs, assignment_kip848.findings(st)
+    inputs = {"expected": reused(assignment_kip848.expected_assignment(st)), **assignment_kip848.audit_inputs(st)}
+    return inputs, assignment_kip848.findings(st), (raw, st)
 
 
 def _zookeeper_roundrobin_groups(threads: DataFrame, topic_parts: DataFrame) -> dict[str, DataFrame]:
@@ -154,10 +163,12 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         znodes = _znodes(spark, ctx)
         bulk = {t: side.submit("scan", _write_parsed, tx, {t: p}, znodes, advance)
                 for t, p in registry.BULK_PARSERS.items()}
-        bad = _small_registry(tx, znodes, advance)
-        if kraft_registry.used(ctx):  # no ZooKeeper registry: the KRaft replay's tables replace the empty ones
-            for table, frame in kraft_registry.frames(spark, ctx).items():
-                write_staged(tx, table, frame)
+        # no ZooKeeper registry: the KRaft replay's tables replace the empty ones
+        replacing = kraft_registry.frames(spark, ctx) if kraft_registry.used(ctx) else {}
+        bad = _small_registry(tx, znodes, advance, replaced=replacing)
+        for table, frame in replacing.items():
+            write_staged(tx, table, frame)
+            advance()
 
         # expected rows: ZooKeeper range groups through the small range tables; the other
         # groups (ZooKeeper round-robin, Kafka) in full, when the run has any
@@ -173,8 +184,9 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         )
         kafka = _kafka_groups(spark, ctx, topic_parts) if row_count(wh, "raw/group_metadata", run_id) else None
         kip848, findings = None, spark.createDataFrame([], table_schema("core/consumer_group_findings"))
+        kip848_state = None
         if row_count(wh, "raw/consumer_group_metadata", run_id):
-            kip848, findings = _kip848_groups(spark, ctx, topic_parts)
+            kip848, findings, kip848_state = _kip848_groups(spark, ctx, topic_parts)
         write_staged(tx, "core/consumer_group_findings", findings)
         advance()
         others = [o for o in (roundrobin, kafka, kip848) if o is not None]
@@ -202,12 +214,12 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
 
         # issue 21: every state of the ZooKeeper groups the txn logs replayed, and every
         # generation (epoch) of the Kafka groups, audited
-        states, settled_audit = rebalances.build(spark, ctx, assignors)
-        write_staged(tx, "core/rebalance_states", states)
-        write_staged(tx, "core/settled_audit", settled_audit)
-        for states, settled_audit in generations.build(spark, ctx, topic_parts):
-            write_staged(tx, "core/rebalance_states", states, append=True, unfilled=ZOOKEEPER_STATE_COLUMNS)
-            write_staged(tx, "core/settled_audit", settled_audit, append=True, unfilled=ZOOKEEPER_STATE_COLUMNS)
+        # generations, one write per table
+        zookeeper = rebalances.build(spark, ctx, assignors)
+        kafka_era = generations.build(spark, ctx, topic_parts, kip848_state)
+        for i, table in enumerate(("core/rebalance_states", "core/settled_audit")):
+            frames = [conform(zookeeper[i], table), *[conform(p[i], table, ZOOKEEPER_STATE_COLUMNS) for p in kafka_era]]
+            write_staged(tx, table, _union(frames))
         advance()
 
         quarantined = _union(bad).toArrow() if bad else quarantine.table([])

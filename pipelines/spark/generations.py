@@ -49,7 +49,7 @@ from pipelines.context import RunContext
 from pipelines.reading import row_count
 from pipelines.spark import assignment_kafka, assignment_kip848
 from pipelines.spark.audit import audit
-from pipelines.spark.io import read_spark
+from pipelines.spark.io import read_spark, reused
 from pipelines.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
@@ -213,10 +213,10 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
     nxt = Window.partitionBy("group_id").orderBy("_seq")
     # the next state's time, when it is what ended this one (a tombstone has no time)
     follows = F.lead("state_offset").over(nxt) == F.col("next_log_offset")
-    starts = starts.withColumns({
+    starts = reused(starts.withColumns({
         "started_at": F.col("state_timestamp"),
         "next_at": F.when(follows, F.lead("state_timestamp").over(nxt)),
-    })
+    }))
     # the generation's last record: what the state ended with
     last = _of_state(records, starts).groupBy(*STATE).agg(
         F.max(F.struct(*_log_order(), "protocol")).alias("_last")
@@ -228,16 +228,16 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
     def fold_rows(rows: DataFrame) -> DataFrame:
         return rows.join(of_last, KEY).withColumn("group_id", _fold()).drop("state_partition", "state_offset")
 
-    members = assignment_kafka.latest_members(folded, fold_rows(group_members))
+    members = reused(assignment_kafka.latest_members(folded, fold_rows(group_members)))
     src = F.lit(SOURCE).alias("source")
-    expected = assignment_kafka.expected_assignment(members, partitions)
-    audited = _audited({
+    expected = reused(assignment_kafka.expected_assignment(members, partitions))
+    audited = reused(_audited({
         "expected": expected,
         "observed": assignment_kafka.observed_owners(folded, fold_rows(group_assignments)),
         "registered": members.select(src, "group_id", "owner"),
         "subscribed": members.select(src, "group_id", F.explode("subscribed_topics").alias("topic")),
         "known": partitions.select(src, "topic", "partition", "broker_id"),
-    })
+    }))
 
     sets = _unfold(members.select(
         "group_id", "owner", F.array_join(F.array_sort(F.coalesce("subscribed_topics", F.array())), ",").alias("_t")
@@ -246,7 +246,7 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
         F.array_sort(F.collect_list(F.concat_ws("=", "owner", "_t"))).alias("_subs"),
     )
     assignors = _unfold(expected).groupBy(*STATE).agg(F.first("assignor", ignorenulls=True).alias("assignor"))
-    states = _with_triggers(starts.join(sets, STATE, "left")).join(assignors, STATE, "left")
+    states = reused(_with_triggers(starts.join(sets, STATE, "left")).join(assignors, STATE, "left"))
     summary = _summary(audited, expected)
     ok = F.coalesce("_ok", F.lit(True))
     table = _states_table(states, summary, "classic", ok, F.when(ok, F.col("started_at")),
@@ -272,13 +272,15 @@ def _as_of(records: DataFrame, bounds: DataFrame, before: str, inclusive: bool) 
     return rows.withColumn("_last", F.max(order).over(w)).where((order == F.col("_last")) & ~F.col("is_tombstone"))
 
 
-def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[DataFrame, DataFrame]:
+def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
+                    latest: dict[str, DataFrame] | None = None) -> tuple[DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``) rows of the KIP-848 groups' epochs.
-    ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`."""
+    ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`; ``latest``: their
+    :func:`assignment_kip848.state` when the caller has it (else computed here)."""
     meta = raw["raw/consumer_group_metadata"].select(*KEY, F.col("group_epoch").alias("generation"), "is_tombstone")
-    starts = state_starts(meta, "generation").withColumns({
+    starts = reused(state_starts(meta, "generation").withColumns({
         "started_at": F.lit(None).cast("timestamp"), "next_at": F.lit(None).cast("timestamp"),
-    })
+    }))
     # the epoch's target: its first target metadata record inside the state, the members' targets as of it
     tmeta = raw["raw/consumer_group_target_metadata"].select(*KEY, "assignment_epoch", "is_tombstone")
     target_at = (
@@ -287,15 +289,15 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
         .groupBy(*STATE).agg(F.min("log_offset").alias("_target_at"))
     )
     names = assignment_kip848.topic_names(topic_parts, raw["raw/consumer_group_partition_metadata"])
-    targets = _as_of(raw["raw/consumer_group_target_assignments"], target_at, "_target_at", inclusive=True)
-    target = assignment_kip848.named(_pairs(targets, "topic_partitions"), names)
+    targets = reused(_as_of(raw["raw/consumer_group_target_assignments"], target_at, "_target_at", inclusive=True))
+    target = reused(assignment_kip848.named(_pairs(targets, "topic_partitions"), names))
     # what each member held at the end of the state, and when it was stable at the epoch
     current = raw["raw/consumer_group_current_assignments"]
     held_rows = _as_of(current, starts, "next_log_offset", inclusive=False)
-    held = assignment_kip848.named(
+    held = reused(assignment_kip848.named(
         _pairs(held_rows, "assigned_partitions").unionByName(_pairs(held_rows, "partitions_pending_revocation")),
         names,
-    )
+    ))
     targeted = targets.select(*STATE, "member_id")
     span = starts.select(*STATE, "generation", "next_log_offset")
     reached = (
@@ -314,7 +316,7 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
                        F.greatest("_target_at", "_last")).alias("_settled_at")
     )
     # the members that made the epoch: those registered at its record (a later join is a later epoch)
-    members = _as_of(raw["raw/consumer_group_members"], starts, "state_offset", inclusive=True)
+    members = reused(_as_of(raw["raw/consumer_group_members"], starts, "state_offset", inclusive=True))
 
     src = F.lit(SOURCE).alias("source")
     folded = _fold().alias("group_id")
@@ -323,14 +325,15 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
     owners = held.select(*STATE, "member_id").unionByName(targeted)
     subscribed = members.select(*STATE, F.explode("subscribed_topics").alias("topic")).unionByName(
         target.select(*STATE, "topic"))
-    audited = _audited({
+    latest = latest if latest is not None else assignment_kip848.state(raw, topic_parts)
+    audited = reused(_audited({
         "expected": expected,
         "observed": held.select(src, folded, "topic", "partition", F.lit(None).cast("int").alias("broker_id"),
                                 F.col("member_id").alias("owner")),
         "registered": owners.select(src, folded, F.col("member_id").alias("owner")),
         "subscribed": subscribed.select(src, folded, "topic"),
-        "known": assignment_kip848.audit_inputs(assignment_kip848.state(raw, topic_parts))["known"],
-    })
+        "known": assignment_kip848.audit_inputs(latest)["known"],
+    }))
 
     sets = members.groupBy(*STATE).agg(
         F.array_sort(F.collect_list("member_id")).alias("_members"),
@@ -341,17 +344,19 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame) -> tuple[
         F.max(F.col("server_assignor").isNull().cast("int")).alias("_default"),
     ).withColumn("assignor", F.concat(
         F.when(F.col("_default") == 1, F.lit("uniform")).otherwise(F.col("_assignor")), F.lit(": server target")))
-    states = _with_triggers(starts.join(sets, STATE, "left")).join(settle, STATE, "left")
+    states = reused(_with_triggers(starts.join(sets, STATE, "left")).join(settle, STATE, "left"))
     settled = F.col("_settled_at").isNotNull()
     table = _states_table(states, _summary(audited, expected), "consumer", settled, F.lit(None).cast("timestamp"),
                           F.col("_settled_at"))
     return table, _audit_table(audited, states, "consumer")
 
 
-def build(spark, ctx: RunContext, topic_parts: DataFrame) -> list[tuple[DataFrame, DataFrame]]:
+def build(spark, ctx: RunContext, topic_parts: DataFrame,
+          kip848: tuple[dict[str, DataFrame], dict[str, DataFrame]] | None = None) -> list[tuple[DataFrame, DataFrame]]:
     """(``core/rebalance_states``, ``core/settled_audit``) frames of the run's classic and
     KIP-848 groups, as many pairs as the run has kinds of group records; the ZooKeeper-era
-    columns (``tables.ZOOKEEPER_STATE_COLUMNS``) are left to the writer (``io.conform``)."""
+    columns (``tables.ZOOKEEPER_STATE_COLUMNS``) are left to the writer (``io.conform``). ``kip848``:
+    the KIP-848 raw frames and their :func:`assignment_kip848.state` when the build has them."""
     wh, run_id = ctx.warehouse, ctx.run_id
     out = []
     if row_count(wh, "raw/group_metadata", run_id):
@@ -362,6 +367,6 @@ def build(spark, ctx: RunContext, topic_parts: DataFrame) -> list[tuple[DataFram
         out.append(classic_states(read("raw/group_metadata"), read("raw/group_members"),
                                   read("raw/group_assignments"), partitions))
     if row_count(wh, "raw/consumer_group_metadata", run_id):
-        raw = {t: read_spark(spark, wh, t, run_id) for t in assignment_kip848.RAW_TABLES}
-        out.append(consumer_states(raw, topic_parts))
+        raw, latest = kip848 or ({t: read_spark(spark, wh, t, run_id) for t in assignment_kip848.RAW_TABLES}, None)
+        out.append(consumer_states(raw, topic_parts, latest))
     return out

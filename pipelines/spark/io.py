@@ -88,6 +88,14 @@ def write_staged(tx: Transaction, table: str, df: DataFrame, append: bool = Fals
     return path
 
 
+def reused(df: DataFrame) -> DataFrame:
+    """``df`` computed once for all its consumers (two writes, two branches of one plan): a lazy
+    local checkpoint. Unlike ``persist`` it needs no ``unpersist`` (its blocks go when the frame
+    is collected) and runs no job of its own: its shuffles run when it is defined, its last stage
+    inside the first action that reads it, which stores the partitions the later ones read."""
+    return df.localCheckpoint(eager=False)
+
+
 def observe(df: DataFrame, **metrics: Column) -> tuple[DataFrame, Observation]:
     """``df`` computing the aggregate ``metrics`` while an action (a write) runs over it, and
     the ``Observation`` whose ``.get`` holds them afterwards: counts without a second pass."""

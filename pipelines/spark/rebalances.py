@@ -35,7 +35,7 @@ from pipelines.context import RunContext
 from pipelines.reading import row_count
 from pipelines.spark import assignment_zk, registry
 from pipelines.spark.assignors import roundrobin_assign
-from pipelines.spark.io import read_spark
+from pipelines.spark.io import read_spark, reused, row_group_bounds
 
 SEP = "\x01"
 NO_END = (1 << 63) - 1  # the end of an interval that lasts to the end of the history
@@ -45,8 +45,9 @@ def _materialized(df: DataFrame) -> DataFrame:
     """``df`` computed once and cut from its lineage. The states, expected owners and audit
     reuse each other several times over; as plain DataFrames each reuse copies the whole
     subtree, and the demo's plan grew until Spark's analyzer ran for over half an hour.
-    ``cache()`` keeps the tree (its lookup canonicalizes it); a local checkpoint replaces it."""
-    return df.localCheckpoint(eager=True)
+    ``cache()`` keeps the tree (its lookup canonicalizes it); a local checkpoint replaces it
+    (lazily, :func:`~pipelines.spark.io.reused`: no job of its own)."""
+    return reused(df)
 
 
 def _no_null_broker() -> Column:
@@ -161,13 +162,15 @@ def expected_states(states: DataFrame, registrations: DataFrame, topics: DataFra
     ))
 
 
-def settled_states(changes: DataFrame, assignors: dict[str, str]) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """(``core/rebalance_states``, ``core/settled_audit``, owner intervals) of the run."""
+def settled_states(changes: DataFrame, assignors: dict[str, str],
+                   last: int | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(``core/rebalance_states``, ``core/settled_audit``, owner intervals) of the run. ``last``:
+    the greatest zxid of ``changes`` when the caller knows it (else a Spark job finds it)."""
     registrations = _materialized(_parsed(intervals(changes, "consumer_ids"), registry.parse_registrations))
     topics = _materialized(_parsed_topics(intervals(changes, "broker_topics")))
     owners = _materialized(_parsed(intervals(changes, "consumer_owners"), registry.parse_owners))
     times = changes.groupBy("zxid").agg(F.min("time").alias("at"))
-    last = changes.agg(F.max("zxid")).first()[0] or 0
+    last = (changes.agg(F.max("zxid")).first()[0] if last is None else last) or 0
 
     by_group = Window.partitionBy("group_id").orderBy("state_zxid")
     states = _materialized(triggers(changes, registrations).select(
@@ -262,5 +265,6 @@ def build(spark, ctx: RunContext, assignors: dict[str, str]) -> tuple[DataFrame,
         return tuple(spark.createDataFrame([], table_schema(t)) for t in ("core/rebalance_states",
                                                                          "core/settled_audit"))
     changes = read_spark(spark, ctx.warehouse, "raw/znode_changes", ctx.run_id)
-    states, audit, _ = settled_states(changes, assignors)
+    last = max(row_group_bounds(ctx.warehouse, "raw/znode_changes", ctx.run_id, "zxid"), default=None)
+    states, audit, _ = settled_states(changes, assignors, last)
     return states, audit
