@@ -190,7 +190,7 @@ def state(raw: dict[str, DataFrame], topic_partitions: DataFrame) -> dict[str, D
         .select("group_id", "topic", F.explode(F.sequence(F.lit(0), F.col("num_partitions") - 1)).alias("partition"))
     )
     return dict(
-        groups=reused(groups),
+        groups=groups,
         members=members,
         subscribed=reused(subscribed),
         target=reused(target),

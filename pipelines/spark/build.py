@@ -213,8 +213,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
             frame.unpersist()
 
         # issue 21: every state of the ZooKeeper groups the txn logs replayed, and every
-        # generation (epoch) of the Kafka groups, audited
-        # generations, one write per table
+        # generation (epoch) of the Kafka groups, audited; one write per table
         zookeeper = rebalances.build(spark, ctx, assignors)
         kafka_era = generations.build(spark, ctx, topic_parts, kip848_state)
         for i, table in enumerate(("core/rebalance_states", "core/settled_audit")):

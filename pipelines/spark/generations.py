@@ -273,10 +273,10 @@ def _as_of(records: DataFrame, bounds: DataFrame, before: str, inclusive: bool) 
 
 
 def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
-                    latest: dict[str, DataFrame] | None = None) -> tuple[DataFrame, DataFrame]:
+                    state: dict[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``) rows of the KIP-848 groups' epochs.
-    ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`; ``latest``: their
-    :func:`assignment_kip848.state` when the caller has it (else computed here)."""
+    ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`; ``state``: their
+    :func:`assignment_kip848.state` (the build's, shared with the findings and the audit)."""
     meta = raw["raw/consumer_group_metadata"].select(*KEY, F.col("group_epoch").alias("generation"), "is_tombstone")
     starts = reused(state_starts(meta, "generation").withColumns({
         "started_at": F.lit(None).cast("timestamp"), "next_at": F.lit(None).cast("timestamp"),
@@ -325,14 +325,13 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
     owners = held.select(*STATE, "member_id").unionByName(targeted)
     subscribed = members.select(*STATE, F.explode("subscribed_topics").alias("topic")).unionByName(
         target.select(*STATE, "topic"))
-    latest = latest if latest is not None else assignment_kip848.state(raw, topic_parts)
     audited = reused(_audited({
         "expected": expected,
         "observed": held.select(src, folded, "topic", "partition", F.lit(None).cast("int").alias("broker_id"),
                                 F.col("member_id").alias("owner")),
         "registered": owners.select(src, folded, F.col("member_id").alias("owner")),
         "subscribed": subscribed.select(src, folded, "topic"),
-        "known": assignment_kip848.audit_inputs(latest)["known"],
+        "known": assignment_kip848.audit_inputs(state)["known"],
     }))
 
     sets = members.groupBy(*STATE).agg(
@@ -352,11 +351,12 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
 
 
 def build(spark, ctx: RunContext, topic_parts: DataFrame,
-          kip848: tuple[dict[str, DataFrame], dict[str, DataFrame]] | None = None) -> list[tuple[DataFrame, DataFrame]]:
+          kip848: tuple[dict[str, DataFrame], dict[str, DataFrame]] | None) -> list[tuple[DataFrame, DataFrame]]:
     """(``core/rebalance_states``, ``core/settled_audit``) frames of the run's classic and
     KIP-848 groups, as many pairs as the run has kinds of group records; the ZooKeeper-era
     columns (``tables.ZOOKEEPER_STATE_COLUMNS``) are left to the writer (``io.conform``). ``kip848``:
-    the KIP-848 raw frames and their :func:`assignment_kip848.state` when the build has them."""
+    the KIP-848 raw frames and their :func:`assignment_kip848.state` (None: the run has no
+    KIP-848 group records)."""
     wh, run_id = ctx.warehouse, ctx.run_id
     out = []
     if row_count(wh, "raw/group_metadata", run_id):
@@ -366,7 +366,7 @@ def build(spark, ctx: RunContext, topic_parts: DataFrame,
         partitions = assignment_kafka.topic_partitions(topic_parts, read("raw/log_end_offsets"))
         out.append(classic_states(read("raw/group_metadata"), read("raw/group_members"),
                                   read("raw/group_assignments"), partitions))
-    if row_count(wh, "raw/consumer_group_metadata", run_id):
-        raw, latest = kip848 or ({t: read_spark(spark, wh, t, run_id) for t in assignment_kip848.RAW_TABLES}, None)
-        out.append(consumer_states(raw, topic_parts, latest))
+    if kip848 is not None:
+        raw, state = kip848
+        out.append(consumer_states(raw, topic_parts, state))
     return out

@@ -41,13 +41,11 @@ SEP = "\x01"
 NO_END = (1 << 63) - 1  # the end of an interval that lasts to the end of the history
 
 
-def _materialized(df: DataFrame) -> DataFrame:
-    """``df`` computed once and cut from its lineage. The states, expected owners and audit
-    reuse each other several times over; as plain DataFrames each reuse copies the whole
-    subtree, and the demo's plan grew until Spark's analyzer ran for over half an hour.
-    ``cache()`` keeps the tree (its lookup canonicalizes it); a local checkpoint replaces it
-    (lazily, :func:`~pipelines.spark.io.reused`: no job of its own)."""
-    return reused(df)
+# The states, expected owners and audit reuse each other several times over; as plain
+# DataFrames each reuse copies the whole subtree, and the demo's plan grew until Spark's
+# analyzer ran for over half an hour. ``cache()`` keeps the tree (its lookup canonicalizes it);
+# a local checkpoint (:func:`~pipelines.spark.io.reused`) replaces it: each such frame below is
+# computed once and cut from its lineage.
 
 
 def _no_null_broker() -> Column:
@@ -138,7 +136,7 @@ def expected_states(states: DataFrame, registrations: DataFrame, topics: DataFra
     wanted = regs.select(F.col("_topic").alias("topic"), "state_zxid", F.col("topic").alias("_key")).distinct()
     parts = topics.join(wanted, "topic").where(_live_at(F.col("state_zxid")))
     parts = parts.select(F.col("_key").alias("_key"), "topic", "partition", "broker_id")
-    threads = _materialized(assignment_zk.consumer_threads(regs.drop("_topic", "state_zxid")))
+    threads = reused(assignment_zk.consumer_threads(regs.drop("_topic", "state_zxid")))
     ranged = assignment_zk.is_range_group(assignors, "_group")
     threads = threads.withColumn("_group", F.substring_index("group_id", SEP, 1))
     keyed = parts.select(F.col("_key").alias("topic"), "partition", "broker_id")
@@ -154,7 +152,7 @@ def expected_states(states: DataFrame, registrations: DataFrame, topics: DataFra
     )
     out = ["group_id", "topic", "partition", "broker_id", "expected_owner", "assignor"]
     both = by_range.select(*out).unionByName(by_rr)
-    return _materialized(both.select(
+    return reused(both.select(
         F.substring_index("group_id", SEP, 1).alias("group_id"),
         F.substring_index("group_id", SEP, -1).cast("bigint").alias("state_zxid"),
         F.substring_index("topic", SEP, 1).alias("topic"),
@@ -163,17 +161,16 @@ def expected_states(states: DataFrame, registrations: DataFrame, topics: DataFra
 
 
 def settled_states(changes: DataFrame, assignors: dict[str, str],
-                   last: int | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
+                   last: int) -> tuple[DataFrame, DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``, owner intervals) of the run. ``last``:
-    the greatest zxid of ``changes`` when the caller knows it (else a Spark job finds it)."""
-    registrations = _materialized(_parsed(intervals(changes, "consumer_ids"), registry.parse_registrations))
-    topics = _materialized(_parsed_topics(intervals(changes, "broker_topics")))
-    owners = _materialized(_parsed(intervals(changes, "consumer_owners"), registry.parse_owners))
+    the greatest zxid of ``changes``."""
+    registrations = reused(_parsed(intervals(changes, "consumer_ids"), registry.parse_registrations))
+    topics = reused(_parsed_topics(intervals(changes, "broker_topics")))
+    owners = reused(_parsed(intervals(changes, "consumer_owners"), registry.parse_owners))
     times = changes.groupBy("zxid").agg(F.min("time").alias("at"))
-    last = (changes.agg(F.max("zxid")).first()[0] if last is None else last) or 0
 
     by_group = Window.partitionBy("group_id").orderBy("state_zxid")
-    states = _materialized(triggers(changes, registrations).select(
+    states = reused(triggers(changes, registrations).select(
         "*",
         F.lead("state_zxid").over(by_group).alias("next_zxid"),
         F.lead("started_at").over(by_group).alias("next_at"),
@@ -212,7 +209,7 @@ def settled_states(changes: DataFrame, assignors: dict[str, str],
         .otherwise("ok")
     )
     span = F.coalesce(F.col("next_zxid"), F.lit(last + 1)) - F.col("state_zxid")
-    audit = _materialized(audit.select(
+    audit = reused(audit.select(
         "group_id", "state_zxid", "topic", "partition", F.nullif(F.col("broker_id"), F.lit(-1)).alias("broker_id"),
         "expected_owner", F.col("owner").alias("observed_owner"), status.alias("status"), "owner_since",
         "_last_release", "assignor",
@@ -265,6 +262,6 @@ def build(spark, ctx: RunContext, assignors: dict[str, str]) -> tuple[DataFrame,
         return tuple(spark.createDataFrame([], table_schema(t)) for t in ("core/rebalance_states",
                                                                          "core/settled_audit"))
     changes = read_spark(spark, ctx.warehouse, "raw/znode_changes", ctx.run_id)
-    last = max(row_group_bounds(ctx.warehouse, "raw/znode_changes", ctx.run_id, "zxid"), default=None)
+    last = max(row_group_bounds(ctx.warehouse, "raw/znode_changes", ctx.run_id, "zxid"), default=0)
     states, audit, _ = settled_states(changes, assignors, last)
     return states, audit

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
+from pipelines.spark import assignment_kip848
 from pipelines.spark import generations as G
 from pipelines.spark.schemas import table_schema
 
@@ -123,7 +124,7 @@ def test_kip848_epochs_settle_when_every_targeted_member_is_stable(spark):
     }
     tp = _df(spark, "core/topic_partitions",
              [("orders", p, None, [1], 1, 0, [1], "o", None, None, "r1") for p in range(2)])
-    states, audited = G.consumer_states(raw, tp)
+    states, audited = G.consumer_states(raw, tp, assignment_kip848.state(raw, tp))
     states, audited = states.collect(), audited.collect()
     assertDataFrameEqual(_cols(states, STATE_COLS), [
         ("k", 1, 10, "first", 20, True, 13, 2, 0, 0, 0),
