@@ -10,7 +10,7 @@ def test_a_session_kaudit_starts_runs_the_throughput_collector_on_loopback(spark
     assert (conf.get("spark.driver.bindAddress"), conf.get("spark.driver.host")) == ("127.0.0.1", "127.0.0.1")
 
 
-def test_code_generation_follows_the_run_size_and_keeps_the_users_setting(spark):
+def test_code_generation_follows_the_run_size(spark):
     from pipelines.spark.session import CODEGEN, SMALL_RUN_ROWS, size_to_run
 
     def settings():
