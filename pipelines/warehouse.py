@@ -118,13 +118,19 @@ class StepLock:
 class TableWriter:
     """Streams record batches of one table into one Parquet file of a staging dir."""
 
-    def __init__(self, path: Path, schema: pa.Schema, dictionary: bool | list[str] = True):
+    def __init__(self, path: Path, schema: pa.Schema, dictionary: bool | list[str] = True, *,
+                 statistics: bool | list[str] = True, batch_size: int | None = None):
         """``dictionary``: dictionary-encode every column (default) or only the named ones
-        (unique values such as paths or ids only cost time and space in a dictionary)."""
+        (unique values such as paths or ids only cost time and space in a dictionary).
+        ``statistics``: min/max and null counts of every column (default) or only the named
+        ones (long unique strings nobody filters on only cost time). ``batch_size``: values
+        the Parquet encoder takes per internal step (pyarrow's default 1024)."""
         self.schema = schema
         self.rows = 0
         self._path = path
-        self._options = {"compression": "zstd", "use_dictionary": dictionary}
+        self._options = {"compression": "zstd", "use_dictionary": dictionary, "write_statistics": statistics}
+        if batch_size is not None:
+            self._options["write_batch_size"] = batch_size
         self._writer: pq.ParquetWriter | None = None
 
     def write(self, data: pa.Table | pa.RecordBatch) -> None:
@@ -167,11 +173,13 @@ class Transaction:
         return self.staged[table]
 
     def writer(self, table: str, schema: pa.Schema | None = None, *,
-               dictionary: bool | list[str] = True) -> TableWriter:
+               dictionary: bool | list[str] = True, **options) -> TableWriter:
+        """The table's writer (made on first use; ``options``: :class:`TableWriter`'s)."""
         if table not in self.writers:
             path = self.staging_dir(table)
             path.mkdir(parents=True, exist_ok=True)
-            self.writers[table] = TableWriter(path / f"part-{self.step}.parquet", schema or SCHEMAS[table], dictionary)
+            self.writers[table] = TableWriter(path / f"part-{self.step}.parquet", schema or SCHEMAS[table], dictionary,
+                                              **options)
         return self.writers[table]
 
     def write(self, table: str, data: pa.Table, schema: pa.Schema | None = None) -> None:

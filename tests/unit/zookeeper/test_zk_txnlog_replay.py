@@ -228,6 +228,9 @@ def test_single_file_errors_and_digest_36(real_fixtures, tmp_path):
     dictionary = {chunks.column(i).path_in_schema for i in range(chunks.num_columns)
                   if chunks.column(i).dictionary_page_offset is not None}
     assert dictionary == {"source"}
+    # statistics on the source (the core build reads the sources from them), not on paths nor data
+    stated = {chunks.column(i).path_in_schema for i in range(chunks.num_columns) if chunks.column(i).is_stats_set}
+    assert "source" in stated and not stated & {"path", "data"}
 
 
 def test_unreadable_data_dirs_are_input_errors(tmp_path, capsys):
