@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-from rich.markup import escape
 
 from pipelines import quarantine
 from pipelines.context import RunContext
@@ -204,13 +203,20 @@ def read_order(path: Path, at_zxid: int | None = None, chroot: str | None = None
     return rows, res
 
 
+def _say_warnings(ctx: RunContext, warnings: list[str]) -> None:
+    if warnings and not ctx.quiet:
+        from rich.markup import escape
+
+        for w in warnings:
+            ctx.say(f"[yellow]warning[/]: {escape(text(w))}")
+
+
 def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None, chroot: str | None = None) -> dict:
     """Read a data dir (or its ``version-2/``, or one snapshot file) into ``raw/znodes``."""
     with ctx.progress() as bar:
         task = bar.add_task("txns replayed", total=None)
         rows, res = read_order(Path(path), at_zxid, chroot, progress=lambda n: bar.advance(task, n))
-    for w in res.warnings:
-        ctx.say(f"[yellow]warning[/]: {escape(text(w))}")
+    _say_warnings(ctx, res.warnings)
     history = res.tree.history
     changes = (history.table(res.zxid, normalize_chroot(chroot)) if history is not None
                else pa.Table.from_batches([], RAW_ZNODE_CHANGES))  # not empty_table(): it imports pandas (~0.3 s)
@@ -236,6 +242,10 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
         "warnings": [text(w) for w in res.warnings],
     }
     ctx.warehouse.write_meta(ctx.run_id, SNAPSHOT_STEP, meta)
+    if ctx.quiet:  # (rich's markup is not imported)
+        return meta
+    from rich.markup import escape
+
     verified = {True: "digest verified", None: "no digest to verify",
                 False: f"[bold red]NOT verified[/]: {escape(text(res.unverified or ''))}"}[res.digest_verified]
     ctx.say(f"{nodes} znodes at zxid {res.zxid:#x} from {escape(text(res.snapshot or 'an empty tree'))} "
