@@ -35,10 +35,12 @@ def signatures() -> dict:
     status = t.UniTuple(t.int64, 5)
     return {
         "walk_nodes": t.Tuple((status, i64, i64, i64, i64, i64, out(t.uint32)))(u1, t.int64, ro(t.uint32, 2), u1),
-        "locate_nodes": t.Tuple((status, i64, i64, i64, i64, i64))(u1, t.int64),
+        "locate_nodes": status(u1, t.int64, t.Array(t.int64, 2, "C")),
+        "locate_capacity": t.int64(t.int64, t.int64),
         "node_digests": t.none(u1, i8, i8, i8, i8, i8, ro(t.uint32, 2), u1, t.int64, t.int64, out(t.uint32)),
-        "gather": t.none(u1, i8, i8, i8, t.Array(t.uint8, 1, "C")),
+        "take_spans": t.Tuple((i64, out(t.uint8), t.int64))(u1, i8, i8, i8),
         "decode_stats": t.Tuple((t.Array(t.int64, 2, "C"), t.Array(t.int32, 2, "C")))(u1, i8, i8),
+        "client_stats": t.Array(t.int32, 2, "C")(t.Array(t.int64, 2, "C"), ro(t.int32, 2), ro(t.int32), i8, i8),
         "tree_digest": t.int64(ro(t.uint32), ro(t.boolean)),
         "parent_lengths": i64(u1, i8, i8),
         "preorder_parents": t.Tuple((i64, t.boolean))(u1, i8, i8, i8),

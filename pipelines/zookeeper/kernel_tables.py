@@ -17,6 +17,8 @@ STATUS_REASON = {
     NULL_PATH: "null path in a node record",
 }
 
+CONTAINER_OWNER = -(1 << 63)  # ephemeralOwner of a container node (EphemeralType)
+
 ZK_PREFIX = np.frombuffer(b"/zookeeper/", dtype=np.uint8).copy()
 
 

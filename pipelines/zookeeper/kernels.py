@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from pipelines.zookeeper.kernel_tables import (  # noqa: F401 - the kernels' constants, re-exported
+    CONTAINER_OWNER,
     CRC_TABLE,
     CRC_TABLES8,
     MAX_REASONABLE,
@@ -119,43 +120,44 @@ def _check_len(b, p, n_total, allow_null):
 
 
 @njit(cache=True, nogil=True)
-def locate_nodes(b, pos):
+def locate_nodes(b, pos, cols):
     """Hop over the node records from ``pos``, checking each length, and note where their
-    parts are: ((status, error position, node count, position after the end marker, bad
-    length), path offsets, path lengths, data offsets, data lengths, stat offsets). The
-    arrays are sized for as many records as the bytes could hold (:data:`MIN_NODE` each):
-    the first ``node count`` rows are the records. The stat fields are decoded later, only
-    where needed (:func:`decode_stats`)."""
+    parts are in the rows of ``cols``: path offsets, path lengths, data offsets, data lengths
+    and stat offsets of record i in ``cols[:, i]``. Returns (status, error position, node
+    count, position after the end marker, bad length). ``cols`` holds as many records as
+    the bytes could (:func:`locate_capacity`; allocated by the caller: numpy maps arrays this
+    big with huge pages, a kernel's allocation faults in every 4 KB page: ~10 ms of 1M
+    znodes). The stat fields are decoded later, only where needed (:func:`decode_stats`)."""
     n_total = b.shape[0]
-    cap = max(n_total - pos, 0) // MIN_NODE + 1
-    path_off = np.empty(cap, np.int64)
-    path_len = np.empty(cap, np.int64)
-    data_off = np.empty(cap, np.int64)
-    data_len = np.empty(cap, np.int64)
-    stat_off = np.empty(cap, np.int64)
     p = pos
     count = 0
     while True:
         st, ln = _check_len(b, p, n_total, False)
         if st != OK:
-            return (st, p, count, p, ln), path_off, path_len, data_off, data_len, stat_off
+            return st, p, count, p, ln
         if ln == 1 and b[p + 4] == 47:  # "/": end of nodes
-            return (OK, p, count, p + 5, 0), path_off, path_len, data_off, data_len, stat_off
+            return OK, p, count, p + 5, 0
         q = p + 4 + ln
         st, dl = _check_len(b, q, n_total, True)
         if st != OK:
-            return (st, q, count, p, dl), path_off, path_len, data_off, data_len, stat_off
+            return st, q, count, p, dl
         d = q + 4
         q = d + (dl if dl > 0 else 0)
         if q + 8 + STAT_SIZE > n_total:
-            return (TRUNCATED, q, count, p, 0), path_off, path_len, data_off, data_len, stat_off
-        path_off[count] = p + 4
-        path_len[count] = ln
-        data_off[count] = d
-        data_len[count] = dl
-        stat_off[count] = q + 8  # after the acl id
+            return TRUNCATED, q, count, p, 0
+        cols[0, count] = p + 4
+        cols[1, count] = ln
+        cols[2, count] = d
+        cols[3, count] = dl
+        cols[4, count] = q + 8  # after the acl id
         p = q + 8 + STAT_SIZE
         count += 1
+
+
+@njit(cache=True, nogil=True)
+def locate_capacity(n_bytes, pos):
+    """Node records that bytes ``pos:n_bytes`` can hold (:data:`MIN_NODE` bytes each), + 1."""
+    return max(n_bytes - pos, 0) // MIN_NODE + 1
 
 
 @njit(cache=True, nogil=True)
@@ -164,10 +166,11 @@ def walk_nodes(b, pos, table, zk_prefix):
     benchmarks and tests; the reader digests on two threads): (status tuple, path offsets,
     path lengths, data offsets, data lengths, stat offsets, digests), arrays of the records
     only."""
-    status, path_off, path_len, data_off, data_len, stat_off = locate_nodes(b, pos)
+    cols = np.empty((5, locate_capacity(b.shape[0], pos)), np.int64)
+    status = locate_nodes(b, pos, cols)
     n = status[2]
-    path_off, path_len = path_off[:n].copy(), path_len[:n].copy()
-    data_off, data_len, stat_off = data_off[:n].copy(), data_len[:n].copy(), stat_off[:n].copy()
+    path_off, path_len = cols[0, :n].copy(), cols[1, :n].copy()
+    data_off, data_len, stat_off = cols[2, :n].copy(), cols[3, :n].copy(), cols[4, :n].copy()
     digest = np.zeros(n, np.uint32)
     node_digests(b, path_off, path_len, data_off, data_len, stat_off, table, zk_prefix, 0, n, digest)
     return status, path_off, path_len, data_off, data_len, stat_off, digest
@@ -207,17 +210,33 @@ def node_digests(b, path_off, path_len, data_off, data_len, stat_off, table, zk_
 
 
 @njit(cache=True, nogil=True)
-def gather(b, offs, lens, out_offsets, out):
-    """Copy the byte ranges (offs[i], lens[i]) of ``b`` (null = negative length) into
-    ``out`` at ``out_offsets[i]``: the values buffer of an Arrow (large) binary array."""
-    for i in range(offs.shape[0]):
-        n = lens[i]
+def take_spans(values, starts, lengths, order):
+    """Spans ``order`` (string i is ``values[starts[i] : starts[i] + lengths[i]]``, null when
+    ``lengths[i]`` is negative) as the buffers of an Arrow (large) binary array: (offsets,
+    values, null count). One pass for the offsets, one copying the bytes."""
+    m = order.shape[0]
+    offsets = np.empty(m + 1, np.int64)
+    offsets[0] = 0
+    total = 0
+    nulls = 0
+    for j in range(m):
+        n = lengths[order[j]]
+        if n > 0:
+            total += n
+        elif n < 0:
+            nulls += 1
+        offsets[j + 1] = total
+    out = np.empty(total, np.uint8)
+    for j in range(m):
+        r = np.uint64(order[j])
+        n = lengths[r]
         if n <= 0:
             continue
-        o = np.uint64(out_offsets[i])
-        s = np.uint64(offs[i])
+        o = np.uint64(offsets[j])
+        s = np.uint64(starts[r])
         for k in range(np.uint64(n)):  # unsigned: no wraparound checks, see _i32
-            out[o + k] = b[s + k]
+            out[o + k] = values[s + k]
+    return offsets, out, nulls
 
 
 @njit(cache=True, nogil=True)
@@ -240,6 +259,29 @@ def decode_stats(b, offsets, order):
         longs[4, j] = _i64(b, s + 44)
         longs[5, j] = _i64(b, s + 52)
     return longs, ints
+
+
+@njit(cache=True, nogil=True)
+def client_stats(longs, ints, children, data_lengths, order):
+    """What a client sees (``DataNode.copyStat``, see :mod:`pipelines.zookeeper.rows`) of the
+    persisted stats of rows ``order``, already taken in that order as :func:`decode_stats`
+    returns them: ephemeralOwner (``longs[4]``) set to 0 in place for containers
+    (Long.MIN_VALUE) and TTL nodes (high byte 0xFF); returns (cversion = 2 * persisted
+    cversion - numChildren, dataLength (0 for null data), numChildren) as int32 rows.
+    ``children`` and ``data_lengths`` are per node, indexed by ``order``."""
+    m = order.shape[0]
+    out = np.empty((3, m), np.int32)
+    for j in range(m):
+        r = order[j]
+        owner = longs[4, j]
+        if owner == CONTAINER_OWNER or (owner >> np.int64(56)) == -1:
+            longs[4, j] = 0
+        ch = np.int64(children[r])
+        out[0, j] = np.int32(2 * np.int64(ints[1, j]) - ch)
+        d = data_lengths[r]
+        out[1, j] = np.int32(d if d > 0 else 0)
+        out[2, j] = np.int32(ch)
+    return out
 
 
 @njit(cache=True, nogil=True)

@@ -30,8 +30,9 @@ from types import ModuleType
 
 AOT_MODULE = "kaudit_zk_kernels"
 SOURCES = ("kernels.py", "kernel_tables.py", "aot.py")  # aot.py: the signatures
-EXPORTS = ("walk_nodes", "locate_nodes", "node_digests", "gather", "decode_stats", "tree_digest",
-           "parent_lengths", "preorder_parents", "sort_strings", "sort_stack", "sort_strings_until", "subtree_mask")
+EXPORTS = ("walk_nodes", "locate_nodes", "locate_capacity", "node_digests", "take_spans", "decode_stats",
+           "client_stats", "tree_digest", "parent_lengths", "preorder_parents", "sort_strings", "sort_stack",
+           "sort_strings_until", "subtree_mask")
 
 _impl: ModuleType | None = None
 

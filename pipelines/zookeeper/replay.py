@@ -34,7 +34,8 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.zookeeper.digest import MASK, node_digest, signed
-from pipelines.zookeeper.rows import CONTAINER_OWNER, PERSISTED_STAT, Spans, StatRecords
+from pipelines.zookeeper.kernel_tables import CONTAINER_OWNER
+from pipelines.zookeeper.rows import PERSISTED_STAT, Spans, StatRecords
 from pipelines.zookeeper.snapshot import Snapshot
 from pipelines.zookeeper.txnlog import Txn
 

@@ -27,8 +27,6 @@ import pyarrow as pa
 
 from pipelines.tables import RAW_ZNODES
 
-CONTAINER_OWNER = -(1 << 63)
-TTL_MASK = np.int64(-(1 << 56))  # 0xFF00000000000000
 SYSTEM_ROOT = "/zookeeper"
 
 
@@ -37,11 +35,6 @@ def normalize_chroot(chroot: str | None) -> str:
     if not chroot or chroot.strip("/") == "":
         return ""
     return "/" + chroot.strip("/")
-
-
-def client_owner(owner: np.ndarray) -> np.ndarray:
-    special = (owner == CONTAINER_OWNER) | ((owner & TTL_MASK) == TTL_MASK)
-    return np.where(special, 0, owner).astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)
@@ -79,15 +72,11 @@ class Spans:
         2 GiB of values raise :class:`pyarrow.ArrowInvalid`, as a cast would)."""
         from pipelines.zookeeper.native import kernels as native
 
-        starts, lengths = (self.starts, self.lengths) if order is None else (self.starts[order], self.lengths[order])
-        n = len(starts)
-        out_offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(np.maximum(lengths, 0), out=out_offsets[1:])
-        out = np.empty(int(out_offsets[-1]), np.uint8)
-        native().gather(self.values, starts, lengths, out_offsets, out)
-        valid = lengths >= 0
-        nulls = int(n - np.count_nonzero(valid))
-        bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+        if order is None:
+            order = np.arange(len(self), dtype=np.int64)
+        n = len(order)
+        out_offsets, out, nulls = native().take_spans(self.values, self.starts, self.lengths, order)
+        bitmap = pa.py_buffer(np.packbits(self.lengths[order] >= 0, bitorder="little")) if nulls else None
         if not (pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)):
             if out_offsets[-1] > np.iinfo(np.int32).max:
                 raise pa.ArrowInvalid(f"{out_offsets[-1]} bytes of values do not fit the 32-bit offsets of {typ}")
@@ -118,17 +107,22 @@ class StatRecords:
 
     def take(self, order: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The stat columns (:data:`PERSISTED_STAT`) of records ``order`` (default all)."""
-        from pipelines.zookeeper.native import kernels as native
-
-        order = np.arange(len(self.offsets), dtype=np.int64) if order is None else order
-        longs, ints = native().decode_stats(self.values, self.offsets, order)
+        longs, ints = self.rows(np.arange(len(self.offsets), dtype=np.int64) if order is None else order)
         return dict(zip(STAT_LONGS, longs, strict=True)) | dict(zip(STAT_INTS, ints, strict=True))
 
+    def rows(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(:data:`STAT_LONGS` rows, :data:`STAT_INTS` rows) of records ``order``."""
+        from pipelines.zookeeper.native import kernels as native
 
-def _take_stats(stats, order: np.ndarray) -> dict[str, np.ndarray]:
+        return native().decode_stats(self.values, self.offsets, order)
+
+
+def _stat_rows(stats, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`StatRecords.rows` of persisted stats as records or as numpy columns."""
     if isinstance(stats, StatRecords):
-        return stats.take(order)
-    return {name: stats[name][order] for name in PERSISTED_STAT}
+        return stats.rows(order)
+    return (np.stack([stats[name][order] for name in STAT_LONGS]).astype(np.int64, copy=False),
+            np.stack([stats[name][order] for name in STAT_INTS]).astype(np.int32, copy=False))
 
 
 def parent_index(paths) -> tuple[np.ndarray, np.ndarray]:
@@ -243,24 +237,27 @@ class PathOrder:
         ``string``/``binary`` (what the writer takes without a cast)."""
         stop = self.num_rows if stop is None else min(stop, self.num_rows)
         order = self.sort.head(stop)[start:]
-        stat = _take_stats(self.stats, order)
-        children = self.num_children[order]
+        from pipelines.zookeeper.native import kernels as native
+
+        longs, ints = _stat_rows(self.stats, order)  # STAT_LONGS, STAT_INTS
+        cversion, data_length, children = native().client_stats(longs, ints, self.num_children, self.data.lengths,
+                                                                order)
         ts = pa.timestamp("ms", tz="UTC")
         return pa.Table.from_arrays(
             [
                 _constant(self.source, len(order)),
                 self.paths.take(order, pa.large_string() if wide else pa.string()),
                 self.data.take(order, pa.large_binary() if wide else pa.binary()),
-                _arrow(stat["czxid"], pa.int64()),
-                _arrow(stat["mzxid"], pa.int64()),
-                _arrow(stat["pzxid"], pa.int64()),
-                _arrow(stat["ctime"], ts),
-                _arrow(stat["mtime"], ts),
-                _arrow(stat["version"], pa.int32()),
-                _arrow(2 * stat["cversion"].astype(np.int64) - children, pa.int32()),
-                _arrow(stat["aversion"], pa.int32()),
-                _arrow(client_owner(stat["ephemeral_owner"]), pa.int64()),
-                _arrow(np.maximum(self.data.lengths[order], 0), pa.int32()),
+                _arrow(longs[0], pa.int64()),  # czxid
+                _arrow(longs[1], pa.int64()),  # mzxid
+                _arrow(longs[5], pa.int64()),  # pzxid
+                _arrow(longs[2], ts),  # ctime
+                _arrow(longs[3], ts),  # mtime
+                _arrow(ints[0], pa.int32()),  # version
+                _arrow(cversion, pa.int32()),
+                _arrow(ints[2], pa.int32()),  # aversion
+                _arrow(longs[4], pa.int64()),  # ephemeral_owner, the client's
+                _arrow(data_length, pa.int32()),
                 _arrow(children, pa.int32()),
             ],
             names=RAW_ZNODES.names,

@@ -217,7 +217,8 @@ def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
         acls[acl_id] = r.acls() or []
 
     arr = np.frombuffer(buf, np.uint8)
-    (status, err_pos, n, end, bad_len), *located = kernels().locate_nodes(arr, r.pos)
+    cols = np.empty((5, kernels().locate_capacity(len(arr), r.pos)), np.int64)
+    status, err_pos, n, end, bad_len = kernels().locate_nodes(arr, r.pos, cols)
     if status != tables.OK:
         reason = tables.STATUS_REASON[status]
         if status == tables.UNREASONABLE:
@@ -226,7 +227,7 @@ def parse(path: Path | str, *, verify_digest: bool = True) -> Snapshot:
     # the seal's Adler32 of everything before it, on another core while the node digests are
     # computed (zlib releases the GIL): ~0.07 s of 1M znodes
     sealed = _Adler32(buf, end)
-    located = tuple(col[:n] for col in located)
+    located = tuple(col[:n] for col in cols)
     nodes = NodeColumns(arr, *located, _digests(arr, located, n))
     r.pos = end
 

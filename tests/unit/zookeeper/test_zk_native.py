@@ -39,9 +39,10 @@ def test_aot_kernels_equal_jit_on_real_snapshots(kernel_pair, real_fixtures, nam
     for x, y in zip(a[1:], j[1:], strict=True):
         assert x.dtype == y.dtype and np.array_equal(x, y) and len(x) == n
     # the parts of the walk the reader calls itself: the digests in two ranges (two threads)
-    status, *located = aot.locate_nodes(arr, pos)
+    cols = np.empty((5, aot.locate_capacity(len(arr), pos)), np.int64)
+    status = aot.locate_nodes(arr, pos, cols)
     assert status == a[0]
-    located = [col[:n] for col in located]
+    located = [col[:n] for col in cols]
     assert all(np.array_equal(x, y) for x, y in zip(located, a[1:6], strict=True))
     digest = np.empty(n, np.uint32)
     for lo, hi in ((0, n // 2), (n // 2, n)):
@@ -53,13 +54,14 @@ def test_aot_kernels_equal_jit_on_real_snapshots(kernel_pair, real_fixtures, nam
 
     # paths as Arrow offsets/values, shuffled: parents, sort and gather agree
     lens = a[1].astype(np.int64)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    values = np.empty(int(offsets[-1]), np.uint8)
-    aot.gather(arr, a[0], lens, offsets, values)
-    check = np.empty_like(values)
-    jit.gather(arr, a[0], lens, offsets, check)
-    assert np.array_equal(values, check)
+    offsets, values, nulls = aot.take_spans(arr, a[0], lens, np.arange(n, dtype=np.int64))
+    check = jit.take_spans(arr, a[0], lens, np.arange(n, dtype=np.int64))
+    assert nulls == check[2] == 0 and np.array_equal(offsets, check[0]) and np.array_equal(values, check[1])
+    shuffled = np.random.default_rng(5).permutation(n).astype(np.int64)
+    data_lens = a[3].astype(np.int64)  # null data: -1
+    for x, y in zip(aot.take_spans(arr, a[2], data_lens, shuffled), jit.take_spans(arr, a[2], data_lens, shuffled),
+                    strict=True):
+        assert np.array_equal(x, y)
     starts = offsets[:-1].copy()
     plen = aot.parent_lengths(values, starts, lens)
     assert np.array_equal(plen, jit.parent_lengths(values, starts, lens))
@@ -69,6 +71,11 @@ def test_aot_kernels_equal_jit_on_real_snapshots(kernel_pair, real_fixtures, nam
     rows = np.random.default_rng(3).permutation(n).astype(np.int64)
     for x, y in zip(aot.decode_stats(arr, a[4], rows), jit.decode_stats(arr, a[4], rows), strict=True):
         assert x.dtype == y.dtype and np.array_equal(x, y)
+    children = np.random.default_rng(4).integers(0, 5, n).astype(np.int32)
+    (la, ia), (lj, ij) = aot.decode_stats(arr, a[4], rows), jit.decode_stats(arr, a[4], rows)
+    assert np.array_equal(aot.client_stats(la, ia, children, data_lens, rows),
+                          jit.client_stats(lj, ij, children, data_lens, rows))
+    assert np.array_equal(la, lj)  # the owners, as the client sees them
     order = aot.sort_strings(values, starts, lens, rows)
     assert np.array_equal(order, jit.sort_strings(values, starts, lens, rows))
     # resumed in steps of 3 rows: every step leaves a final prefix of the same order
