@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines import cluster
 from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
 from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
@@ -130,6 +129,8 @@ def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: boo
     With a non-local master (``spark://``, ``yarn``, ``k8s://``) each Spark step runs as
     ``spark-submit pipelines/jobs/<step>.py`` with the package shipped (``pipelines.cluster``)."""
     require_extracted(ctx)
+    from pipelines import cluster  # (hashlib, zipfile, tempfile: not imported by the extracts)
+
     if cluster.submits(ctx):
         cluster.submit_job(ctx, "build_core", assignor_args(assignors or {}))
     else:
@@ -143,6 +144,8 @@ def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: boo
 def dbt(ctx: RunContext) -> None:
     """``dbt build`` of the marts and snapshots on ``ctx.dbt_target`` (in this process, or as
     ``spark-submit pipelines/jobs/dbt_build.py`` like the Spark steps)."""
+    from pipelines import cluster
+
     if cluster.submits(ctx):
         cluster.submit_job(ctx, "dbt_build", dbt_job_args(ctx))
         return
@@ -154,6 +157,8 @@ def dbt(ctx: RunContext) -> None:
 def validate(ctx: RunContext, strict: bool = False) -> None:
     """Great Expectations suites; raises ExpectationsFailed (exit 3) with ``strict``."""
     require_built(ctx, "validate")
+    from pipelines import cluster
+
     if cluster.submits(ctx):
         cluster.submit_job(ctx, "validate", ["--strict"] if strict else [])
         return
