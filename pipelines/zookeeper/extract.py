@@ -115,7 +115,7 @@ def _slices(rows: pa.Table) -> Iterator[pa.Table]:
 
 
 def _taken(rows: PathOrder) -> Iterator[pa.Table]:
-    rows.sort.ahead(BATCH)
+    rows.sort.ahead(BATCH)  # (if not started yet)
     for start in range(0, rows.num_rows, BATCH):
         yield rows.take(start, start + BATCH, wide=False)
 
@@ -216,6 +216,7 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
     with ctx.progress() as bar:
         task = bar.add_task("txns replayed", total=None)
         rows, res = read_order(Path(path), at_zxid, chroot, progress=lambda n: bar.advance(task, n))
+    rows.sort.ahead(BATCH)  # the path sort runs while the transaction is set up
     _say_warnings(ctx, res.warnings)
     history = res.tree.history
     changes = (history.table(res.zxid, normalize_chroot(chroot)) if history is not None

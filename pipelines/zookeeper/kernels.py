@@ -294,11 +294,11 @@ def tree_digest(digests, alive):
 
 
 @njit(cache=True, nogil=True)
-def parent_lengths(values, starts, lengths):
-    """Byte length of each path's parent (up to its last '/'); -1 for the root ("").
-    Strings here are spans: string i is ``values[starts[i] : starts[i] + lengths[i]]``."""
+def parent_lengths(values, starts, lengths, out):
+    """Byte length of each path's parent (up to its last '/') into ``out``; -1 for the root
+    (""). Strings here are spans: string i is ``values[starts[i] : starts[i] + lengths[i]]``.
+    (Arrays of one value per node come from the caller: see :func:`locate_nodes`.)"""
     n = starts.shape[0]
-    out = np.empty(n, np.int64)
     for i in range(n):
         s = starts[i]
         e = s + lengths[i]
@@ -306,21 +306,21 @@ def parent_lengths(values, starts, lengths):
         while k >= s and values[k] != 47:
             k -= 1
         out[i] = k - s if k >= s else -1
-    return out
 
 
 @njit(cache=True, nogil=True)
-def preorder_parents(values, starts, lengths, plen):
-    """Parent row of each node when rows are in the snapshot's pre-order (parents before
-    children, each subtree contiguous): the parent is on the stack of open ancestors.
-    Returns (parents, ok); ok is False when the order is not a pre-order."""
+def preorder_parents(values, starts, lengths, plen, parents):
+    """Parent row of each node into ``parents`` (-1: the root) when rows are in the
+    snapshot's pre-order (parents before children, each subtree contiguous): the parent is
+    on the stack of open ancestors. Returns False (``parents`` unfinished) when the order is
+    not a pre-order."""
     n = starts.shape[0]
-    parents = np.full(n, -1, np.int64)
     stack = np.empty(n + 1, np.int64)
     depth = 0
     for i in range(n):
         want = plen[i]
         if want < 0:  # the root
+            parents[i] = -1
             depth = 0
             stack[0] = i
             depth = 1
@@ -340,11 +340,11 @@ def preorder_parents(values, starts, lengths, plen):
                     break
             depth -= 1
         if found < 0:
-            return parents, False
+            return False
         parents[i] = found
         stack[depth] = i
         depth += 1
-    return parents, True
+    return True
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -134,9 +134,10 @@ def parent_index(paths) -> tuple[np.ndarray, np.ndarray]:
     paths = Spans.of(paths)
     values, starts, lengths = paths.values, paths.starts, paths.lengths
     is_root = lengths == 0
-    plen = kernels.parent_lengths(values, starts, lengths)  # -1: no '/', the root or no path at all
-    idx, ok = kernels.preorder_parents(values, starts, lengths, plen)
-    if ok:  # a snapshot as written: no hashing needed
+    plen = np.empty(len(starts), np.int64)  # -1: no '/', the root or no path at all
+    kernels.parent_lengths(values, starts, lengths, plen)
+    idx = np.empty(len(starts), np.int64)
+    if kernels.preorder_parents(values, starts, lengths, plen, idx):  # a snapshot as written: no hashing needed
         return idx, is_root
     import pyarrow.compute as pc  # ~0.08 s to import: only for trees not in pre-order
 
