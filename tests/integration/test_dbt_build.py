@@ -121,8 +121,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
         ("zookeeper", 0, 12, 100, 88, "r1"),
     ]
     regressions = read_mart(warehouse, "marts/offset_regressions")
-    got = [(r["log_offset"], r["previous_committed_offset"], r["committed_offset"], r["regressed_by"])
-           for r in regressions]
+    got = [
+        (r["log_offset"], r["previous_committed_offset"], r["committed_offset"], r["regressed_by"]) for r in regressions
+    ]
     assert got == [(104, 20, 15, 5)]
     drift = read_mart(warehouse, "marts/offset_storage_drift")
     assert [(r["group_id"], r["partition"], r["zk_offset"], r["kafka_offset"], r["drift"]) for r in drift] == [
@@ -182,6 +183,32 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
         ("zookeeper", 30, None)
     ]
     assert spark.sql("select count(*) as n from kaudit_marts.consumer_lag").first().n == 4
+
+
+def test_a_rebuild_overwrites_the_runs_intermediate_tables(spark, warehouse):
+    """Intermediate models are Parquet tables in a directory of their run; building the run
+    again (the catalog then holds the table, its directory has the first build's files)
+    replaces their rows instead of failing or appending."""
+    first_run_inputs(warehouse, "again")
+    # first_run_inputs: Kafka's latest effective commits (15 on t-0: the aborted 5 is not one;
+    # 50 on t-1: the committed transaction's, the pending 90 is not yet; t-2's tombstone
+    # deletes it) and ZooKeeper's offset znode of t-0
+    expected = [("kafka", 0, 15), ("kafka", 1, 50), ("zookeeper", 0, 12)]
+    location = warehouse.root / "dbt" / "intermediate" / "run_id=again" / "int_committed_offsets"
+    for _ in range(2):
+        run_dbt(RunContext(warehouse, "again", quiet=True), select=["+consumer_lag"])
+        rows = ds.dataset(location, format="parquet").to_table().to_pylist()
+        assert sorted((r["source"], r["partition"], r["committed_offset"]) for r in rows) == expected
+    table = spark.catalog.getTable("kaudit_intermediate.int_committed_offsets")
+    assert (
+        table.tableType,
+        Path(
+            spark.sql("describe formatted kaudit_intermediate.int_committed_offsets")
+            .where("col_name = 'Location'")
+            .first()
+            .data_type.removeprefix("file:")
+        ),
+    ) == ("EXTERNAL", location)
 
 
 def test_failed_data_test_is_a_step_error(spark, warehouse):

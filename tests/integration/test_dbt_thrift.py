@@ -108,7 +108,7 @@ def test_dbt_build_over_thrift(thrift_server, warehouse, monkeypatch):
         ),
     )
 
-    # kept lean: sources hook, staging/intermediate views, data and unit tests, a
+    # kept lean: sources hook, staging views, intermediate tables, data and unit tests, a
     # run-partitioned mart and a Parquet snapshot - every kind of node the project has
     run_dbt(
         RunContext(warehouse, "t1", quiet=True), target="thrift", select=["+consumer_lag", "snap_committed_offsets"],
