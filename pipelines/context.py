@@ -5,6 +5,7 @@ The Spark and dbt settings travel here, from the command line or the config file
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,16 @@ class RunContext:
         spark = get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log)
         size_to_run(spark, run_rows(self.warehouse, self.run_id))
         return spark
+
+    def start_spark(self) -> Future:
+        """:meth:`spark` on a thread, so that the JVM starts while this thread works on (the JVM
+        writes to its log, never to this process's stderr); ``result()`` is the session, or
+        the error that stopped its start."""
+        pool = ThreadPoolExecutor(1, thread_name_prefix="spark-start")
+        try:
+            return pool.submit(self.spark)
+        finally:
+            pool.shutdown(wait=False)  # the thread ends with the start
 
     def progress(self):
         """Progress of a long step: bars on a terminal, plain lines in a log, none with --quiet."""

@@ -78,16 +78,26 @@ def kraft_run_id(run_id: str) -> str:
 def run_demo(ctx: RunContext, out: Path | None = None) -> dict:
     """Write the demo cluster to ``out`` and run every step on it; returns what it found."""
     kraft_ctx = dataclasses.replace(ctx, run_id=kraft_run_id(ctx.run_id), quiet=True)
+    from pipelines import cluster
+    from pipelines import steps as pipeline
+
+    # the Spark session starts while the cluster is written and the extractors run (a build
+    # submitted to a cluster needs none here)
+    spark = None if cluster.submits(ctx) else ctx.start_spark()
     out = write_cluster(out if out is not None else ctx.warehouse.root.parent / DEFAULT_DIR)
     ctx.say(f"demo cluster written to {out} (warehouse {ctx.warehouse.root})")
-    from pipelines import steps as pipeline
+
+    def build() -> None:
+        if spark is not None:
+            spark.result()
+        pipeline.build(ctx)
 
     zk_dir, kafka_dir = out / "zookeeper", out / "kafka-logs"
     steps = [
         ("extract zk-snapshot", lambda: pipeline.extract_zk_snapshot(ctx, path=zk_dir)),
         ("extract offsets", lambda: pipeline.extract_offsets(ctx, paths=[kafka_dir])),
         ("extract log-end", lambda: pipeline.extract_log_end(ctx, paths=[kafka_dir])),
-        ("build", lambda: pipeline.build(ctx)),
+        ("build", build),
         ("validate", lambda: pipeline.validate(ctx, strict=False)),
         ("report", lambda: pipeline.report(ctx)),
     ]

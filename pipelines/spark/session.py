@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark import SparkContext
@@ -75,26 +73,18 @@ QUIET_DRIVER_JVM = {
 }
 
 
-@contextmanager
-def _jvm_stderr(log: Path | None) -> Iterator[None]:
-    """The JVM that ``getOrCreate`` starts inherits this process's fd 2: point it at ``log`` while
-    it starts (the JVM's own warnings and its log go there for its whole life); kaudit's stderr
-    is restored after."""
-    if log is None:
-        yield
-        return
+def _start_jvm(settings: dict[str, str], log: Path) -> None:
+    """Starts the driver JVM with ``settings`` and its stderr (its own warnings and its log, for
+    its whole life) appended to ``log``; this process's stderr is never touched, so a thread can
+    start it while another prints."""
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf(loadDefaults=False).setAll(settings.items())
     log.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    saved = os.dup(2)
-    sys.stderr.flush()
-    os.dup2(fd, 2)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(fd)
+    with log.open("ab") as err:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": err})
+    SparkContext(conf=conf, gateway=gateway)
 
 
 def get_spark(
@@ -106,16 +96,19 @@ def get_spark(
     warnings); None keeps Spark's default log on this process's stderr."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     submitted = not master and inside_spark_submit()
-    builder = SparkSession.builder.appName(app_name)
+    settings = {"spark.app.name": app_name}
     if master:
-        builder = builder.master(master)
+        settings["spark.master"] = master
     elif not submitted and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
-        builder = builder.master("local[*]")
+        settings["spark.master"] = "local[*]"
     own = {} if submitted else {**LOOPBACK_DRIVER, **(QUIET_DRIVER_JVM if log else OWN_DRIVER_JVM)}
-    for key, value in {**CONF, **own, **(conf or {})}.items():
+    settings.update({**CONF, **own, **(conf or {})})
+    with SparkContext._lock:  # one JVM even when two threads ask at once
+        if log is not None and SparkContext._gateway is None and not submitted:
+            _start_jvm(settings, log)
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
-    starts_jvm = SparkContext._gateway is None and not submitted
-    with _jvm_stderr(log if starts_jvm else None):
-        spark = builder.getOrCreate()
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
