@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from pipelines import arrow, quarantine
 from pipelines.errors import InputError
-from pipelines.kafka import kernels as K
+from pipelines.kafka import kernel_tables as K
+from pipelines.kafka import native
 from pipelines.kafka.batch_times import first_timestamps
 from pipelines.kafka.batches import (
     ATTR_CONTROL,
@@ -88,7 +89,7 @@ def read_bytes(path: Path) -> np.ndarray:
 def _arrow_binary(kind: str, buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> pa.Array:
     """Spans (length -1 = null) -> an Arrow string/binary array (32-bit offsets when they fit)."""
     pos, length = np.ascontiguousarray(pos), np.ascontiguousarray(length)
-    offsets, data = K.gather_strings(buf, pos, length)
+    offsets, data = native.kernels().gather_strings(buf, pos, length)
     n = len(pos)
     valid = length >= 0
     bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
@@ -125,7 +126,8 @@ def _strings(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[pa.A
 def _dictionary(buf: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     """Like :func:`_strings`, dictionary-encoded in the kernel (int32 indices + the distinct
     strings, UTF-8 checked once each); plain strings when a distinct one is not UTF-8."""
-    index, offsets, data = K.dictionary_spans(buf, np.ascontiguousarray(pos), np.ascontiguousarray(length))
+    index, offsets, data = native.kernels().dictionary_spans(buf, np.ascontiguousarray(pos),
+                                                            np.ascontiguousarray(length))
     values = pa.Array.from_buffers(pa.string() if len(data) < 2**31 else pa.large_string(), len(offsets) - 1,
                                    [None, pa.py_buffer(offsets.astype(np.int32) if len(data) < 2**31 else offsets),
                                     pa.py_buffer(data)])
@@ -287,7 +289,7 @@ class _Keys:
     def __init__(self, r: _Records, rows: np.ndarray):
         self.ops = key_ops()
         self.rows = rows  # record index of each key
-        self.type, self.ints, self.spos, self.slen, self.err = K.decode_flat(
+        self.type, self.ints, self.spos, self.slen, self.err = native.kernels().decode_flat(
             r.buf, _take(r.key_pos, rows), _take(r.key_len, rows), self.ops.ops, self.ops.nops, self.ops.nslots
         )
         known = (self.type >= 0) & (self.type <= 24)
@@ -340,7 +342,7 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
     val_pos, val_len = _take(r.val_pos, ci), _take(r.val_len, ci)
     tomb = val_len < 0
     vops = offset_value_ops()
-    vver, vint, vspos, vslen, verr = K.decode_flat(r.buf, val_pos, val_len,
+    vver, vint, vspos, vslen, verr = native.kernels().decode_flat(r.buf, val_pos, val_len,
                                                    vops.ops, vops.nops, vops.nslots)
     verr = np.where(tomb, 0, verr)
     for j in np.flatnonzero(verr):
