@@ -68,6 +68,10 @@ class Kernels:
             self._impl = self.aot_module() or importlib.import_module(self.jit)
         return self._impl
 
+    def is_aot(self) -> bool:
+        """Does this process call the ahead-of-time build?"""
+        return self.load().__name__ == self.aot_name
+
     def build(self, out_dir: Path, signatures: dict) -> Path:
         """Compile the exports of the JIT module with ``signatures`` into ``out_dir``."""
         from numba.pycc import CC
