@@ -8,6 +8,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends
 PYTEST_ARGS ?=
 ZK_KERNELS := $(VENV)/.zk-kernels
+KAFKA_KERNELS := $(VENV)/.kafka-kernels
 KERNEL_CACHE := $(VENV)/.kernel-cache
 
 .PHONY: demo test unit integration bench fuzz lint lint-py lint-sql venv zookeeper chromium airflow-venv clean distclean
@@ -67,14 +68,20 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
 
 # The ZooKeeper snapshot kernels compiled ahead of time into the venv (numba.pycc), so a
 # `kaudit extract zk-snapshot` process does not pay numba's start-up (pipelines/zookeeper/native.py).
-$(ZK_KERNELS): pipelines/zookeeper/kernels.py pipelines/zookeeper/kernel_tables.py pipelines/zookeeper/aot.py | $(VENV)/.installed
+$(ZK_KERNELS): pipelines/zookeeper/kernels.py pipelines/zookeeper/kernel_tables.py pipelines/zookeeper/aot.py pipelines/aot.py | $(VENV)/.installed
 	$(BIN)/python -m pipelines.zookeeper.aot
+	touch $@
+
+# The Kafka byte-walk kernels the same way (pipelines/kafka/native.py): `kaudit extract offsets`
+# starts its workers without importing numba.
+$(KAFKA_KERNELS): pipelines/kafka/kernels.py pipelines/kafka/kernel_tables.py pipelines/kafka/aot.py pipelines/aot.py | $(VENV)/.installed
+	$(BIN)/python -m pipelines.kafka.aot
 	touch $@
 
 # The Kafka and KRaft kernels compiled into numba's on-disk cache (their __pycache__), so the
 # first `kaudit extract offsets|log-end|kraft` does not compile them (pipelines/kernel_cache.py).
 # Again after an install (a new numba invalidates its cache) or a change of the kernels.
-$(KERNEL_CACHE): pipelines/kafka/kernels.py pipelines/kraft/kernels.py pipelines/kernel_cache.py $(VENV)/.installed
+$(KERNEL_CACHE): pipelines/kafka/kernels.py pipelines/kraft/kernels.py pipelines/kernel_cache.py $(VENV)/.installed $(KAFKA_KERNELS)
 	$(BIN)/python -m pipelines.kernel_cache
 	touch $@
 

@@ -95,16 +95,46 @@ Sorted tables equal before/after on the demo data (both clusters) and these 5M r
     before 12.19 s, 0.41 M rec/s, kafka-python 199.5 s: ratio 16.4x, CPU 4.89 / 72.8 s = 14.9x
            (load 22-24, 26).
 
-Left toward 25x (3.5M records/s would be 1.4 s of wall for the 5M, about 2.9 CPU s on 2 cores;
-now ~4.1 CPU s): the start-up, ~1.3 CPU s before the first record (an input of 2,400 commits:
-1.26-1.32) (numba's import and, at the first kernel call, its target's registries -
-numba.np.linalg's BLAS probe imports scipy.linalg; pyarrow; the CLI): an AOT build as
-``pipelines/zookeeper/aot.py`` would remove numba's. Forking the workers before the parent's
-imports was weighed, not built: each worker would then import numba and load the kernels itself
-(estimated from the start-up figures, not measured: ~0.8 CPU s more per run against at most ~0.4
-s of wall at idle, the CLI's own imports). Then the Parquet write (~1 CPU s of the 5M; the
-settings measured above and in ``offsets.DICTIONARY_COLUMNS``), dictionary_spans and decode_flat
-(a generic op-table walk; a commit-only kernel would be a second decoder of the same formats).
+Branch ``s12-offs`` (issue 22, fourth pass; before = a81f666): the byte-walk kernels built ahead
+of time (``pipelines/kafka/aot.py``, ``kaudit_kafka_kernels``; the CLI imports no numba and loads
+no numba cache), magic-2 CRC-32C by the SSE 4.2 instruction, ``dictionary_spans`` hashing and
+comparing 8-byte words, neither ``pyarrow.compute`` nor pandas imported by the decode (a
+transactional check by ``true_count``, no no-op ``Table.cast``), no warm-up decode in the parent.
+Sorted tables equal before/after on the demo data (both clusters) and these 5M records.
+
+    =====================  ============  =======  ==============  ==========  =========  ========
+    run                    kaudit wall   M rec/s  kafka-python    ratio       CPU ratio  load
+    =====================  ============  =======  ==============  ==========  =========  ========
+    bench, after           8.68 s        0.58     183.1 s         21.1x       26.0x      8.3-13.4
+    bench, before          11.99 s       0.42     210.2 s         17.5x       17.7x      13.2-15.3
+    bench, after (final)   16.06 s       0.31     152.8 s         9.5x        19.0x      12.8-15.9
+    bench, after (final)   5.60 s        0.89     97.7 s          17.5x       25.8x      7.8-9.3
+    =====================  ============  =======  ==============  ==========  =========  ========
+
+    The first two rows before the last commit (per-batch columns in ``segment._records``); at load
+    15 the kaudit side ran 3.79 CPU s (CLI runs at load 14-15 had 0.7-1.8 s of system time, against
+    0.3 at load 9-10: the machine's, not the code's). CPU (user + sys, every process) of the CLI
+    alone, alternate runs: load 10-11, before 3.99 / 3.90 / 3.88 s, after 2.74 / 2.75 / 2.87 s;
+    final, load 9.3-9.9, before 3.95 / 3.80 / 3.83 / 3.77 s, after 2.72 / 2.69 / 2.77 / 2.70 s
+    (median 3.82 -> 2.71, -29%; wall 7.4-8.3 s against 4.2-6.1 s, the scheduler's at that load).
+    Start-up of the parent up to the fork (CPU s, 3 runs each): 0.88-0.90 before (the extract
+    modules 0.26-0.28 with numba's import, its cache load at the warm-up 0.40: the CPU target's
+    registries, scipy.linalg's BLAS probe), 0.25-0.26 after (interpreter, numpy + pyarrow 0.10-0.12,
+    pyarrow.parquet 0.02, the CLI 0.05, the extract modules 0.03). One process over 4 segments (2M
+    commits, cProfile, CPU clock, load 9): before 1.36 s - Parquet write 0.38, decode_flat 0.24,
+    dictionary_spans 0.19, scan_batches 0.18, walk_records 0.09, _commits 0.06, _records 0.05; after
+    1.17 s - write 0.32, decode_flat 0.25, dictionary_spans 0.16, walk_records 0.08, scan_batches
+    0.07, _commits 0.06, _records 0.05. Parquet settings measured again on one 500,000-row part (CPU
+    s, best of 5): zstd (kept) 0.076 / 4.14 MB, zstd level -1..-5 0.072-0.075 / 5.16, lz4 0.055 /
+    5.22, none 0.059 / 15.3, no statistics 0.071: the encoding, not the codec, is most of it.
+
+Left toward 3.5M records/s (1.43 s of wall for the 5M): at ~2.7 CPU s, 0.25 s of it serial
+start-up, an idle machine would need both workers busy without a gap to come near 1.5 s; not
+measured idle here (load 8-15 throughout). The work left is Parquet encoding (~0.8 CPU s of the
+5M), decode_flat (~0.6; a byte-swapping load measured 5-15% faster, not built), dictionary_spans
+(~0.4) and the numpy glue of ``segment._commits``/``_records`` (~0.3). Ten equal files over two
+workers leave at most one file's time (~0.25 s idle) of one worker alone at the end; byte-range
+jobs would even that out.
 """
 
 from __future__ import annotations

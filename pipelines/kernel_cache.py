@@ -14,7 +14,10 @@ group record (:func:`pipelines.kafka.segment.warm_up`), which call every kernel 
 argument types of a real run. numba keys its cache by the source files' modification times:
 a changed kernel module compiles again (here, or in the first run that meets it).
 
-The ZooKeeper kernels are built ahead of time instead (:mod:`pipelines.zookeeper.aot`).
+The ZooKeeper kernels and the Kafka byte-walk kernels are also built ahead of time
+(:mod:`pipelines.zookeeper.aot`, :mod:`pipelines.kafka.aot`; ``make`` builds them first): where
+that build is current the extract steps call it, and this cache serves the KRaft kernels and
+the JIT fallback.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from pipelines.kafka import kernels as K
+from pipelines.kafka import kernel_tables as K
 from pipelines.kafka.batches import ATTR_CODEC, ATTR_CONTROL
 from pipelines.tables import RAW_BATCH_TIMESTAMPS, RAW_LOG_START_CHECKPOINTS, TS
 

@@ -52,7 +52,8 @@ import numpy as np
 import xxhash
 
 from pipelines.errors import UsageError
-from pipelines.kafka import kernels as K
+from pipelines.kafka import kernel_tables as K
+from pipelines.kafka import native
 from pipelines.kafka.errors import (
     CorruptRecords,
     CrcMismatch,
@@ -319,7 +320,7 @@ def _raw(buf: np.ndarray, start: int, size: int) -> bytes:
 
 def scan(buf: np.ndarray, check_crc: bool, bounds: OffsetBounds) -> np.ndarray:
     """The batch table of one segment (``kernels.scan_batches`` within ``bounds``)."""
-    return K.scan_batches(buf, check_crc, K.CRC32C_TABLE, K.CRC32_TABLE, *bounds)
+    return native.kernels().scan_batches(buf, check_crc, K.CRC32C_TABLE, K.CRC32_TABLE, *bounds)
 
 
 def walk_segment(buf: np.ndarray, check_crc: bool = True, bounds: OffsetBounds = NO_BOUNDS) -> SegmentWalk:
@@ -380,7 +381,7 @@ def walk_segment(buf: np.ndarray, check_crc: bool = True, bounds: OffsetBounds =
     if blobs:
         buf = np.concatenate([buf, *blobs])
 
-    records, errs = K.walk_records(buf, regions, K.CRC32_TABLE)
+    records, errs = native.kernels().walk_records(buf, regions, K.CRC32_TABLE)
     records = _wrapper_order(records, errs, regions, batches, bounds[0])
     for r in np.flatnonzero(errs):
         row = batches[regions[r, K.R_BATCH]]

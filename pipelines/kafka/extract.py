@@ -15,6 +15,7 @@ import pyarrow as pa
 from pipelines import quarantine
 from pipelines.context import RunContext
 from pipelines.errors import InputError
+from pipelines.kafka import native
 from pipelines.kafka.batch_times import CHECKPOINT_FILE, batch_table, checkpoint_table, read_checkpoint
 from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
 from pipelines.kafka.log_end import SOURCE as LOG_END_SOURCE
@@ -82,10 +83,10 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
     counts = {t: 0 for t in TABLES}
     stats: dict[str, int] = {"files": 0, "bytes": 0, "batches": 0, "records": 0, "control_records": 0}
     pool = _pool(workers, len(segments))
-    if pool:
+    if pool and not native.KERNELS.is_aot():
         from pipelines.kafka.segment import warm_up
 
-        warm_up()  # load the kernels once; forked workers inherit them
+        warm_up()  # load the JIT's kernels once; forked workers inherit them
     run = pool.map if pool else map
     try:
         with ctx.warehouse.transaction(ctx.run_id, step=STEP_OFFSETS) as tx, ctx.progress() as bar:

@@ -26,7 +26,7 @@ import numpy as np
 
 from pipelines import quarantine
 from pipelines.errors import InputError
-from pipelines.kafka import kernels as K
+from pipelines.kafka import kernel_tables as K
 from pipelines.kafka.batch_times import segment_rows
 from pipelines.kafka.batches import ATTR_CODEC, framing_error, scan
 from pipelines.kafka.paths import (

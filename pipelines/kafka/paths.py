@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.errors import InputError
-from pipelines.kafka.kernels import MAX_RELATIVE_OFFSET, NO_OFFSET_LIMIT
+from pipelines.kafka.kernel_tables import MAX_RELATIVE_OFFSET, NO_OFFSET_LIMIT
 from pipelines.kafka.topics import NOT_DATA_TOPICS, OFFSETS_TOPIC
 
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")

@@ -30,7 +30,7 @@ from functools import cache
 
 import numpy as np
 
-from pipelines.kafka import kernels as K
+from pipelines.kafka import kernel_tables as K
 from pipelines.kafka.errors import DecodeError
 
 

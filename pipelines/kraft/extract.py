@@ -31,7 +31,7 @@ import pyarrow.json as pa_json
 from pipelines import quarantine as Q
 from pipelines.context import RunContext
 from pipelines.errors import InputError
-from pipelines.kafka import kernels as K
+from pipelines.kafka import kernel_tables as K
 from pipelines.kafka.batches import ATTR_CONTROL, walk_segment
 from pipelines.kafka.errors import DecodeError
 from pipelines.kafka.segment import _arrow_binary, _repeat, read_bytes

@@ -6,18 +6,14 @@ signature each, into the extension module ``kaudit_zk_kernels`` plus its source 
 
 Array arguments are typed read-only C-contiguous (callers pass views of Arrow buffers and
 of the snapshot bytes); string spans (starts, lengths) and ``gather``'s lengths are int64.
-Every kernel releases the GIL while it runs (:func:`_release_gil`).
-The code is generated for the build machine's CPU (``make`` builds it where it runs).
+Every kernel releases the GIL while it runs; the build itself is :meth:`pipelines.aot.Kernels.build`.
 """
 
 from __future__ import annotations
 
-import sys
-import sysconfig
-import warnings
 from pathlib import Path
 
-from pipelines.zookeeper.native import AOT_MODULE, source_hash, stamp_path
+from pipelines.zookeeper.native import KERNELS
 
 
 def signatures() -> dict:
@@ -52,59 +48,8 @@ def signatures() -> dict:
 
 
 def build(out_dir: Path) -> Path:
-    from numba.pycc import CC
-
-    from pipelines.zookeeper import kernels
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    digest = source_hash()
-    _release_gil()
-    cc = CC(AOT_MODULE)
-    cc.output_dir = str(out_dir)
-    cc.verbose = False
-    cc.target_cpu = _host_cpu()
-    for name, sig in signatures().items():
-        cc.export(name, sig)(getattr(kernels, name).py_func)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numba.pycc announces its own deprecation
-        cc.compile()
-    built = out_dir / (AOT_MODULE + sysconfig.get_config_var("EXT_SUFFIX"))
-    stamp_path(built).write_text(digest + "\n")
-    return built
-
-
-def _release_gil() -> None:
-    """Make ``numba.pycc`` build wrappers that release the GIL around each kernel (as
-    ``@njit(nogil=True)`` does for the JIT): it compiles every export with a plain
-    ``Flags()``, and takes no option for it. The kernels touch no Python object, so two
-    threads run them on two cores (the snapshot's node digests, the path sort ahead of the
-    gathering)."""
-    from numba.core.compiler import Flags
-    from numba.pycc import compiler
-
-    class NoGil(Flags):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.release_gil = True
-
-    compiler.Flags = NoGil
-
-
-def _host_cpu() -> str:
-    import llvmlite.binding as llvm
-
-    return llvm.get_host_cpu_name()
-
-
-def main(argv: list[str]) -> None:
-    out_dir = Path(argv[0]) if argv else Path(sysconfig.get_paths()["platlib"])
-    try:
-        built = build(out_dir)
-    except Exception as err:  # noqa: BLE001 - no C compiler, no Python headers, ...: the JIT still works
-        print(f"kaudit_zk_kernels not built ({type(err).__name__}: {err}); numba's JIT will be used")
-        return
-    print(f"built {built}")
+    return KERNELS.build(out_dir, signatures())
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    KERNELS.main(signatures)

@@ -104,7 +104,7 @@ def test_a_build_from_other_sources_is_not_used(kernel_pair, monkeypatch):
 
 
 def test_the_aot_build_can_still_release_the_gil():
-    """``aot._release_gil`` makes ``numba.pycc`` compile its exports with ``release_gil`` by
+    """``pipelines.aot._release_gil`` makes ``numba.pycc`` compile its exports with ``release_gil`` by
     replacing the ``Flags`` class its compiler module instantiates (pycc has no option for it).
     Fails loudly when a numba release changes what that relies on (numba is not pinned to one
     version): the class pycc builds its flags from, and the flag itself."""
