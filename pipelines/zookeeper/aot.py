@@ -5,7 +5,7 @@ signature each, into the extension module ``kaudit_zk_kernels`` plus its source 
     python -m pipelines.zookeeper.aot [DIR]      (default: the venv's site-packages)
 
 Array arguments are typed read-only C-contiguous (callers pass views of Arrow buffers and
-of the snapshot bytes); string spans (starts, lengths) and ``gather``'s lengths are int64.
+of the snapshot bytes); string spans (starts, lengths) are int64.
 Every kernel releases the GIL while it runs; the build itself is :meth:`pipelines.aot.Kernels.build`.
 """
 
