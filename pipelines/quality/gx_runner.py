@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,8 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 import great_expectations as gx  # noqa: E402
 from great_expectations.core.run_identifier import RunIdentifier  # noqa: E402
 from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: E402
+from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier  # noqa: E402
+from great_expectations.datasource.fluent import SparkDatasource  # noqa: E402
 from pyspark.sql import DataFrame  # noqa: E402
 
 from pipelines.quality.spec import Check  # noqa: E402
@@ -51,6 +54,17 @@ class CheckResult:
 class GxProject:
     """The warehouse's GX file context and its Data Docs site."""
 
+    _open: dict[Path, GxProject] = {}
+
+    @classmethod
+    def for_root(cls, validation_root: Path) -> GxProject:
+        """The project of ``validation_root``, set up once per process (its context reads and
+        writes its config files once, not on every run validated)."""
+        key = validation_root.resolve()
+        if key not in cls._open or not (key / "gx").is_dir():
+            cls._open[key] = cls(validation_root)
+        return cls._open[key]
+
     def __init__(self, validation_root: Path):
         validation_root.mkdir(parents=True, exist_ok=True)
         self.docs_dir = validation_root / "data_docs"
@@ -69,7 +83,14 @@ class GxProject:
             self.context.update_data_docs_site(SITE, site)
         else:
             self.context.add_data_docs_site(SITE, site)
-        self.datasource = self.context.data_sources.add_or_update_spark(name=DATASOURCE)
+        # the datasource the context already has keeps its view assets: replacing it would
+        # re-add every asset and batch definition, each one rewriting the project's YAML
+        existing = self.context.data_sources.all().get(DATASOURCE)
+        if isinstance(existing, SparkDatasource):
+            self.datasource = existing
+        else:
+            self.datasource = self.context.data_sources.add_or_update_spark(name=DATASOURCE)
+        self._validated: set[str] = set()  # GX suites validated since the last docs build
 
     def _batch_definition(self, view: str):
         try:
@@ -96,10 +117,22 @@ class GxProject:
             gx_suite.add_expectation(expectation)
             by_name[check.name] = check
         gx_suite = self.context.suites.add_or_update(gx_suite)
+        self._validated.add(gx_suite.name)
         definition = self.context.validation_definitions.add_or_update(
             gx.ValidationDefinition(name=f"{suite_name}.{view}", data=self._batch_definition(view), suite=gx_suite)
         )
-        outcome = definition.run(
+        with static_plans(frame.sparkSession):
+            outcome = self._run(definition, frame, run_id)
+        results = []
+        for r in outcome.results:
+            check = by_name[r.expectation_config.meta["kaudit_check"]]
+            results.append(_check_result(check, suite_name, r))
+        order = {c.name: i for i, c in enumerate(checks)}
+        return sorted(results, key=lambda c: order[c.check.name])
+
+    @staticmethod
+    def _run(definition, frame: DataFrame, run_id: str):
+        return definition.run(
             batch_parameters={"dataframe": frame},
             # no rendered query of the unexpected rows: GX renders it by analysing
             # ``df.filter(condition)``, which Spark rejects for the window conditions of its
@@ -112,16 +145,34 @@ class GxProject:
             },
             run_id=RunIdentifier(run_name=run_id, run_time=datetime.now(UTC)),
         )
-        results = []
-        for r in outcome.results:
-            check = by_name[r.expectation_config.meta["kaudit_check"]]
-            results.append(_check_result(check, suite_name, r))
-        order = {c.name: i for i, c in enumerate(checks)}
-        return sorted(results, key=lambda c: order[c.check.name])
 
-    def build_docs(self) -> Path:
-        self.context.build_data_docs(site_names=[SITE])
-        return self.docs_dir / "index.html"
+    def build_docs(self, run_id: str | None = None) -> Path:
+        """The Data Docs site: with ``run_id``, when the site exists, the pages of that run's
+        validation results and of the suites validated since the last build are rendered (the
+        other runs' pages are already there) and the index lists every run; else every page."""
+        index = self.docs_dir / "index.html"
+        changed = None
+        if run_id is not None and index.exists():
+            store = self.context.validation_results_store
+            changed = [key for key in store.list_keys() if key.run_id.run_name == run_id]
+            changed += [ExpectationSuiteIdentifier(name=name) for name in sorted(self._validated)]
+        self.context.build_data_docs(site_names=[SITE], resource_identifiers=changed or None)
+        self._validated.clear()
+        return index
+
+
+@contextmanager
+def static_plans(spark):
+    """GX's metric queries on a view (one small in-memory partition) planned without adaptive
+    execution, which runs every query with an exchange (GX's aggregates, its uniqueness
+    windows) as two Spark jobs, the exchange's and the result's; the plans' answers are the same."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 def _check_result(check: Check, suite: str, r) -> CheckResult:

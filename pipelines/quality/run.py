@@ -63,9 +63,7 @@ def no_data_entry(suite: str, check, why: str) -> dict:
 
 
 def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
-    from pyspark.sql import functions as F
-
-    from pipelines.quality.gx_runner import ROW_ID, GxProject
+    from pipelines.quality.gx_runner import GxProject
     from pipelines.quality.sources import RunTables
     from pipelines.quality.spec import ERROR, load_suites
     from pipelines.quality.views import build_view, missing_data
@@ -76,7 +74,7 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     if len(no_data) == len({v for s in suites for v in s.views()}):
         raise InputError(f"run {ctx.run_id}: no data for any expectation ({next(iter(no_data.values()))})")
     tables.spark = ctx.spark()
-    project = GxProject(ctx.warehouse.table_dir(VALIDATION))
+    project = GxProject.for_root(ctx.warehouse.table_dir(VALIDATION))
     views: dict = {}
     entries: list[dict] = []
     total = sum(len(s.checks) for s in suites)
@@ -94,16 +92,15 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
                         progress.advance(task, len(checks))
                         continue
                     if view not in views:
-                        frame = build_view(view, tables).withColumn(ROW_ID, F.monotonically_increasing_id())
-                        views[view] = frame.localCheckpoint(eager=True)
+                        views[view] = LocalView.collect(build_view(view, tables))
                     progress.update(task, description=f"{suite.name}: {view}")
-                    for res in project.run_checks(suite.name, view, views[view], checks, ctx.run_id):
+                    for res in project.run_checks(suite.name, view, views[view].frame, checks, ctx.run_id):
                         entries.append(result_entry(res))
                         if not res.success and res.error is None:
                             _export_failures(views[view], res, out / "failures" / f"{res.check.name}.parquet")
                         progress.advance(task)
         (out / RESULTS_FILE).write_text(json.dumps(entries, indent=2, default=str) + "\n")
-        docs = project.build_docs()
+        docs = project.build_docs(ctx.run_id)
 
     evaluated = [e for e in entries if e["success"] is not None]
     failed = [e for e in evaluated if not e["success"]]
@@ -129,17 +126,40 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     return entries
 
 
-def _export_failures(view, res, path: Path) -> None:
-    """The failing rows of one failed check (the whole view for a table-level one)."""
+class LocalView:
+    """A view collected once (one Spark job) with its ``_row`` id, the row's position: ``table``
+    (Arrow) for exporting failing rows without Spark, ``frame`` the same rows as a local Spark
+    frame for GX (one in-memory partition: each of GX's metric queries is one small job, and no
+    checkpoint is written)."""
+
+    def __init__(self, table, frame):
+        self.table, self.frame = table, frame
+
+    @classmethod
+    def collect(cls, view) -> LocalView:
+        import pyarrow as pa
+
+        from pipelines.quality.gx_runner import ROW_ID, static_plans
+
+        with static_plans(view.sparkSession):
+            table = view.toArrow()
+        table = table.append_column(ROW_ID, pa.array(range(table.num_rows), pa.int64()))
+        schema = view.schema.add(ROW_ID, "long", nullable=False)
+        return cls(table, view.sparkSession.createDataFrame(table, schema=schema))
+
+
+def _export_failures(view: LocalView, res, path: Path) -> None:
+    """The failing rows of one failed check (the whole view for a table-level one), in view
+    order, from the collected view (no Spark job)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from pipelines.quality.gx_runner import ROW_ID
 
-    rows = view
+    rows = view.table
     if res.row_ids is not None:
-        spark = view.sparkSession
-        ids = spark.createDataFrame([(i,) for i in res.row_ids], f"{ROW_ID} long")
-        rows = view.join(ids, ROW_ID, "left_semi")
+        rows = rows.filter(pc.is_in(rows[ROW_ID], value_set=pa.array(res.row_ids, pa.int64())))
     elif not res.table_level:
         return  # GX gave no row ids: nothing reliable to export
-    pq.write_table(rows.orderBy(ROW_ID).drop(ROW_ID).toArrow(), path, compression="zstd")
+    pq.write_table(rows.drop_columns([ROW_ID]), path, compression="zstd")
