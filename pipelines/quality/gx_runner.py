@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ from pipelines.quality.spec import Check  # noqa: E402
 
 ROW_ID = "_row"
 DATASOURCE = "kaudit"
+BATCH = "whole"
 SITE = "kaudit"
 TABLE_LEVEL = ("expect_table_",)
 
@@ -57,15 +59,17 @@ class GxProject:
     _open: dict[Path, GxProject] = {}
 
     @classmethod
-    def for_root(cls, validation_root: Path) -> GxProject:
-        """The project of ``validation_root``, set up once per process (its context reads and
-        writes its config files once, not on every run validated)."""
-        key = validation_root.resolve()
-        if key not in cls._open or not (key / "gx").is_dir():
-            cls._open[key] = cls(validation_root)
-        return cls._open[key]
+    def for_root(cls, validation_root: Path, views: Iterable[str] = ()) -> GxProject:
+        """The project of ``validation_root`` with a dataframe asset for each of ``views``, set
+        up once per process (its context reads and writes its config files once, not on every
+        run validated)."""
+        views, key = tuple(views), validation_root.resolve()
+        project = cls._open.get(key)
+        if project is None or not (key / "gx").is_dir() or not project.has_assets(views):
+            project = cls._open[key] = cls(validation_root, views)
+        return project
 
-    def __init__(self, validation_root: Path):
+    def __init__(self, validation_root: Path, views: Iterable[str] = ()):
         validation_root.mkdir(parents=True, exist_ok=True)
         self.docs_dir = validation_root / "data_docs"
         self.context = gx.get_context(mode="file", project_root_dir=str(validation_root))
@@ -83,14 +87,26 @@ class GxProject:
             self.context.update_data_docs_site(SITE, site)
         else:
             self.context.add_data_docs_site(SITE, site)
-        # the datasource the context already has keeps its view assets: replacing it would
-        # re-add every asset and batch definition, each one rewriting the project's YAML
-        existing = self.context.data_sources.all().get(DATASOURCE)
-        if isinstance(existing, SparkDatasource):
-            self.datasource = existing
-        else:
-            self.datasource = self.context.data_sources.add_or_update_spark(name=DATASOURCE)
+        # the datasource the context already has is kept when it has an asset for every view;
+        # else it is written once with all of them (GX rewrites the project's YAML for every
+        # asset or batch definition added one by one: 30 rewrites, seconds, in a new warehouse)
+        views = tuple(views)
+        self.datasource = self.context.data_sources.all().get(DATASOURCE)
+        if not self.has_assets(views):
+            have = [a.name for a in self.datasource.assets] if isinstance(self.datasource, SparkDatasource) else []
+            assets = [
+                {"name": name, "type": "dataframe", "batch_definitions": [{"name": BATCH}]}
+                for name in dict.fromkeys([*have, *views])
+            ]
+            self.datasource = self.context.data_sources.add_or_update_spark(name=DATASOURCE, assets=assets)
         self._validated: set[str] = set()  # GX suites validated since the last docs build
+
+    def has_assets(self, views: Iterable[str]) -> bool:
+        """The datasource has a dataframe asset with the whole-frame batch for each of ``views``."""
+        if not isinstance(self.datasource, SparkDatasource):
+            return False
+        batches = {a.name: {b.name for b in a.batch_definitions} for a in self.datasource.assets}
+        return all(BATCH in batches.get(view, ()) for view in views)
 
     def _batch_definition(self, view: str):
         try:
@@ -98,9 +114,9 @@ class GxProject:
         except LookupError:
             asset = self.datasource.add_dataframe_asset(name=view)
         try:
-            return asset.get_batch_definition("whole")
+            return asset.get_batch_definition(BATCH)
         except (KeyError, LookupError, ValueError):
-            return asset.add_batch_definition_whole_dataframe("whole")
+            return asset.add_batch_definition_whole_dataframe(BATCH)
 
     def run_checks(
         self, suite_name: str, view: str, frame: DataFrame, checks: list[Check], run_id: str

@@ -63,18 +63,22 @@ def no_data_entry(suite: str, check, why: str) -> dict:
 
 
 def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
-    from pipelines.quality.gx_runner import GxProject
     from pipelines.quality.sources import RunTables
+    from pipelines.quality.views import VIEWS, build_view, missing_data
+
+    tables = RunTables(ctx.warehouse, ctx.run_id)
+    session = _start_session(ctx) if any(missing_data(v, tables.rows) is None for v in VIEWS) else None
+
+    from pipelines.quality.gx_runner import GxProject
     from pipelines.quality.spec import ERROR, load_suites
-    from pipelines.quality.views import build_view, missing_data
 
     suites = load_suites()
-    tables = RunTables(ctx.warehouse, ctx.run_id)
     no_data = {v: why for s in suites for v in s.views() if (why := missing_data(v, tables.rows)) is not None}
     if len(no_data) == len({v for s in suites for v in s.views()}):
         raise InputError(f"run {ctx.run_id}: no data for any expectation ({next(iter(no_data.values()))})")
-    tables.spark = ctx.spark()
-    project = GxProject.for_root(ctx.warehouse.table_dir(VALIDATION))
+    tables.spark = session.result() if session is not None else ctx.spark()
+    views_used = [v for s in suites for v in s.views() if v not in no_data]
+    project = GxProject.for_root(ctx.warehouse.table_dir(VALIDATION), views_used)
     views: dict = {}
     entries: list[dict] = []
     total = sum(len(s.checks) for s in suites)
@@ -101,6 +105,8 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
                         progress.advance(task)
         (out / RESULTS_FILE).write_text(json.dumps(entries, indent=2, default=str) + "\n")
         docs = project.build_docs(ctx.run_id)
+    for view in views.values():
+        view.frame.unpersist()  # GX persists each batch's frame and leaves it cached
 
     evaluated = [e for e in entries if e["success"] is not None]
     failed = [e for e in evaluated if not e["success"]]
@@ -126,11 +132,22 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     return entries
 
 
+def _start_session(ctx: RunContext):
+    """The run's SparkSession, started on a thread while this one imports GX and loads the
+    suites (a new process pays both: the JVM's start and GX's import overlap). Only when some
+    view has data: a run with none fails before Spark starts."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="spark-start")
+    session = pool.submit(ctx.spark)
+    pool.shutdown(wait=False)  # the thread ends with the start; nothing else runs on it
+    return session
+
+
 class LocalView:
-    """A view collected once (one Spark job) with its ``_row`` id, the row's position: ``table``
-    (Arrow) for exporting failing rows without Spark, ``frame`` the same rows as a local Spark
-    frame for GX (one in-memory partition: each of GX's metric queries is one small job, and no
-    checkpoint is written)."""
+    """A view collected once (one Spark query) with its ``_row`` id, the row's position: ``table``
+    (Arrow) for exporting failing rows without Spark, ``frame`` the same rows as a Spark frame
+    built from that table for GX (one small in-memory partition, no checkpoint written)."""
 
     def __init__(self, table, frame):
         self.table, self.frame = table, frame
