@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,9 +23,9 @@ from great_expectations.data_context.types.resource_identifiers import Expectati
 from great_expectations.datasource.fluent import SparkDatasource  # noqa: E402
 from pyspark.sql import DataFrame  # noqa: E402
 
+from pipelines.quality.materialized import ROW_ID  # noqa: E402
 from pipelines.quality.spec import Check  # noqa: E402
 
-ROW_ID = "_row"
 DATASOURCE = "kaudit"
 BATCH = "whole"
 SITE = "kaudit"
@@ -137,18 +136,7 @@ class GxProject:
         definition = self.context.validation_definitions.add_or_update(
             gx.ValidationDefinition(name=f"{suite_name}.{view}", data=self._batch_definition(view), suite=gx_suite)
         )
-        with static_plans(frame.sparkSession):
-            outcome = self._run(definition, frame, run_id)
-        results = []
-        for r in outcome.results:
-            check = by_name[r.expectation_config.meta["kaudit_check"]]
-            results.append(_check_result(check, suite_name, r))
-        order = {c.name: i for i, c in enumerate(checks)}
-        return sorted(results, key=lambda c: order[c.check.name])
-
-    @staticmethod
-    def _run(definition, frame: DataFrame, run_id: str):
-        return definition.run(
+        outcome = definition.run(
             batch_parameters={"dataframe": frame},
             # no rendered query of the unexpected rows: GX renders it by analysing
             # ``df.filter(condition)``, which Spark rejects for the window conditions of its
@@ -161,6 +149,12 @@ class GxProject:
             },
             run_id=RunIdentifier(run_name=run_id, run_time=datetime.now(UTC)),
         )
+        results = []
+        for r in outcome.results:
+            check = by_name[r.expectation_config.meta["kaudit_check"]]
+            results.append(_check_result(check, suite_name, r))
+        order = {c.name: i for i, c in enumerate(checks)}
+        return sorted(results, key=lambda c: order[c.check.name])
 
     def build_docs(self, run_id: str | None = None) -> Path:
         """The Data Docs site: with ``run_id``, when the site exists, the pages of that run's
@@ -175,20 +169,6 @@ class GxProject:
         self.context.build_data_docs(site_names=[SITE], resource_identifiers=changed or None)
         self._validated.clear()
         return index
-
-
-@contextmanager
-def static_plans(spark):
-    """GX's metric queries on a view (one small in-memory partition) planned without adaptive
-    execution, which runs every query with an exchange (GX's aggregates, its uniqueness
-    windows) as two Spark jobs, the exchange's and the result's; the plans' answers are the same."""
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "false")
-    try:
-        yield
-    finally:
-        spark.conf.set(key, before)
 
 
 def _check_result(check: Check, suite: str, r) -> CheckResult:

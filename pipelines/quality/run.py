@@ -65,11 +65,15 @@ def no_data_entry(suite: str, check, why: str) -> dict:
 def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     from pipelines.quality.sources import RunTables
     from pipelines.quality.views import VIEWS, build_view, missing_data
+    from pipelines.reading import run_rows
+    from pipelines.spark.session import is_small_run
 
     tables = RunTables(ctx.warehouse, ctx.run_id)
+    small = is_small_run(run_rows(ctx.warehouse, ctx.run_id))  # its views are collected to the driver
     session = _start_session(ctx) if any(missing_data(v, tables.rows) is None for v in VIEWS) else None
 
     from pipelines.quality.gx_runner import GxProject
+    from pipelines.quality.materialized import materialize
     from pipelines.quality.spec import ERROR, load_suites
 
     suites = load_suites()
@@ -96,9 +100,11 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
                         progress.advance(task, len(checks))
                         continue
                     if view not in views:
-                        views[view] = LocalView.collect(build_view(view, tables))
+                        views[view] = materialize(build_view(view, tables), small)
                     progress.update(task, description=f"{suite.name}: {view}")
-                    for res in project.run_checks(suite.name, view, views[view].frame, checks, ctx.run_id):
+                    with views[view].checking():
+                        results = project.run_checks(suite.name, view, views[view].frame, checks, ctx.run_id)
+                    for res in results:
                         entries.append(result_entry(res))
                         if not res.success and res.error is None:
                             _export_failures(views[view], res, out / "failures" / f"{res.check.name}.parquet")
@@ -106,7 +112,7 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
         (out / RESULTS_FILE).write_text(json.dumps(entries, indent=2, default=str) + "\n")
         docs = project.build_docs(ctx.run_id)
     for view in views.values():
-        view.frame.unpersist()  # GX persists each batch's frame and leaves it cached
+        view.release()
 
     evaluated = [e for e in entries if e["success"] is not None]
     failed = [e for e in evaluated if not e["success"]]
@@ -144,39 +150,10 @@ def _start_session(ctx: RunContext):
     return session
 
 
-class LocalView:
-    """A view collected once (one Spark query) with its ``_row`` id, the row's position: ``table``
-    (Arrow) for exporting failing rows without Spark, ``frame`` the same rows as a Spark frame
-    built from that table for GX (one small in-memory partition, no checkpoint written)."""
-
-    def __init__(self, table, frame):
-        self.table, self.frame = table, frame
-
-    @classmethod
-    def collect(cls, view) -> LocalView:
-        import pyarrow as pa
-
-        from pipelines.quality.gx_runner import ROW_ID, static_plans
-
-        with static_plans(view.sparkSession):
-            table = view.toArrow()
-        table = table.append_column(ROW_ID, pa.array(range(table.num_rows), pa.int64()))
-        schema = view.schema.add(ROW_ID, "long", nullable=False)
-        return cls(table, view.sparkSession.createDataFrame(table, schema=schema))
-
-
-def _export_failures(view: LocalView, res, path: Path) -> None:
-    """The failing rows of one failed check (the whole view for a table-level one), in view
-    order, from the collected view (no Spark job)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _export_failures(view, res, path: Path) -> None:
+    """The failing rows of one failed check (the whole view for a table-level one), in view order."""
     import pyarrow.parquet as pq
 
-    from pipelines.quality.gx_runner import ROW_ID
-
-    rows = view.table
-    if res.row_ids is not None:
-        rows = rows.filter(pc.is_in(rows[ROW_ID], value_set=pa.array(res.row_ids, pa.int64())))
-    elif not res.table_level:
+    if res.row_ids is None and not res.table_level:
         return  # GX gave no row ids: nothing reliable to export
-    pq.write_table(rows.drop_columns([ROW_ID]), path, compression="zstd")
+    pq.write_table(view.rows(res.row_ids), path, compression="zstd")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark import SparkContext
@@ -42,14 +44,42 @@ CODEGEN = {  # key: (big run, small run)
 }
 
 
+def is_small_run(rows: int) -> bool:
+    """A run of ``rows`` raw rows (``pipelines.reading.run_rows``) is small: its queries read a
+    few thousand rows, its tables fit in the driver."""
+    return rows < SMALL_RUN_ROWS
+
+
+def _user_set(spark: SparkSession, key: str) -> bool:
+    """The session was started with ``key`` (the user's conf: kaudit's ``spark.conf``, or
+    spark-submit's ``--conf``): kaudit leaves it as it is."""
+    return spark.sparkContext.getConf().contains(key)
+
+
 def size_to_run(spark: SparkSession, rows: int) -> None:
     """Sets the session's code generation for a run of ``rows`` raw rows (runtime settings, so a
-    session serves a small and a big run in turn). A key the session was started with (the
-    user's conf: kaudit's ``spark.conf``, or spark-submit's ``--conf``) is left as it is."""
-    started_with = spark.sparkContext.getConf()
+    session serves a small and a big run in turn). A key the user set is left as it is."""
     for key, (big, small) in CODEGEN.items():
-        if not started_with.contains(key):
-            spark.conf.set(key, small if rows < SMALL_RUN_ROWS else big)
+        if not _user_set(spark, key):
+            spark.conf.set(key, small if is_small_run(rows) else big)
+
+
+@contextmanager
+def runtime_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """The session's runtime ``key`` set to ``value`` for the block, its previous value (or
+    none) restored after, also on error; a key the user set is left as it is."""
+    if _user_set(spark, key):
+        yield
+        return
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 # A driver kaudit starts itself listens on loopback only. Inside spark-submit the driver's

@@ -204,6 +204,32 @@ def test_clean_run_passes_and_strict_exits_0(spark, shared_warehouse):
     assert "clean" in (warehouse.root / "validation" / "data_docs" / "index.html").read_text()
 
 
+def test_a_big_runs_views_stay_in_spark_with_the_same_results(spark, shared_warehouse, monkeypatch):
+    """A small run's views are collected to the driver, a big run's are checkpointed in Spark
+    (failing rows by a semi-join on their ids): the same run's data judged both ways gives the
+    same results.json and the same failing rows in the same order. The run is made big by the
+    size threshold, a parameter."""
+    from pipelines.reading import run_rows
+    from pipelines.spark import session
+
+    warehouse = shared_warehouse
+    for run_id in ("as-small", "as-big"):
+        write_run(warehouse, run_id, faulty=True)
+    assert session.is_small_run(run_rows(warehouse, "as-small"))
+    assert _cli(warehouse, "as-small", "validate") == 0
+    monkeypatch.setattr(session, "SMALL_RUN_ROWS", 0)
+    assert not session.is_small_run(run_rows(warehouse, "as-big"))
+    assert _cli(warehouse, "as-big", "validate") == 0
+
+    small, big = (warehouse.partition_dir("validation", r) for r in ("as-small", "as-big"))
+    assert (big / "results.json").read_text() == (small / "results.json").read_text()
+    assert sorted(p.name for p in (big / "failures").iterdir()) == sorted(f"{c}.parquet" for c in PLANTED)
+    for check, (column, values) in PLANTED.items():
+        rows = pq.read_table(big / "failures" / f"{check}.parquet")
+        assert sorted(rows.column(column).to_pylist()) == sorted(values), check
+        assert rows.equals(pq.read_table(small / "failures" / f"{check}.parquet"), check_metadata=True), check
+
+
 def test_a_run_with_no_data_for_any_check_is_an_error(shared_warehouse, capsys):
     """A built run whose audit is empty and has nothing else: no check can pass (exit 1, no Spark)."""
     warehouse = shared_warehouse

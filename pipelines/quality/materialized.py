@@ -1,0 +1,93 @@
+"""A view computed once for its checks, each row with its ``_row`` id (its position in the view):
+GX evaluates ``frame``, and a failed check's rows are read back by those ids.
+
+A small run's view (``pipelines.spark.session.is_small_run``) is collected to the driver as Arrow
+in one Spark query and handed to GX as a one-partition in-memory frame; its failing rows come
+from the Arrow table (no Spark job). A big run's view stays in Spark: checkpointed on the
+executors, its failing rows selected by a semi-join on their ids. Both give the same rows in
+the same order: the view is computed under the same settings, and ``_row`` follows its order."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from pipelines.spark.session import runtime_setting
+
+ROW_ID = "_row"
+AQE = "spark.sql.adaptive.enabled"
+
+
+def static_plans(spark):
+    """Queries on a view planned without adaptive execution, which runs every query with an
+    exchange (a view's joins, GX's aggregates and uniqueness windows) as two Spark jobs, the
+    exchange's and the result's; on a few thousand rows it has nothing to adapt."""
+    return runtime_setting(spark, AQE, "false")
+
+
+def materialize(view: DataFrame, small: bool) -> CollectedView | CheckpointedView:
+    """``view`` computed once: collected (``small``) or checkpointed."""
+    return CollectedView.of(view) if small else CheckpointedView.of(view)
+
+
+class CollectedView:
+    """The view's rows in the driver: ``table`` (Arrow, with ``_row``), ``frame`` the same rows
+    as a one-partition Spark frame built from it (no checkpoint written)."""
+
+    def __init__(self, table: pa.Table, frame: DataFrame):
+        self.table, self.frame = table, frame
+
+    @classmethod
+    def of(cls, view: DataFrame) -> CollectedView:
+        with static_plans(view.sparkSession):
+            table = view.toArrow()
+        table = table.append_column(ROW_ID, pa.array(range(table.num_rows), pa.int64()))
+        schema = view.schema.add(ROW_ID, "long", nullable=False)
+        return cls(table, view.sparkSession.createDataFrame(table, schema=schema))
+
+    def checking(self):
+        """The block in which GX evaluates ``frame`` (one small partition: static plans)."""
+        return static_plans(self.frame.sparkSession)
+
+    def rows(self, row_ids: list[int] | None) -> pa.Table:
+        """The rows with ``row_ids`` (None: every row) in view order, without ``_row``."""
+        import pyarrow.compute as pc
+
+        rows = self.table
+        if row_ids is not None:
+            rows = rows.filter(pc.is_in(rows[ROW_ID], value_set=pa.array(row_ids, pa.int64())))
+        return rows.drop_columns([ROW_ID])
+
+    def release(self) -> None:
+        self.frame.unpersist()  # GX persists each batch's frame and leaves it cached
+
+
+class CheckpointedView:
+    """The view's rows checkpointed on the executors with ``_row`` (Spark's monotonically
+    increasing id: partition, then position in it)."""
+
+    def __init__(self, frame: DataFrame):
+        self.frame = frame
+
+    @classmethod
+    def of(cls, view: DataFrame) -> CheckpointedView:
+        from pyspark.sql import functions as F
+
+        with static_plans(view.sparkSession):
+            frame = view.withColumn(ROW_ID, F.monotonically_increasing_id()).localCheckpoint(eager=True)
+        return cls(frame)
+
+    def checking(self):
+        return nullcontext()
+
+    def rows(self, row_ids: list[int] | None) -> pa.Table:
+        rows = self.frame
+        if row_ids is not None:
+            ids = self.frame.sparkSession.createDataFrame([(i,) for i in row_ids], f"{ROW_ID} long")
+            rows = rows.join(ids, ROW_ID, "left_semi")
+        return rows.orderBy(ROW_ID).drop(ROW_ID).toArrow()
+
+    def release(self) -> None:
+        self.frame.unpersist()
