@@ -27,9 +27,18 @@ def static_plans(spark):
     return runtime_setting(spark, AQE, "false")
 
 
-def materialize(view: DataFrame, small: bool) -> CollectedView | CheckpointedView:
-    """``view`` computed once: collected (``small``) or checkpointed."""
-    return CollectedView.of(view) if small else CheckpointedView.of(view)
+def materialize(views: dict[str, DataFrame], small: bool) -> dict[str, CollectedView | CheckpointedView]:
+    """Each of ``views`` computed once, collected (``small``) or checkpointed, side by side
+    (:mod:`pipelines.spark.concurrent`: a view is a few short jobs, mostly waiting on one core)."""
+    if not views:
+        return {}
+    from pipelines.spark.concurrent import Concurrent
+
+    kind = CollectedView if small else CheckpointedView
+    spark = next(iter(views.values())).sparkSession
+    with static_plans(spark), Concurrent(spark) as side:
+        chains = {name: side.submit(f"view-{name}", kind.of, frame) for name, frame in views.items()}
+    return {name: chain.result() for name, chain in chains.items()}
 
 
 class CollectedView:
@@ -41,8 +50,7 @@ class CollectedView:
 
     @classmethod
     def of(cls, view: DataFrame) -> CollectedView:
-        with static_plans(view.sparkSession):
-            table = view.toArrow()
+        table = view.toArrow()
         table = table.append_column(ROW_ID, pa.array(range(table.num_rows), pa.int64()))
         schema = view.schema.add(ROW_ID, "long", nullable=False)
         return cls(table, view.sparkSession.createDataFrame(table, schema=schema))
@@ -61,7 +69,7 @@ class CollectedView:
         return rows.drop_columns([ROW_ID])
 
     def release(self) -> None:
-        self.frame.unpersist()  # GX persists each batch's frame and leaves it cached
+        pass  # nothing cached in Spark
 
 
 class CheckpointedView:
@@ -75,9 +83,7 @@ class CheckpointedView:
     def of(cls, view: DataFrame) -> CheckpointedView:
         from pyspark.sql import functions as F
 
-        with static_plans(view.sparkSession):
-            frame = view.withColumn(ROW_ID, F.monotonically_increasing_id()).localCheckpoint(eager=True)
-        return cls(frame)
+        return cls(view.withColumn(ROW_ID, F.monotonically_increasing_id()).localCheckpoint(eager=True))
 
     def checking(self):
         return nullcontext()

@@ -83,7 +83,7 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     tables.spark = session.result() if session is not None else ctx.spark()
     views_used = [v for s in suites for v in s.views() if v not in no_data]
     project = GxProject.for_root(ctx.warehouse.table_dir(VALIDATION), views_used)
-    views: dict = {}
+    views = materialize({v: build_view(v, tables) for v in dict.fromkeys(views_used)}, small)
     entries: list[dict] = []
     total = sum(len(s.checks) for s in suites)
 
@@ -99,8 +99,6 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
                         entries += [no_data_entry(suite.name, c, no_data[view]) for c in checks]
                         progress.advance(task, len(checks))
                         continue
-                    if view not in views:
-                        views[view] = materialize(build_view(view, tables), small)
                     progress.update(task, description=f"{suite.name}: {view}")
                     with views[view].checking():
                         results = project.run_checks(suite.name, view, views[view].frame, checks, ctx.run_id)
