@@ -41,6 +41,13 @@ def materialize(views: dict[str, DataFrame], small: bool) -> dict[str, Collected
     return {name: chain.result() for name, chain in chains.items()}
 
 
+def checking(spark, small: bool):
+    """The block in which GX evaluates a run's views: a small run's (one small in-memory
+    partition each) with static plans, set once for the run (reading the session's conf for
+    the user's keys costs a copy of it)."""
+    return static_plans(spark) if small else nullcontext()
+
+
 class CollectedView:
     """The view's rows in the driver: ``table`` (Arrow, with ``_row``), ``frame`` the same rows
     as a one-partition Spark frame built from it (no checkpoint written)."""
@@ -54,10 +61,6 @@ class CollectedView:
         table = table.append_column(ROW_ID, pa.array(range(table.num_rows), pa.int64()))
         schema = view.schema.add(ROW_ID, "long", nullable=False)
         return cls(table, view.sparkSession.createDataFrame(table, schema=schema))
-
-    def checking(self):
-        """The block in which GX evaluates ``frame`` (one small partition: static plans)."""
-        return static_plans(self.frame.sparkSession)
 
     def rows(self, row_ids: list[int] | None) -> pa.Table:
         """The rows with ``row_ids`` (None: every row) in view order, without ``_row``."""
@@ -84,9 +87,6 @@ class CheckpointedView:
         from pyspark.sql import functions as F
 
         return cls(view.withColumn(ROW_ID, F.monotonically_increasing_id()).localCheckpoint(eager=True))
-
-    def checking(self):
-        return nullcontext()
 
     def rows(self, row_ids: list[int] | None) -> pa.Table:
         rows = self.frame

@@ -73,7 +73,7 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     session = _start_session(ctx) if any(missing_data(v, tables.rows) is None for v in VIEWS) else None
 
     from pipelines.quality.gx_runner import GxProject
-    from pipelines.quality.materialized import materialize
+    from pipelines.quality.materialized import checking, materialize
     from pipelines.quality.spec import ERROR, load_suites
 
     suites = load_suites()
@@ -90,7 +90,7 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     with ctx.warehouse.transaction(ctx.run_id, step="validate") as tx:
         out = tx.staging_dir(VALIDATION)
         (out / "failures").mkdir(parents=True, exist_ok=True)
-        with ctx.progress() as progress:
+        with ctx.progress() as progress, checking(tables.spark, small):
             task = progress.add_task("validate", total=total)
             for suite in suites:
                 for view in suite.views():
@@ -100,9 +100,7 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
                         progress.advance(task, len(checks))
                         continue
                     progress.update(task, description=f"{suite.name}: {view}")
-                    with views[view].checking():
-                        results = project.run_checks(suite.name, view, views[view].frame, checks, ctx.run_id)
-                    for res in results:
+                    for res in project.run_checks(suite.name, view, views[view].frame, checks, ctx.run_id):
                         entries.append(result_entry(res))
                         if not res.success and res.error is None:
                             _export_failures(views[view], res, out / "failures" / f"{res.check.name}.parquet")
