@@ -64,26 +64,26 @@ def no_data_entry(suite: str, check, why: str) -> dict:
 
 def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     from pipelines.quality.sources import RunTables
-    from pipelines.quality.views import VIEWS, build_view, missing_data
+    from pipelines.quality.views import VIEWS, missing_data
     from pipelines.reading import run_rows
     from pipelines.spark.session import is_small_run
 
     tables = RunTables(ctx.warehouse, ctx.run_id)
     small = is_small_run(run_rows(ctx.warehouse, ctx.run_id))  # its views are collected to the driver
-    session = _start_session(ctx) if any(missing_data(v, tables.rows) is None for v in VIEWS) else None
+    with_data = [v for v in VIEWS if missing_data(v, tables.rows) is None]
+    pending = _compute_views(ctx, tables, with_data, small) if with_data else None
 
     from pipelines.quality.gx_runner import GxProject
-    from pipelines.quality.materialized import checking, materialize
+    from pipelines.quality.materialized import checking
     from pipelines.quality.spec import ERROR, load_suites
 
     suites = load_suites()
     no_data = {v: why for s in suites for v in s.views() if (why := missing_data(v, tables.rows)) is not None}
     if len(no_data) == len({v for s in suites for v in s.views()}):
         raise InputError(f"run {ctx.run_id}: no data for any expectation ({next(iter(no_data.values()))})")
-    tables.spark = session.result() if session is not None else ctx.spark()
+    views = pending.result()  # (before the GX project: writing its datasource gets GX a SparkSession)
     views_used = [v for s in suites for v in s.views() if v not in no_data]
     project = GxProject.for_root(ctx.warehouse.table_dir(VALIDATION), views_used)
-    views = materialize({v: build_view(v, tables) for v in dict.fromkeys(views_used)}, small)
     entries: list[dict] = []
     total = sum(len(s.checks) for s in suites)
 
@@ -134,16 +134,25 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     return entries
 
 
-def _start_session(ctx: RunContext):
-    """The run's SparkSession, started on a thread while this one imports GX and loads the
-    suites (a new process pays both: the JVM's start and GX's import overlap). Only when some
-    view has data: a run with none fails before Spark starts."""
+def _compute_views(ctx: RunContext, tables, names: list[str], small: bool):
+    """The views ``names`` (every view with data: the suites use them all) computed once
+    (``pipelines.quality.materialized``), on a thread, with the run's SparkSession (started
+    there in a new process), while this thread imports GX and loads the suites: the JVM's start
+    and the views' Spark jobs overlap GX's import. Only when some view has data: a run with none
+    fails before Spark starts."""
     from concurrent.futures import ThreadPoolExecutor
 
-    pool = ThreadPoolExecutor(1, thread_name_prefix="spark-start")
-    session = pool.submit(ctx.spark)
-    pool.shutdown(wait=False)  # the thread ends with the start; nothing else runs on it
-    return session
+    from pipelines.quality.materialized import materialize
+    from pipelines.quality.views import build_view
+
+    def compute():
+        tables.spark = ctx.spark()
+        return materialize({v: build_view(v, tables) for v in names}, small)
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="validate-views")
+    views = pool.submit(compute)
+    pool.shutdown(wait=False)  # the thread ends with the views; nothing else runs on it
+    return views
 
 
 def _export_failures(view, res, path: Path) -> None:

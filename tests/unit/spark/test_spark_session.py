@@ -28,9 +28,30 @@ def test_code_generation_follows_the_run_size(spark):
             spark.conf.unset(key)
 
 
+def test_a_runtime_setting_is_restored_after_its_block_even_on_error(spark):
+    from pipelines.spark.session import runtime_setting
+
+    key = "spark.sql.adaptive.enabled"
+    assert spark.conf.get(key, None) is None  # not set: Spark's default applies
+    try:
+        with runtime_setting(spark, key, "false"):
+            assert spark.conf.get(key) == "false"
+            raise RuntimeError("in the block")
+    except RuntimeError:
+        pass
+    assert spark.conf.get(key, None) is None
+    spark.conf.set(key, "true")
+    try:
+        with runtime_setting(spark, key, "false"):
+            assert spark.conf.get(key) == "false"
+        assert spark.conf.get(key) == "true"
+    finally:
+        spark.conf.unset(key)
+
+
 def test_code_generation_the_session_was_started_with_is_kept(tmp_path):
     """A key of the user's conf (here through spark-submit's --conf, as a cluster job gets it)
-    is not resized."""
+    is not resized, nor changed for a block by ``runtime_setting``."""
     import subprocess
     import sys
 
@@ -38,14 +59,17 @@ def test_code_generation_the_session_was_started_with_is_kept(tmp_path):
 
     script = tmp_path / "job.py"
     script.write_text(
-        "from pipelines.spark.session import get_spark, size_to_run\n"
+        "from pipelines.spark.session import get_spark, runtime_setting, size_to_run\n"
         "spark = get_spark()\n"
         "size_to_run(spark, 10)\n"
-        "print(spark.conf.get('spark.sql.codegen.wholeStage'), spark.conf.get('spark.sql.codegen.factoryMode'))\n"
+        "with runtime_setting(spark, 'spark.sql.codegen.wholeStage', 'false'):\n"
+        "    inside = spark.conf.get('spark.sql.codegen.wholeStage')\n"
+        "get = spark.conf.get\n"
+        "print(inside, get('spark.sql.codegen.wholeStage'), get('spark.sql.codegen.factoryMode'))\n"
     )
     out = subprocess.run(
         [str(spark_submit_binary()), "--master", "local[1]", "--conf", "spark.sql.codegen.wholeStage=true",
          "--conf", f"spark.pyspark.python={sys.executable}", str(script)],
         capture_output=True, text=True, timeout=300, check=True,
     )
-    assert out.stdout.split()[-2:] == ["true", "NO_CODEGEN"]
+    assert out.stdout.split()[-3:] == ["true", "true", "NO_CODEGEN"]
