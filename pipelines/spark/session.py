@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -103,6 +104,9 @@ QUIET_DRIVER_JVM = {
 }
 
 
+_JVM_START = threading.Lock()
+
+
 def _start_jvm(settings: dict[str, str], log: Path) -> None:
     """Starts the driver JVM with ``settings`` and its stderr (its own warnings and its log, for
     its whole life) appended to ``log``; this process's stderr is never touched, so a thread can
@@ -133,7 +137,7 @@ def get_spark(
         settings["spark.master"] = "local[*]"
     own = {} if submitted else {**LOOPBACK_DRIVER, **(QUIET_DRIVER_JVM if log else OWN_DRIVER_JVM)}
     settings.update({**CONF, **own, **(conf or {})})
-    with SparkContext._lock:  # one JVM even when two threads ask at once
+    with _JVM_START:  # one JVM even when two threads ask at once
         if log is not None and SparkContext._gateway is None and not submitted:
             _start_jvm(settings, log)
     builder = SparkSession.builder
