@@ -94,6 +94,8 @@ CPU of the CLI process (user + sys, 6 alternating runs at load 10-12, medians): 
 (user 0.905), after 0.955 s (user 0.810); page faults 36.3K -> 22.3K. The wall gains more than
 the CPU under this load; the 6x target was met by the mins of two runs, by no median. An idle
 machine was not available in this session (the lead's idle baseline: 0.88 s, 4.5x).
+Idle, after the merge (load 1.8, ``--repeat 5``): CLI median 0.80 s (min 0.74), SnapshotFormatter
+4.09 s: **5.1x** (mins 5.4x); in process 0.39 s warm (10.4x), 0.48 s first call (8.5x).
 
 Where the CLI's CPU goes now (one process, phases timed, thread CPU seconds, load 10-13):
 interpreter and imports 0.18-0.21 (numpy + pyarrow + pyarrow.parquet ~0.17); parse 0.08-0.11
