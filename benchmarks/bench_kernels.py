@@ -189,9 +189,9 @@ def bench_dictionary(n: int, repeat: int) -> None:
 
 
 def bench_start(repeat: int) -> None:
-    from pipelines.zookeeper.native import aot_module
+    from pipelines.zookeeper.native import KERNELS
 
-    if aot_module() is None:
+    if KERNELS.aot_module() is None:
         print("process start: no ahead-of-time build installed (make builds it); skipped")
         return
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(prefix="kaudit-bench-numba-") as cache:

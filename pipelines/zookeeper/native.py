@@ -29,18 +29,5 @@ EXPORTS = ("walk_nodes", "locate_nodes", "locate_capacity", "node_digests", "tak
 KERNELS = Kernels(AOT_MODULE, "pipelines.zookeeper.kernels", Path(__file__).resolve().parent, SOURCES, EXPORTS)
 
 
-def source_hash() -> str:
-    return KERNELS.source_hash()
-
-
-def stamp_path(module_file: str | Path) -> Path:
-    return KERNELS.stamp_path(module_file)
-
-
-def aot_module() -> ModuleType | None:
-    """The ahead-of-time build, if installed and built from the current sources."""
-    return KERNELS.aot_module(source_hash())
-
-
 def kernels() -> ModuleType:
     return KERNELS.load()

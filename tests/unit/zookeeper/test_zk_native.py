@@ -17,7 +17,7 @@ SNAPSHOTS = ["invalidsnap/version-2/snapshot.272", "digest-3.6/version-2/snapsho
 
 @pytest.fixture(scope="module")
 def kernel_pair():
-    aot = native.aot_module()
+    aot = native.KERNELS.aot_module()
     if aot is None:
         pytest.skip("kaudit_zk_kernels is not built (make builds it)")
     from pipelines.zookeeper import kernels as jit
@@ -98,9 +98,8 @@ def test_aot_kernels_equal_jit_on_real_snapshots(kernel_pair, real_fixtures, nam
     assert paths.take(pa.array(order)).to_pylist() == sorted(paths.to_pylist())
 
 
-def test_a_build_from_other_sources_is_not_used(kernel_pair, monkeypatch):
-    monkeypatch.setattr(native, "source_hash", lambda: "0" * 64)
-    assert native.aot_module() is None
+def test_a_build_from_other_sources_is_not_used(kernel_pair):
+    assert native.KERNELS.aot_module("0" * 64) is None
 
 
 def test_the_aot_build_can_still_release_the_gil():
