@@ -5,9 +5,10 @@ The Spark and dbt settings travel here, from the command line or the config file
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pipelines.output import make_console
 from pipelines.output import progress as make_progress
@@ -15,6 +16,17 @@ from pipelines.warehouse import Warehouse
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+T = TypeVar("T")
+
+
+def in_background(work: Callable[[], T], name: str) -> Future[T]:
+    """``work()`` on a thread of its own (named ``name``), which ends with it."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix=name)
+    try:
+        return pool.submit(work)
+    finally:
+        pool.shutdown(wait=False)  # nothing else runs on it
 
 
 @dataclass
@@ -58,11 +70,7 @@ class RunContext:
         """:meth:`spark` on a thread, so that the JVM starts while this thread works on (the JVM
         writes to its log, never to this process's stderr); ``result()`` is the session, or
         the error that stopped its start."""
-        pool = ThreadPoolExecutor(1, thread_name_prefix="spark-start")
-        try:
-            return pool.submit(self.spark)
-        finally:
-            pool.shutdown(wait=False)  # the thread ends with the start
+        return in_background(self.spark, "spark-start")
 
     def progress(self):
         """Progress of a long step: bars on a terminal, plain lines in a log, none with --quiet."""

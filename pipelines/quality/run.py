@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipelines.context import RunContext
+from pipelines.context import RunContext, in_background
 from pipelines.errors import ExpectationsFailed, InputError
 
 VALIDATION = "validation"
@@ -70,7 +70,8 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
 
     tables = RunTables(ctx.warehouse, ctx.run_id)
     small = is_small_run(run_rows(ctx.warehouse, ctx.run_id))  # its views are collected to the driver
-    with_data = [v for v in VIEWS if missing_data(v, tables.rows) is None]
+    why_empty = {v: missing_data(v, tables.rows) for v in VIEWS}  # (reads footers: once per view)
+    with_data = [v for v, why in why_empty.items() if why is None]
     pending = _compute_views(ctx, tables, with_data, small) if with_data else None
 
     from pipelines.quality.gx_runner import GxProject
@@ -78,7 +79,7 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     from pipelines.quality.spec import ERROR, load_suites
 
     suites = load_suites()
-    no_data = {v: why for s in suites for v in s.views() if (why := missing_data(v, tables.rows)) is not None}
+    no_data = {v: why for s in suites for v in s.views() if (why := why_empty[v]) is not None}
     if len(no_data) == len({v for s in suites for v in s.views()}):
         raise InputError(f"run {ctx.run_id}: no data for any expectation ({next(iter(no_data.values()))})")
     views = pending.result()  # (before the GX project: writing its datasource gets GX a SparkSession)
@@ -140,8 +141,6 @@ def _compute_views(ctx: RunContext, tables, names: list[str], small: bool):
     there in a new process), while this thread imports GX and loads the suites: the JVM's start
     and the views' Spark jobs overlap GX's import. Only when some view has data: a run with none
     fails before Spark starts."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from pipelines.quality.materialized import materialize
     from pipelines.quality.views import build_view
 
@@ -149,10 +148,7 @@ def _compute_views(ctx: RunContext, tables, names: list[str], small: bool):
         tables.spark = ctx.spark()
         return materialize({v: build_view(v, tables) for v in names}, small)
 
-    pool = ThreadPoolExecutor(1, thread_name_prefix="validate-views")
-    views = pool.submit(compute)
-    pool.shutdown(wait=False)  # the thread ends with the views; nothing else runs on it
-    return views
+    return in_background(compute, "validate-views")
 
 
 def _export_failures(view, res, path: Path) -> None:
