@@ -95,13 +95,26 @@ LOOPBACK_DRIVER = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host":
 # the issue 21 marts, views of unions of views): 688 full collections, 2843 s of 3250 s in GC
 # (jstat), the build never finished at load 13-27. A bigger ceiling only costs what is used.
 DRIVER_MEMORY = {"spark.driver.memory": "4g"}
-OWN_DRIVER_JVM = {**DRIVER_MEMORY, "spark.driver.extraJavaOptions": "-XX:+UseParallelGC"}
-# ... and its log: errors only (Spark's start-up chatter and WARN lines are gone)
+# ... its log: errors only (Spark's start-up chatter and WARN lines are gone), when kaudit
+# gives it a log file
 LOG4J2 = Path(__file__).resolve().with_name("log4j2.properties")
-QUIET_DRIVER_JVM = {
-    **DRIVER_MEMORY,
-    "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{LOG4J2}",
-}
+# ... the JVM's own warnings (a class archive that does not match, classes it could not archive)
+# on its stderr, which goes to that log: by default the JVM writes them on stdout
+JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
+# ... and the class-data archive ``make`` builds (pipelines.spark.class_archive): Spark's classes
+# parsed and verified once, mapped by every driver JVM kaudit starts itself
+CLASS_ARCHIVE = Path(sys.prefix) / "kaudit-spark-classes.jsa"
+
+
+def driver_java_options(quiet: bool, archive: bool = True) -> str:
+    """``spark.driver.extraJavaOptions`` of a driver JVM kaudit starts: ``quiet`` with the log4j
+    settings of a JVM that logs to a file, ``archive`` mapping the class archive when there is one."""
+    options = ["-XX:+UseParallelGC", JVM_LOG]
+    if quiet:
+        options.append(f"-Dlog4j2.configurationFile=file:{LOG4J2}")
+    if archive and CLASS_ARCHIVE.is_file():
+        options.append(f"-XX:SharedArchiveFile={CLASS_ARCHIVE}")
+    return " ".join(options)
 
 
 _JVM_START = threading.Lock()
@@ -135,7 +148,9 @@ def get_spark(
         settings["spark.master"] = master
     elif not submitted and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         settings["spark.master"] = "local[*]"
-    own = {} if submitted else {**LOOPBACK_DRIVER, **(QUIET_DRIVER_JVM if log else OWN_DRIVER_JVM)}
+    own = {} if submitted else {
+        **LOOPBACK_DRIVER, **DRIVER_MEMORY, "spark.driver.extraJavaOptions": driver_java_options(quiet=log is not None)
+    }
     settings.update({**CONF, **own, **(conf or {})})
     with _JVM_START:  # one JVM even when two threads ask at once
         if log is not None and SparkContext._gateway is None and not submitted:

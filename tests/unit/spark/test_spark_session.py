@@ -73,3 +73,31 @@ def test_code_generation_the_session_was_started_with_is_kept(tmp_path):
         capture_output=True, text=True, timeout=300, check=True,
     )
     assert out.stdout.split()[-3:] == ["true", "true", "NO_CODEGEN"]
+
+
+def test_the_driver_jvm_maps_the_class_archive_make_built(spark, tmp_path):
+    """``make`` builds the class archive and every driver JVM kaudit starts maps it: the fixture's
+    JVM was started with it, and one started with ``-Xshare:on`` (which refuses to start when it
+    cannot map the archive: another JDK, other jars) runs a query, with nothing on stdout."""
+    import subprocess
+    import sys
+
+    from pipelines.spark.session import CLASS_ARCHIVE, driver_java_options
+
+    assert CLASS_ARCHIVE.is_file(), "make builds it (pipelines.spark.class_archive)"
+    arguments = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    assert f"-XX:SharedArchiveFile={CLASS_ARCHIVE}" in list(arguments)
+
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from pipelines.spark.session import get_spark\n"
+        f"options = {driver_java_options(quiet=True) + ' -Xshare:on'!r}\n"
+        "spark = get_spark(conf={'spark.driver.extraJavaOptions': options}, log=Path(sys.argv[1]))\n"
+        "print(spark.range(7).where('id % 2 = 0').count())\n"
+    )
+    log = tmp_path / "jvm.log"
+    out = subprocess.run([sys.executable, str(script), str(log)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, log.read_text() if log.exists() else out.stderr
+    assert out.stdout == "4\n"
