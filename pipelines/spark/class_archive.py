@@ -5,8 +5,9 @@ A new JVM loads some 17,000 classes before its first query has run, 11,500 of th
 Spark's jars (the JDK's own come from the JDK's archive). Mapped from this archive instead,
 on the 2-core machine (start, one aggregate, stop; 3 rounds each, alternating, load 2.5-3):
 13.8-14.9 -> 9.0-9.3 CPU s for the whole process, its session started in 3.1-5.6 s instead of
-5.1-8.4 s (and in 2.7-2.9 s instead of 4.7 s when idle). A demo run with an archive trained on the whole demo was no faster after the start
-than one trained as here: the classes a run loads later are few against its JIT work.
+5.1-8.4 s (2.7-2.9 s instead of 4.7 s when idle). A demo run with an archive trained on the
+whole demo was no faster after the start than with one trained as here: the classes a run
+loads later are few against its JIT work.
 
     python -m pipelines.spark.class_archive     # what `make` runs after an install
 
