@@ -95,6 +95,13 @@ LOOPBACK_DRIVER = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host":
 # the issue 21 marts, views of unions of views): 688 full collections, 2843 s of 3250 s in GC
 # (jstat), the build never finished at load 13-27. A bigger ceiling only costs what is used.
 DRIVER_MEMORY = {"spark.driver.memory": "4g"}
+# ... its JIT: C2 inlines less (hot callees up to 50 bytecodes instead of 325, none already
+# compiled to over 500 bytes instead of 2500). A kaudit driver plans hundreds of queries, each
+# new to the JVM, and C2 compiling Catalyst's rules with everything inlined was its biggest
+# thread: 40 of 150 CPU s in the demo's two runs (one process, exp2 at load 6). With these
+# limits: C2 18 s, 128 CPU s in all; the same queries ran no slower once compiled (a 2M-znode
+# build, 4 rounds in one JVM, CPU s: 45.0 / 23.7 / 21.0 / 18.8 -> 38.8 / 21.2 / 18.4 / 19.1).
+JIT = "-XX:FreqInlineSize=50 -XX:InlineSmallCode=500"
 # ... its log: errors only (Spark's start-up chatter and WARN lines are gone), when kaudit
 # gives it a log file
 LOG4J2 = Path(__file__).resolve().with_name("log4j2.properties")
@@ -109,7 +116,7 @@ CLASS_ARCHIVE = Path(sys.prefix) / "kaudit-spark-classes.jsa"
 def driver_java_options(quiet: bool, archive: bool = True) -> str:
     """``spark.driver.extraJavaOptions`` of a driver JVM kaudit starts: ``quiet`` with the log4j
     settings of a JVM that logs to a file, ``archive`` mapping the class archive when there is one."""
-    options = ["-XX:+UseParallelGC", JVM_LOG]
+    options = ["-XX:+UseParallelGC", JIT, JVM_LOG]
     if quiet:
         options.append(f"-Dlog4j2.configurationFile=file:{LOG4J2}")
     if archive and CLASS_ARCHIVE.is_file():

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 
-def test_a_session_kaudit_starts_runs_the_throughput_collector_on_loopback(spark):
-    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
-    assert sorted(bean.getName() for bean in beans) == ["PS MarkSweep", "PS Scavenge"]
+def test_a_session_kaudit_starts_runs_the_throughput_collector_and_its_jit_limits_on_loopback(spark):
+    from pipelines.spark.session import JIT
+
+    management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    assert sorted(bean.getName() for bean in management.getGarbageCollectorMXBeans()) == ["PS MarkSweep", "PS Scavenge"]
+    assert set(JIT.split()) <= set(management.getRuntimeMXBean().getInputArguments())
     conf = spark.sparkContext.getConf()
     assert (conf.get("spark.driver.bindAddress"), conf.get("spark.driver.host")) == ("127.0.0.1", "127.0.0.1")
 
