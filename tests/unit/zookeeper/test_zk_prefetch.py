@@ -5,6 +5,7 @@ as it is now."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import subprocess
@@ -98,10 +99,10 @@ def test_a_file_changed_after_it_was_mapped_is_read_again(snap, real_fixtures, t
 
 def test_no_prefetch_of_what_is_not_an_uncompressed_snapshot(snap, tmp_path, fresh):
     gz = tmp_path / "snapshot.3.gz"
-    import gzip
-
     gz.write_bytes(gzip.compress(snap.read_bytes()))
-    for path in (gz, tmp_path, tmp_path / "missing"):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # (opening it would wait for a writer)
+    for path in (gz, tmp_path, tmp_path / "missing", fifo):
         prefetch.start(["extract", "zk-snapshot", str(path)])
         assert prefetch.mapped(path) is None
         prefetch._current = None
