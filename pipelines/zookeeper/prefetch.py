@@ -1,6 +1,7 @@
-"""The snapshot file of ``kaudit extract zk-snapshot FILE``, mapped while the process still
-imports its modules (:mod:`pipelines.startup` calls :func:`start` before numpy and pyarrow are
-imported; standard library only here).
+"""The snapshot file of ``kaudit extract zk-snapshot FILE|DATADIR``, mapped while the process
+still imports its modules (:mod:`pipelines.startup` calls :func:`start` before numpy and pyarrow
+are imported; standard library only here). Of a data dir, its newest snapshot: the one
+:func:`pipelines.zookeeper.datadir.read_dir` reads first (with ``--at-zxid``, none).
 
 A thread maps the file with its pages in place (``MAP_POPULATE``: no page fault per 4 KiB when
 the node records are walked) and computes the Adler32 of all but its last :data:`TAIL` bytes:
@@ -11,7 +12,7 @@ znodes, on a second core when there is one).
 
 Only a hint: :func:`mapped` hands the map over only for that same file (device, inode, size
 and modification time unchanged since it was mapped), and anything that goes wrong here (an
-unreadable file, a directory, a compressed snapshot, options this module does not know) just
+unreadable file, a compressed snapshot, options this module does not know) just
 means no prefetch: :func:`pipelines.zookeeper.snapshot.read_bytes` then reads the file itself
 and reports what it finds.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import stat
 import threading
 import zlib
@@ -30,12 +32,14 @@ TAIL = 256  # bytes after the node records: seal 13, digest and last zxid with t
 # option (--help, one added later) means no prefetch
 VALUE_OPTIONS = frozenset({"--warehouse", "--run-id", "--spark-master", "--at-zxid", "--chroot"})
 FLAGS = frozenset({"--quiet", "--verbose"})
+SNAPSHOT_NAME = re.compile(r"^snapshot\.([0-9a-fA-F]+)(\.gz|\.snappy)?$")  # (snapshot.zxid_of)
 
 _current: _Prefetch | None = None
 
 
 def snapshot_argument(args: list[str]) -> str | None:
-    """FILE of ``[options] extract zk-snapshot FILE [options]``, else None."""
+    """FILE of ``[options] extract zk-snapshot FILE [options]``, else None (also with
+    ``--at-zxid``: a data dir's snapshot is then chosen by the target)."""
     positional: list[str] = []
     i = 0
     while i < len(args):
@@ -45,6 +49,8 @@ def snapshot_argument(args: list[str]) -> str | None:
             break
         if arg.startswith("-"):
             name = arg.split("=", 1)[0]
+            if name == "--at-zxid":
+                return None
             if name in VALUE_OPTIONS:
                 i += 1 if "=" in arg else 2
                 continue
@@ -83,9 +89,10 @@ class _Prefetch(threading.Thread):
 
     def run(self) -> None:
         try:
-            if not stat.S_ISREG(os.stat(self.path).st_mode):  # (a FIFO would block the open)
+            path = _snapshot_file(self.path)
+            if path is None:
                 return
-            with open(self.path, "rb") as f:
+            with open(path, "rb") as f:
                 st = os.fstat(f.fileno())
                 if st.st_size > TAIL and f.read(len(SNAP_MAGIC)) == SNAP_MAGIC:
                     self.map = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE,
@@ -98,6 +105,24 @@ class _Prefetch(threading.Thread):
         if self.map is not None:
             self.prefix = len(self.map) - TAIL
             self.adler = zlib.adler32(memoryview(self.map)[: self.prefix])
+
+
+def _snapshot_file(path: str) -> str | None:
+    """``path`` if a regular file (a FIFO would block the open), else the newest snapshot of
+    the data dir ``path`` (or of its ``version-2/``) if uncompressed, else None."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISREG(mode):
+        return path
+    if not stat.S_ISDIR(mode):
+        return None
+    sub = os.path.join(path, "version-2")
+    d = sub if os.path.isdir(sub) else path
+    newest = max(((int(m.group(1), 16), name, m.group(2)) for name in os.listdir(d)
+                  if (m := SNAPSHOT_NAME.match(name))), default=None)
+    if newest is None or newest[2]:
+        return None
+    file = os.path.join(d, newest[1])
+    return file if stat.S_ISREG(os.stat(file).st_mode) else None
 
 
 def mapped(path) -> mmap.mmap | None:

@@ -39,7 +39,8 @@ def fresh(monkeypatch):
 @pytest.mark.parametrize(("args", "expected"), [
     (["extract", "zk-snapshot", "F"], "F"),
     (["--warehouse", "W", "--quiet", "extract", "zk-snapshot", "F", "--run-id", "R"], "F"),
-    (["--warehouse=W", "extract", "zk-snapshot", "--chroot", "/a", "F", "--at-zxid=7"], "F"),
+    (["--warehouse=W", "extract", "zk-snapshot", "--chroot", "/a", "F"], "F"),
+    (["extract", "zk-snapshot", "D", "--at-zxid=7"], None),  # a data dir's snapshot: chosen by the target
     (["extract", "zk-snapshot", "--", "-F"], "-F"),
     (["extract", "zk-snapshot", "F", "--help"], None),
     (["extract", "zk-snapshot", "--unknown", "F"], None),
@@ -102,7 +103,7 @@ def test_no_prefetch_of_what_is_not_an_uncompressed_snapshot(snap, tmp_path, fre
     gz.write_bytes(gzip.compress(snap.read_bytes()))
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # (opening it would wait for a writer)
-    for path in (gz, tmp_path, tmp_path / "missing", fifo):
+    for path in (gz, tmp_path / "missing", fifo):
         prefetch.start(["extract", "zk-snapshot", str(path)])
         assert prefetch.mapped(path) is None
         prefetch._current = None
@@ -136,3 +137,32 @@ def test_a_kaudit_process_starts_and_ends_as_set_up(snap):
     from pipelines import cli  # noqa: F401 - imported by this (pytest) process: nothing changed
 
     assert gc.isenabled()
+
+
+def test_a_data_dir_has_its_newest_snapshot_prefetched(real_fixtures, tmp_path, fresh):
+    """The snapshot the data dir's read starts from (the newest) is the one mapped; the read
+    equals one without the prefetch. A data dir whose newest snapshot is compressed, or
+    without snapshots, has none mapped."""
+    from pipelines.zookeeper.extract import read_offline
+
+    data = tmp_path / "data"
+    shutil.copytree(real_fixtures / "zookeeper/digest-3.6", data, copy_function=shutil.copyfile)
+    older = data / "version-2/snapshot.1"
+    shutil.copyfile(real_fixtures / "zookeeper/invalidsnap/version-2/snapshot.0", older)
+    plain, plain_res = read_offline(data)
+    for arg in (data, data / "version-2"):
+        prefetch.start(["extract", "zk-snapshot", str(arg)])
+        assert prefetch.mapped(data / "version-2/snapshot.3") is not None
+        assert prefetch.mapped(older) is None
+        rows, res = read_offline(data)
+        assert rows.equals(plain) and res.digest_verified is plain_res.digest_verified is True
+        assert (res.snapshot, res.zxid, res.txns_applied) == \
+            (plain_res.snapshot, plain_res.zxid, plain_res.txns_applied)
+        prefetch._current = None
+    (data / "version-2/snapshot.4.gz").write_bytes(gzip.compress((data / "version-2/snapshot.3").read_bytes()))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for arg in (data, empty):
+        prefetch.start(["extract", "zk-snapshot", str(arg)])
+        assert prefetch.mapped(data / "version-2/snapshot.3") is None
+        prefetch._current = None
