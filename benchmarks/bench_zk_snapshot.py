@@ -18,10 +18,11 @@ Issue 22 (target: CLI >= 6x SnapshotFormatter), 1M znodes (107.8 MB snapshot). T
 0.1.9 passes (README changelog) took the CLI from 1.40 s to 0.80 s idle (load 1.8; 5.1x,
 mins 5.4x). Fourth pass (0.1.9, process start): ``pipelines.startup``, imported first by the
 CLI, keeps numpy's OpenBLAS pool to one thread and the garbage collector off while the modules
-load, and maps the snapshot file (``MAP_POPULATE``) and computes its seal's Adler32 on a thread
-meanwhile (``pipelines.zookeeper.prefetch``); the path sort takes the row array over instead of
-copying it. Main (da862e7) and this branch alternating, the machine shared (load 3.5-10 on
-2 CPUs); this script, ``--repeat 5``, medians (CPU: user + sys of the CLI process):
+load, and maps the snapshot file (``MAP_POPULATE``; of a data dir, its newest snapshot) and
+computes its seal's Adler32 on a thread meanwhile (``pipelines.zookeeper.prefetch``); the path
+sort takes the row array over instead of copying it. Main (da862e7) and this branch
+alternating, the machine shared (load 3.5-10 on 2 CPUs); this script, ``--repeat 5``, medians
+(CPU: user + sys of the CLI process):
 
     start (UTC)  load       code    CLI (min)       CPU      SnapshotFormatter   ratio (mins)
     07:52        4.4-4.7    main    1.93 (1.58) s   1.16 s        8.63 s         4.5x (4.8x)
@@ -54,8 +55,7 @@ byte before the radix passes, tried here, took more CPU: 0.087 s to the first 10
 final instead of 0.074, 0.112 s in all instead of 0.099; not kept); fresh
 memory (~130 MB of arrays, each touched page zeroed by the kernel); the node digests could run
 on the main thread while the sort's first pass runs on the other (it waits there ~0.1 s on an
-idle machine, but ``parse`` checks the digest before anything is written); the prefetch takes
-a snapshot file, not a data dir (``datadir`` picks the snapshot).
+idle machine, but ``parse`` checks the digest before anything is written).
 """
 
 from __future__ import annotations
