@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+# isort: off
+from pipelines import startup  # first: before typer, numpy and pyarrow are imported (see there)
+
+# isort: on
 import typer
 
 from pipelines import steps
@@ -307,6 +311,7 @@ def _click_error(err: Exception) -> tuple[str, int] | None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    startup.ready()
     argv = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     verbose = "--verbose" in argv
     try:

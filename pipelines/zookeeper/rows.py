@@ -151,7 +151,7 @@ class PathSort:
     """Row numbers (``rows``, default all) ordered by path bytes, sorted only as far as asked
     (:func:`~pipelines.zookeeper.kernels.sort_strings_until`): the first rows can be
     written while the rest is still being sorted, here (:meth:`head`) or on a thread of its
-    own (:meth:`ahead`)."""
+    own (:meth:`ahead`). An int64 ``rows`` is sorted in place (1M rows: 8 MB not copied)."""
 
     def __init__(self, paths, rows: np.ndarray | None = None):
         from pipelines.zookeeper.native import kernels as native
@@ -159,7 +159,7 @@ class PathSort:
         self._kernels = native()
         self._paths = Spans.of(paths)
         n = len(self._paths) if rows is None else len(rows)
-        self.order = np.arange(n, dtype=np.int64) if rows is None else rows.astype(np.int64)
+        self.order = np.arange(n, dtype=np.int64) if rows is None else rows.astype(np.int64, copy=False)
         self._scratch = (np.empty(n, np.uint64), np.empty(n, np.int64), np.empty(n, np.uint64))
         self._stack = self._kernels.sort_stack(n)
         self._top = 1 if n > 1 else 0
