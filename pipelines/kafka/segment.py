@@ -303,7 +303,8 @@ class _Keys:
         self.ops = key_ops()
         self.rows = rows  # record index of each key
         self.type, self.ints, self.spos, self.slen, self.err = native.kernels().decode_flat(
-            r.buf, _take(r.key_pos, rows), _take(r.key_len, rows), self.ops.ops, self.ops.nops, self.ops.nslots
+            r.buf, _take(r.key_pos, rows), _take(r.key_len, rows), self.ops.ops, self.ops.nops, self.ops.nints,
+            self.ops.nstrs
         )
         known = (self.type >= 0) & (self.type <= 24)
         # keys 0-2 must decode; 3-24 only need their type here (``groups.py`` decodes the whole
@@ -356,7 +357,7 @@ def _commits(r: _Records, keys: _Keys, cj: np.ndarray) -> pa.Table:
     tomb = val_len < 0
     vops = offset_value_ops()
     vver, vint, vspos, vslen, verr = native.kernels().decode_flat(r.buf, val_pos, val_len,
-                                                   vops.ops, vops.nops, vops.nslots)
+                                                   vops.ops, vops.nops, vops.nints, vops.nstrs)
     verr = np.where(tomb, 0, verr)
     for j in np.flatnonzero(verr):
         why = VALUE_ERRORS.get(int(verr[j]), f"value error {verr[j]}")
