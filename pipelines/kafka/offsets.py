@@ -47,6 +47,17 @@ DICTIONARY_COLUMNS = ["group_id", "topic", "partition", "metadata", "segment_fil
                       "subscribed_topics", "topic_id"]
 # increasing int64 columns: delta encoding writes them in a fraction of the time and bytes of plain+zstd
 DELTA_COLUMNS = {"raw/offset_commits": {"log_offset": "DELTA_BINARY_PACKED", "commit_timestamp": "DELTA_BINARY_PACKED"}}
+# codecs: zstd unless named here. raw/offset_commits in LZ4 (``LZ4_RAW``) but for ``committed_offset``,
+# the one column whose pages zstd shrinks by a quarter: the rest are dictionary indices, delta
+# runs and constant or all-valid pages that either codec takes to almost nothing. One 500,000-row
+# part of the benchmark's commits (bench_offsets.py, CPU s, best of 7, load 3): zstd 0.075-0.076 s /
+# 4.14 MB, this 0.058 / 4.19, LZ4 throughout 0.055 / 5.22, none 0.056 / 15.3
+COMPRESSION = {"raw/offset_commits": {**dict.fromkeys(RAW["raw/offset_commits"].names, "lz4"),
+                                      "committed_offset": "zstd"}}
+# rows the Parquet writer encodes per step (its default 1,024: levels, statistics and the page-size
+# check per step). The same 500,000-row part: 0.0549-0.0566 s at 65,536 against 0.0583-0.0586 (best
+# of 9, twice); the pages stay under the 1 MB default (64k int64 values = 512 KB)
+WRITE_BATCH_ROWS = 65536
 
 Markers = tuple[np.ndarray, np.ndarray, np.ndarray]  # (log offset, producer id, is COMMIT)
 
@@ -107,8 +118,9 @@ def write_part(table: str, data: pa.Table, path: str) -> None:
     # no min/max statistics of the dictionary-encoded columns: a fifth of the write time
     # (bench_offsets.py), and a part's group ids span nearly the whole range anyway
     stats = [n for n in data.column_names if n not in encoded] if encoded else True
-    pq.write_table(data, path, compression="zstd", use_dictionary=DICTIONARY_COLUMNS, store_schema=not encoded,
-                   column_encoding=DELTA_COLUMNS.get(table), write_statistics=stats)
+    pq.write_table(data, path, compression=COMPRESSION.get(table, "zstd"), use_dictionary=DICTIONARY_COLUMNS,
+                   store_schema=not encoded, column_encoding=DELTA_COLUMNS.get(table), write_statistics=stats,
+                   write_batch_size=WRITE_BATCH_ROWS)
 
 
 def assemble_scope(results: list[SegmentResult]) -> tuple[dict[str, pa.Table], dict[str, int]]:

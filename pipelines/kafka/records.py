@@ -330,7 +330,14 @@ class FlatOps:
     nops: np.ndarray  # [versions]: field count, -1 = unknown version
     int_slots: dict[str, int]
     str_slots: dict[str, int]
-    nslots: int
+
+    @property
+    def nints(self) -> int:
+        return max(len(self.int_slots), 1)
+
+    @property
+    def nstrs(self) -> int:
+        return max(len(self.str_slots), 1)
 
 
 @cache
@@ -367,7 +374,7 @@ def compile_ops(messages: tuple[tuple[int, Message], ...]) -> FlatOps:
         nops[v] = len(ops)
         for j, op in enumerate(ops):
             table[v, j] = op
-    return FlatOps(table, nops, int_slots, str_slots, max(len(int_slots), len(str_slots), 1))
+    return FlatOps(table, nops, int_slots, str_slots)
 
 
 def key_ops() -> FlatOps:

@@ -45,7 +45,8 @@ def test_offset_commit_value_known_bytes(hexbytes, version, offset, epoch, metad
     # the numba kernel reading the same tables compiled to ops
     ops = offset_value_ops()
     buf = np.frombuffer(data, dtype=np.uint8)
-    ver, ints, spos, slen, err = K.decode_flat(buf, np.array([0]), np.array([len(data)]), ops.ops, ops.nops, ops.nslots)
+    ver, ints, spos, slen, err = K.decode_flat(buf, np.array([0]), np.array([len(data)]), ops.ops, ops.nops, ops.nints,
+                                               ops.nstrs)
     i, s = ops.int_slots, ops.str_slots
     assert (ver[0], err[0]) == (version, 0)
     assert ints[0, i["offset"]] == offset and ints[0, i["commit_timestamp"]] == commit_ts
@@ -70,7 +71,7 @@ def test_record_keys_known_bytes(hexbytes, ktype, group, topic, partition):
     data = bytes.fromhex(hexbytes.replace(" ", ""))
     ops = key_ops()
     ver, ints, spos, slen, err = K.decode_flat(np.frombuffer(data, np.uint8), np.array([0]), np.array([len(data)]),
-                                               ops.ops, ops.nops, ops.nslots)
+                                               ops.ops, ops.nops, ops.nints, ops.nstrs)
     g = ops.str_slots["group"]
     assert (ver[0], err[0]) == (ktype, 0)
     assert data[spos[0, g] : spos[0, g] + slen[0, g]].decode() == group
