@@ -98,9 +98,10 @@ DRIVER_MEMORY = {"spark.driver.memory": "4g"}
 # ... its JIT: C2 inlines less (hot callees up to 50 bytecodes instead of 325, none already
 # compiled to over 500 bytes instead of 2500). A kaudit driver plans hundreds of queries, each
 # new to the JVM, and C2 compiling Catalyst's rules with everything inlined was its biggest
-# thread: 40 of 150 CPU s in the demo's two runs (one process, exp2 at load 6). With these
-# limits: C2 18 s, 128 CPU s in all; the same queries ran no slower once compiled (a 2M-znode
-# build, 4 rounds in one JVM, CPU s: 45.0 / 23.7 / 21.0 / 18.8 -> 38.8 / 21.2 / 18.4 / 19.1).
+# thread. The demo's two runs in one process, alternating without / with (load 4.6-8.9): 163.6,
+# 160.4 -> 134.3, 133.5 CPU s (C2 43.5, 43.1 -> 19.4, 18.8 s; the query threads 19.0, 18.0 ->
+# 18.6, 17.3 s). The same queries run no slower once compiled (a 2M-znode build, 4 rounds in
+# one JVM, CPU s: 45.0 / 23.7 / 21.0 / 18.8 -> 38.8 / 21.2 / 18.4 / 19.1).
 JIT = "-XX:FreqInlineSize=50 -XX:InlineSmallCode=500"
 # ... its log: errors only (Spark's start-up chatter and WARN lines are gone), when kaudit
 # gives it a log file
