@@ -243,10 +243,10 @@ class LogReader:
 
     def _next_wanted(self, zxids: np.ndarray, i: int, count: int) -> int:
         """The first entry from ``i`` whose txn is not skipped (``count`` if none)."""
-        if i < count and self._skipped(int(zxids[i])):
-            later = np.flatnonzero(zxids[i:count] > self.skip_through)
-            return i + int(later[0]) if len(later) else count
-        return i
+        if self.skip_through is None:
+            return i
+        later = np.flatnonzero(zxids[i:count] > self.skip_through)
+        return i + int(later[0]) if len(later) else count
 
     def __iter__(self):
         file = self.file
@@ -273,15 +273,19 @@ class LogReader:
             count, after = walk(arr, pos, kinds, type_base, found)
             pos = after
             i = self._next_wanted(found[2], 0, count)
+            if i < count:
+                offsets, lengths, zxids = found[:, :count].tolist()
             while i < count:
-                at, length = int(found[0, i]), int(found[1, i])
+                at = offsets[i]
                 try:
-                    txn = decode_txn(view[at + LOG_FRAME.size : at + LOG_FRAME.size + length], file, at)
+                    txn = decode_txn(view[at + LOG_FRAME.size : at + LOG_FRAME.size + lengths[i]], file, at)
                 except ZkFormatError:  # the walk's check disagrees: the step below decides
                     pos = at
                     break
                 yield txn
-                i = self._next_wanted(found[2], i + 1, count)
+                i += 1
+                if i < count and self._skipped(zxids[i]):
+                    i = self._next_wanted(found[2], i, count)
             else:
                 if count == WALK_CHUNK:
                     continue
