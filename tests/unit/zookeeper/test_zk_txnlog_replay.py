@@ -468,3 +468,25 @@ def test_skip_through_may_rise_while_reading(tmp_path):
         got.append(t.zxid)
         r.skip_through = max(r.skip_through, t.zxid)
     assert got == [1, 2, 3, 4, 5] and r.end.kind == "padding"
+
+
+def test_an_undecodable_txn_older_than_the_snapshot_is_still_quarantined(real_fixtures, tmp_path):
+    """Skipped txns are not decoded, yet one whose checksum holds but whose type is unknown
+    (forged here: type 99, Adler32 recomputed) is named as it was when every txn was decoded;
+    the replay after the snapshot goes on."""
+    d = real_fixtures / FIX
+    t = tmp_path / "dd"
+    t.mkdir()
+    for n in ("snapshot.272", "log.274"):
+        shutil.copy(d / n, t)
+    raw = bytearray((d / "log.1").read_bytes())
+    at = _entries(bytes(raw))[100]
+    length = struct.unpack_from(">i", raw, at + 8)[0]
+    raw[at + 12 + 28 : at + 12 + 32] = struct.pack(">i", 99)
+    raw[at : at + 8] = struct.pack(">q", zlib.adler32(bytes(raw[at + 12 : at + 12 + length])))
+    (t / "log.1").write_bytes(bytes(raw))
+    direct, _ = read_offline(d / "snapshot.639")
+    replayed, res = read_offline(t, at_zxid=0x639)
+    assert replayed.equals(direct) and res.zxid == 0x639
+    assert [q["location"] for q in res.quarantine] == [f"{t}/log.1:{at}"]
+    assert "undecodable txn: unknown txn type 99" in res.quarantine[0]["reason"]
