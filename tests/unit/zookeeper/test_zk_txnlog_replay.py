@@ -358,20 +358,31 @@ def test_a_missing_txn_stops_the_replay_unverified(tmp_path):
     assert paths == ["/", "/n1", "/n2", "/n3", "/n4"]
 
 
-def test_damage_older_than_the_snapshot_is_skipped(real_fixtures, tmp_path):
-    """log.1 holds txns 0x1..0x273; from snapshot.272 only 0x273 is needed: damage to an
-    older entry is quarantined, not fatal."""
+def _replay_damaged_log1(real_fixtures, tmp_path, damage):
+    """snapshot.272, log.1 changed by ``damage`` (a bytearray), log.274, read up to 0x639:
+    (the read's tree equals snapshot.639's, the read, the data dir)."""
     d = real_fixtures / FIX
     t = tmp_path / "dd"
     t.mkdir()
     for n in ("snapshot.272", "log.274"):
         shutil.copy(d / n, t)
     raw = bytearray((d / "log.1").read_bytes())
-    raw[len(raw) // 3] ^= 0x10
+    damage(raw)
     (t / "log.1").write_bytes(bytes(raw))
     direct, _ = read_offline(d / "snapshot.639")
     replayed, res = read_offline(t, at_zxid=0x639)
-    assert replayed.equals(direct) and res.zxid == 0x639 and res.digest_verified is not False
+    return replayed.equals(direct), res, t
+
+
+def test_damage_older_than_the_snapshot_is_skipped(real_fixtures, tmp_path):
+    """log.1 holds txns 0x1..0x273; from snapshot.272 only 0x273 is needed: damage to an
+    older entry is quarantined, not fatal."""
+
+    def flip(raw):
+        raw[len(raw) // 3] ^= 0x10
+
+    equal, res, t = _replay_damaged_log1(real_fixtures, tmp_path, flip)
+    assert equal and res.zxid == 0x639 and res.digest_verified is not False
     assert len(res.quarantine) == 1 and res.quarantine[0]["location"].startswith(f"{t}/log.1:")
 
 
@@ -474,19 +485,16 @@ def test_an_undecodable_txn_older_than_the_snapshot_is_still_quarantined(real_fi
     """Skipped txns are not decoded, yet one whose checksum holds but whose type is unknown
     (forged here: type 99, Adler32 recomputed) is named as it was when every txn was decoded;
     the replay after the snapshot goes on."""
-    d = real_fixtures / FIX
-    t = tmp_path / "dd"
-    t.mkdir()
-    for n in ("snapshot.272", "log.274"):
-        shutil.copy(d / n, t)
-    raw = bytearray((d / "log.1").read_bytes())
-    at = _entries(bytes(raw))[100]
-    length = struct.unpack_from(">i", raw, at + 8)[0]
-    raw[at + 12 + 28 : at + 12 + 32] = struct.pack(">i", 99)
-    raw[at : at + 8] = struct.pack(">q", zlib.adler32(bytes(raw[at + 12 : at + 12 + length])))
-    (t / "log.1").write_bytes(bytes(raw))
-    direct, _ = read_offline(d / "snapshot.639")
-    replayed, res = read_offline(t, at_zxid=0x639)
-    assert replayed.equals(direct) and res.zxid == 0x639
-    assert [q["location"] for q in res.quarantine] == [f"{t}/log.1:{at}"]
+    forged = []
+
+    def forge(raw):
+        at = _entries(bytes(raw))[100]
+        length = struct.unpack_from(">i", raw, at + 8)[0]
+        raw[at + 12 + 28 : at + 12 + 32] = struct.pack(">i", 99)
+        raw[at : at + 8] = struct.pack(">q", zlib.adler32(bytes(raw[at + 12 : at + 12 + length])))
+        forged.append(at)
+
+    equal, res, t = _replay_damaged_log1(real_fixtures, tmp_path, forge)
+    assert equal and res.zxid == 0x639
+    assert [q["location"] for q in res.quarantine] == [f"{t}/log.1:{forged[0]}"]
     assert "undecodable txn: unknown txn type 99" in res.quarantine[0]["reason"]
