@@ -1,5 +1,7 @@
 """Numba kernels of the snapshot hot path: the node-record walk, the tree digest and the
-gathering of paths/data into Arrow buffers, the path sort. No Python object per node.
+gathering of paths/data into Arrow buffers, the path sort. No Python object per node. And
+the framing walk of a transaction log (:func:`walk_log`; grammar in
+:mod:`pipelines.zookeeper.txnlog`), so that the txns a replay skips cost no Python.
 Callers get them through :func:`pipelines.zookeeper.native.kernels` (an ahead-of-time
 build of this module when one is installed and current, else numba's cached JIT).
 
