@@ -44,6 +44,8 @@ def signatures() -> dict:
         "sort_stack": stack(t.int64),
         "sort_strings_until": t.int64(u1, i8, i8, i64, out(t.uint64), i64, out(t.uint64), stack, t.int64, t.int64),
         "subtree_mask": out(t.boolean)(u1, i8, i8, u1),
+        "txn_ok": t.boolean(u1, t.int64, t.int64, ro(t.int8, 2), t.int64),
+        "walk_log": t.UniTuple(t.int64, 2)(u1, t.int64, ro(t.int8, 2), t.int64, t.Array(t.int64, 2, "C")),
     }
 
 

@@ -12,8 +12,9 @@ valid snapshot at or below the target zxid, then the logs after it.
   the first transaction digest that matches; none matching raises the mismatch. Without
   logs it is raised at once.
 - Logs: the last one starting at or before the snapshot zxid and every later one
-  (``FileTxnLog.getLogFiles``); txns up to the snapshot zxid (and repeats) are skipped, and
-  so is damage among them: only the txns after the snapshot are needed.
+  (``FileTxnLog.getLogFiles``); txns up to the snapshot zxid (and repeats) are skipped, not
+  decoded (``LogReader.skip_through``), and damage among them does not stop the replay (it is
+  quarantined): only the txns after the snapshot are needed.
 - Every txn applied must follow the one before (zxid + 1, or the first of a later epoch):
   a missing txn (a zxid gap) stops the replay there, with a quarantine row naming it.
 - Damage in a log (see :mod:`pipelines.zookeeper.txnlog`) is quarantined and reading resumes
@@ -236,7 +237,7 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
     exact = snap is None or snap.digest_verified is True
     last = snap_zxid
     for n, log in enumerate(chain):
-        reader = LogReader(log)
+        reader = LogReader(log, skip_through=last)  # those are neither decoded nor yielded
         used = False
         try:
             for txn in reader:
@@ -256,7 +257,7 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
                     return
                 tree.apply(txn)
                 used = True
-                last = txn.zxid
+                last = reader.skip_through = txn.zxid
                 res.zxid = last
                 res.txns_applied += 1
                 if progress is not None:

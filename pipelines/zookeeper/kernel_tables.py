@@ -1,9 +1,11 @@
-"""Constants and lookup tables of the snapshot kernels (:mod:`pipelines.zookeeper.kernels`),
-importable without numba."""
+"""Constants and lookup tables of the snapshot and transaction-log kernels
+(:mod:`pipelines.zookeeper.kernels`), importable without numba."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from pipelines.zookeeper.jute import LOG_FRAME, TXN_DIGEST, TXN_HEADER
 
 STAT_SIZE = 60
 MIN_NODE = 4 + 4 + 8 + STAT_SIZE
@@ -44,3 +46,16 @@ def _crc_tables8(t0: np.ndarray) -> np.ndarray:
 
 CRC_TABLE = _crc_table()
 CRC_TABLES8 = _crc_tables8(CRC_TABLE)
+
+# Transaction logs (walk_log; the grammar is in pipelines.zookeeper.txnlog)
+LOG_FRAME_SIZE = LOG_FRAME.size  # long crc, int length
+TXN_HEADER_SIZE = TXN_HEADER.size
+TXN_DIGEST_SIZE = TXN_DIGEST.size
+ZXID_AT = 12  # of the zxid in a TxnHeader {long clientId, int cxid, long zxid, long time, int type}
+TYPE_AT = TXN_HEADER_SIZE - 4  # of the type
+END_OF_RECORD = 0x42  # 'B'
+# field kinds of a txn body table (txnlog.body_table encodes txnlog.BODIES with them): a row per
+# txn type, its fields' kinds in order, then F_END; F_UNKNOWN first for a type not in BODIES
+F_UNKNOWN, F_END, F_INT, F_LONG, F_BOOL, F_BUFFER, F_ACLS, F_PATHS, F_MULTI = range(-1, 8)
+F_OPTIONAL = 16  # added to a kind: the field may be absent at the end of the body
+KIND_MASK = F_OPTIONAL - 1

@@ -1,5 +1,7 @@
 """Numba kernels of the snapshot hot path: the node-record walk, the tree digest and the
-gathering of paths/data into Arrow buffers, the path sort. No Python object per node.
+gathering of paths/data into Arrow buffers, the path sort. No Python object per node. And
+the framing walk of a transaction log (:func:`walk_log`; grammar in
+:mod:`pipelines.zookeeper.txnlog`), so that the txns a replay skips cost no Python.
 Callers get them through :func:`pipelines.zookeeper.native.kernels` (an ahead-of-time
 build of this module when one is installed and current, else numba's cached JIT).
 
@@ -26,6 +28,19 @@ from pipelines.zookeeper.kernel_tables import (  # noqa: F401 - the kernels' con
     CONTAINER_OWNER,
     CRC_TABLE,
     CRC_TABLES8,
+    END_OF_RECORD,
+    F_ACLS,
+    F_BOOL,
+    F_BUFFER,
+    F_END,
+    F_INT,
+    F_LONG,
+    F_MULTI,
+    F_OPTIONAL,
+    F_PATHS,
+    F_UNKNOWN,
+    KIND_MASK,
+    LOG_FRAME_SIZE,
     MAX_REASONABLE,
     MIN_NODE,
     NULL_PATH,
@@ -34,8 +49,12 @@ from pipelines.zookeeper.kernel_tables import (  # noqa: F401 - the kernels' con
     STAT_SIZE,
     STATUS_REASON,
     TRUNCATED,
+    TXN_DIGEST_SIZE,
+    TXN_HEADER_SIZE,
+    TYPE_AT,
     UNREASONABLE,
     ZK_PREFIX,
+    ZXID_AT,
 )
 
 
@@ -509,3 +528,184 @@ def subtree_mask(values, starts, lengths, prefix):
         if same and (e - s == m or values[s + m] == 47):
             out[i] = True
     return out
+
+
+# --- transaction logs (grammar: pipelines.zookeeper.txnlog) ---------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _adler32(b, start, n):
+    """``zlib.adler32`` of ``b[start : start + n]``."""
+    s1 = np.uint64(1)
+    s2 = np.uint64(0)
+    p = np.uint64(start)
+    end = p + np.uint64(n)
+    while p < end:
+        stop = min(end, p + np.uint64(1 << 20))  # the sums stay below 2**64 over 1 MiB
+        while p < stop:
+            s1 += np.uint64(b[p])
+            s2 += s1
+            p += np.uint64(1)
+        s1 %= np.uint64(65521)
+        s2 %= np.uint64(65521)
+    return np.int64((s2 << np.uint64(16)) | s1)
+
+
+@njit(cache=True, nogil=True)
+def _scalar_end(b, p, end, kind):
+    """The position after the int, long, bool or buffer (ustring) at ``p`` of a record ending
+    at ``end``, or -1 where ``jute.Reader`` fails: a truncation or a length below -1."""
+    if kind == F_INT:
+        return p + 4 if p + 4 <= end else -1
+    if kind == F_LONG:
+        return p + 8 if p + 8 <= end else -1
+    if kind == F_BOOL:
+        return p + 1 if p + 1 <= end else -1
+    if p + 4 > end:
+        return -1
+    n = _i32(b, p)
+    p += 4
+    if n < -1 or n > end - p:
+        return -1
+    return p + max(n, 0)
+
+
+@njit(cache=True, nogil=True)
+def _field_end(b, p, end, kind):
+    """:func:`_scalar_end`, and for a vector of ACLs or paths (null: -1) its items."""
+    if kind != F_ACLS and kind != F_PATHS:
+        return _scalar_end(b, p, end, kind)
+    if p + 4 > end:
+        return -1
+    n = _i32(b, p)
+    p += 4
+    if n < -1:
+        return -1
+    for _ in range(n):  # each item needs 4 bytes at least: a bad count ends in a truncation
+        if kind == F_ACLS:
+            p = _scalar_end(b, p, end, F_INT)
+            if p >= 0:
+                p = _scalar_end(b, p, end, F_BUFFER)
+        if p >= 0:
+            p = _scalar_end(b, p, end, F_BUFFER)
+        if p < 0:
+            return -1
+    return p
+
+
+@njit(cache=True, nogil=True)
+def _type_row(kinds, type_base, type_):
+    row = type_ - type_base
+    if row < 0 or row >= kinds.shape[0] or kinds[row, 0] == F_UNKNOWN:
+        return -1
+    return row
+
+
+@njit(cache=True, nogil=True)
+def _sub_txn(b, p, end, kinds, type_base):
+    """(start, end, table row) of the sub-txn at ``p`` of a multi (``Txn {int type, buffer
+    data}``); row -1 where it does not read or its type is unknown."""
+    if p + 8 > end:
+        return 0, 0, -1
+    type_ = _i32(b, p)
+    n = _i32(b, p + 4)
+    p += 8
+    if n < -1 or n > end - p:
+        return 0, 0, -1
+    n = max(n, 0)
+    return p, p + n, _type_row(kinds, type_base, type_)
+
+
+@njit(cache=True, nogil=True)
+def txn_ok(b, s, n, kinds, type_base):
+    """Whether the txn ``b[s : s + n]`` decodes (``txnlog.decode_txn`` raises nothing): its
+    header, the body its type's row of ``kinds`` describes (rows from ``type_base`` on, see
+    ``txnlog.body_table``), then nothing or a TxnDigest. The sub-txns of a multi are walked by
+    the same loop (their bodies need not be consumed to their end, optional fields default
+    only at their end, as ``decode_body`` with ``sub``). A multi inside a multi gives False:
+    the Python decoder decides those."""
+    end = s + n
+    if n < TXN_HEADER_SIZE:
+        return False
+    row = _type_row(kinds, type_base, _i32(b, s + TYPE_AT))
+    if row < 0:
+        return False
+    width = kinds.shape[1]
+    p = s + TXN_HEADER_SIZE
+    k = 0
+    sub = False
+    outer_row = outer_k = outer_end = sub_end = left = 0
+    while True:
+        f = kinds[row, k] if k < width else F_END
+        if f == F_END:
+            if not sub:
+                rem = end - p
+                return rem == 0 or rem == TXN_DIGEST_SIZE
+            left -= 1
+            p, end = sub_end, outer_end
+            if left == 0:
+                sub, row, k = False, outer_row, outer_k + 1
+                continue
+            p, sub_end, row = _sub_txn(b, p, end, kinds, type_base)
+            if row < 0:
+                return False
+            end, k = sub_end, 0
+            continue
+        kind = f & KIND_MASK
+        rem = end - p
+        if (f & F_OPTIONAL) != 0 and (rem == 0 or (not sub and rem == TXN_DIGEST_SIZE and kind != F_PATHS)):
+            k += 1
+            continue
+        if kind == F_MULTI:
+            if sub or p + 4 > end:
+                return False
+            count = _i32(b, p)
+            p += 4
+            if count < -1 or (count > end - p and count > MAX_REASONABLE):
+                return False
+            if count <= 0:
+                k += 1
+                continue
+            outer_row, outer_k, outer_end, left = row, k, end, count
+            p, sub_end, row = _sub_txn(b, p, end, kinds, type_base)
+            if row < 0:
+                return False
+            end, k, sub = sub_end, 0, True
+            continue
+        if kind == F_PATHS and not sub and rem == TXN_DIGEST_SIZE:
+            # closeSession: 12 bytes are a path list or a TxnDigest alone (txnlog._paths_or_none)
+            q = _field_end(b, p, end, F_PATHS)
+            if q >= 0 and (end - q == 0 or end - q == TXN_DIGEST_SIZE):
+                p = q
+        else:
+            p = _field_end(b, p, end, kind)
+            if p < 0:
+                return False
+        k += 1
+
+
+@njit(cache=True, nogil=True)
+def walk_log(b, pos, kinds, type_base, out):
+    """Walk the entries of a transaction log from ``pos`` while each is whole and valid: a
+    length in 1..MAX_REASONABLE, its 'B', the stored Adler32 (a long) equal to the txn's, and
+    a txn that decodes (:func:`txn_ok`). Entry i's offset, txn length and zxid go to
+    ``out[:, i]``, up to ``out``'s width. Returns (entries, the offset of the first entry not
+    taken): whatever stopped the walk short of a full ``out`` (the end, padding, damage) is
+    the caller's to tell."""
+    n = b.shape[0]
+    count = 0
+    while count < out.shape[1] and pos + LOG_FRAME_SIZE <= n:
+        crc = _i64(b, pos)
+        length = _i32(b, pos + 8)
+        s = pos + LOG_FRAME_SIZE
+        e = s + length
+        if length <= 0 or length > MAX_REASONABLE or e + 1 > n or b[e] != END_OF_RECORD:
+            break
+        if crc < 0 or crc != _adler32(b, s, length) or not txn_ok(b, s, length, kinds, type_base):
+            break
+        out[0, count] = pos
+        out[1, count] = length
+        out[2, count] = _i64(b, s + ZXID_AT)
+        count += 1
+        pos = e + 1
+    return count, pos

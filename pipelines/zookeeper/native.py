@@ -25,7 +25,7 @@ AOT_MODULE = "kaudit_zk_kernels"
 SOURCES = ("kernels.py", "kernel_tables.py", "aot.py")  # aot.py: the signatures
 EXPORTS = ("walk_nodes", "locate_nodes", "locate_capacity", "node_digests", "take_spans", "decode_stats",
            "client_stats", "tree_digest", "parent_lengths", "preorder_parents", "sort_strings", "sort_stack",
-           "sort_strings_until", "subtree_mask")
+           "sort_strings_until", "subtree_mask", "txn_ok", "walk_log")
 KERNELS = Kernels(AOT_MODULE, "pipelines.zookeeper.kernels", Path(__file__).resolve().parent, SOURCES, EXPORTS)
 
 

@@ -27,6 +27,14 @@ Bodies are data: :data:`BODIES` gives, per txn type, its name and field table (t
 of ``zookeeper.jute``, package ``org.apache.zookeeper.txn``); one decoder reads them all.
 A field marked optional may be absent at the end of the body (``CreateTxnV0`` has no
 parentCVersion; ``closeSession`` has no path list before 3.6).
+
+Speed: the valid entries are found by one numba pass (``kernels.walk_log``: framing, 'B',
+Adler32, and whether the txn would decode, from :data:`BODIES` encoded by :func:`body_table`),
+and only the txns a caller wants are decoded (``LogReader.skip_through``: a replay skips the
+txns its snapshot holds already, often all of a big log). The walk stops at anything else
+and the per-entry code below tells what it is, so the outcome (damage rows, resyncs, the
+end) does not depend on what is skipped: a CRC-valid txn that does not decode is
+``undecodable txn`` damage there too.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipelines.zookeeper import kernel_tables as kt
 from pipelines.zookeeper.errors import BadMagic, ZkFormatError
 from pipelines.zookeeper.jute import (
     FILE_HEADER,
@@ -46,11 +55,13 @@ from pipelines.zookeeper.jute import (
     TXN_HEADER,
     Reader,
 )
+from pipelines.zookeeper.native import kernels
 
 LOG_MAGIC = b"ZKLG"
 LOG_VERSION = 2
 RAW_MAX = 4096  # bytes of a damaged entry kept in its quarantine row
 SCAN_CHUNK = 1 << 22  # bytes per step of the resync scan
+WALK_CHUNK = 1 << 16  # entries per call of the framing walk (kernels.walk_log)
 
 # field kinds -> reader
 _READ = {
@@ -86,6 +97,29 @@ BODIES: dict[int, tuple[str, tuple]] = {
     -11: ("closeSession", (("paths_to_delete", "paths", None),)),
     -1: ("error", (("err", "int"),)),
 }
+
+
+# field kinds -> the codes of the kernels' body table
+_KIND = {"int": kt.F_INT, "long": kt.F_LONG, "bool": kt.F_BOOL, "ustring": kt.F_BUFFER, "buffer": kt.F_BUFFER,
+         "acls": kt.F_ACLS, "paths": kt.F_PATHS, "multi": kt.F_MULTI}
+
+
+def body_table() -> tuple[np.ndarray, int]:
+    """:data:`BODIES` for ``kernels.txn_ok``: (kinds, the type of row 0), a row per txn type
+    from the lowest to the highest, holding its fields' kind codes (+ ``F_OPTIONAL``) then
+    ``F_END``; ``F_UNKNOWN`` for a type not in BODIES (codes: :mod:`~pipelines.zookeeper.kernel_tables`)."""
+    base = min(BODIES)
+    width = max(len(fields) for _, fields in BODIES.values()) + 1
+    kinds = np.full((max(BODIES) - base + 1, width), kt.F_UNKNOWN, np.int8)
+    for type_, (_, fields) in BODIES.items():
+        kinds[type_ - base] = kt.F_END
+        for k, f in enumerate(fields):
+            kinds[type_ - base, k] = _KIND[f[1]] + (kt.F_OPTIONAL if len(f) > 2 else 0)
+    kinds.flags.writeable = False
+    return kinds, base
+
+
+BODY_TABLE = body_table()
 
 
 class UnknownTxnType(ZkFormatError):
@@ -188,13 +222,31 @@ def decode_txn(data: bytes, file: str, offset: int) -> Txn:
 
 class LogReader:
     """Iterates the txns of one log file (and :class:`Damage` items where bytes are
-    unreadable); ``end`` tells how the reading stopped."""
+    unreadable); ``end`` tells how the reading stopped.
 
-    def __init__(self, path: Path | str):
+    Txns with a zxid at or below ``skip_through`` are not yielded (the caller may raise it
+    between items): a replay has them already. The valid entries are found by one framing
+    walk (``kernels.walk_log``: lengths, 'B', Adler32, and that the txn would decode), and only
+    the txns yielded are decoded into :class:`Txn`; the walk stops short at anything else,
+    which the step below it tells apart (padding, a partial write, damage and the resync), so
+    damage among the skipped txns is reported as among the others."""
+
+    def __init__(self, path: Path | str, skip_through: int | None = None):
         self.path = Path(path)
         self.file = str(path)
         self.end: LogEnd | None = None
         self.dbid: int | None = None
+        self.skip_through = skip_through
+
+    def _skipped(self, zxid: int) -> bool:
+        return self.skip_through is not None and zxid <= self.skip_through
+
+    def _next_wanted(self, zxids: np.ndarray, i: int, count: int) -> int:
+        """The first entry from ``i`` whose txn is not skipped (``count`` if none)."""
+        if self.skip_through is None:
+            return i
+        later = np.flatnonzero(zxids[i:count] > self.skip_through)
+        return i + int(later[0]) if len(later) else count
 
     def __iter__(self):
         file = self.file
@@ -212,8 +264,32 @@ class LogReader:
         n = len(buf)
         pos = FILE_HEADER.size
         view = memoryview(buf)
+        arr = np.frombuffer(buf, np.uint8)
+        walk = kernels().walk_log
+        kinds, type_base = BODY_TABLE
+        found = np.empty((3, WALK_CHUNK), np.int64)  # offset, txn length, zxid of the valid entries
         used = None  # end of the non-zero bytes, found on the first stop
         while True:
+            count, after = walk(arr, pos, kinds, type_base, found)
+            pos = after
+            i = self._next_wanted(found[2], 0, count)
+            if i < count:
+                offsets, lengths, zxids = found[:, :count].tolist()
+            while i < count:
+                at = offsets[i]
+                try:
+                    txn = decode_txn(view[at + LOG_FRAME.size : at + LOG_FRAME.size + lengths[i]], file, at)
+                except ZkFormatError:  # the walk's check disagrees: the step below decides
+                    pos = at
+                    break
+                yield txn
+                i += 1
+                if i < count and self._skipped(zxids[i]):
+                    i = self._next_wanted(found[2], i, count)
+            else:
+                if count == WALK_CHUNK:
+                    continue
+            # the entry at pos: the end, or not valid
             stop = None  # (reason, partial?, end of what the entry announces)
             if pos + LOG_FRAME.size > n:
                 if buf.count(0, pos) != n - pos:
@@ -247,8 +323,9 @@ class LogReader:
                             txn = decode_txn(data, file, pos)
                         except ZkFormatError as err:
                             stop = (f"undecodable txn: {err.reason}", False, body_end + 1)
-                        else:
-                            yield txn
+                        else:  # valid after all (e.g. a multi inside a multi, which the walk leaves here)
+                            if not self._skipped(txn.zxid):
+                                yield txn
                             pos = body_end + 1
                             continue
             reason, partial, announced = stop

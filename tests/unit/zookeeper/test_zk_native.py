@@ -122,3 +122,30 @@ def test_the_aot_build_can_still_release_the_gil():
     assert flags.release_gil is False
     flags.release_gil = True
     assert flags.release_gil is True
+
+
+@pytest.mark.parametrize("name", ["invalidsnap/version-2/log.274", "invalidsnap/version-2/log.42",
+                                  "digest-3.6/version-2/log.1"])
+def test_aot_log_walk_equals_jit_on_real_logs(kernel_pair, real_fixtures, name):
+    """The framing walk of real logs (log.42 has a CRC mismatch at its second entry): the same
+    entries, in chunks too, and the same check of each txn."""
+    from pipelines.zookeeper.txnlog import BODY_TABLE, decode_txn
+
+    aot, jit = kernel_pair
+    buf = (real_fixtures / "zookeeper" / name).read_bytes()
+    arr = np.frombuffer(buf, np.uint8)
+    walks = []
+    for k in (aot, jit):
+        for width in (1 << 12, 2):
+            out, pos, got = np.empty((3, width), np.int64), 16, []
+            while True:
+                count, pos = k.walk_log(arr, pos, *BODY_TABLE, out)
+                got.append(out[:, :count].copy())
+                if count < width:
+                    break
+            walks.append((np.concatenate(got, axis=1), pos))
+    (entries, stop), *others = walks
+    assert entries.shape[1] > 0 and all(np.array_equal(e, entries) and p == stop for e, p in others)
+    for at, length, zxid in entries.T:
+        assert aot.txn_ok(arr, at + 12, length, *BODY_TABLE) and jit.txn_ok(arr, at + 12, length, *BODY_TABLE)
+        assert decode_txn(buf[at + 12 : at + 12 + length], name, at).zxid == zxid

@@ -9,12 +9,14 @@ import shutil
 import struct
 import zlib
 
+import numpy as np
 import pytest
 from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.reading import read_arrow
+from pipelines.zookeeper.errors import ZkFormatError
 from pipelines.zookeeper.extract import extract_snapshot, read_offline
 from pipelines.zookeeper.txnlog import Damage, LogReader
 
@@ -356,18 +358,143 @@ def test_a_missing_txn_stops_the_replay_unverified(tmp_path):
     assert paths == ["/", "/n1", "/n2", "/n3", "/n4"]
 
 
-def test_damage_older_than_the_snapshot_is_skipped(real_fixtures, tmp_path):
-    """log.1 holds txns 0x1..0x273; from snapshot.272 only 0x273 is needed: damage to an
-    older entry is quarantined, not fatal."""
+def _replay_damaged_log1(real_fixtures, tmp_path, damage):
+    """snapshot.272, log.1 changed by ``damage`` (a bytearray), log.274, read up to 0x639:
+    (the read's tree equals snapshot.639's, the read, the data dir)."""
     d = real_fixtures / FIX
     t = tmp_path / "dd"
     t.mkdir()
     for n in ("snapshot.272", "log.274"):
         shutil.copy(d / n, t)
     raw = bytearray((d / "log.1").read_bytes())
-    raw[len(raw) // 3] ^= 0x10
+    damage(raw)
     (t / "log.1").write_bytes(bytes(raw))
     direct, _ = read_offline(d / "snapshot.639")
     replayed, res = read_offline(t, at_zxid=0x639)
-    assert replayed.equals(direct) and res.zxid == 0x639 and res.digest_verified is not False
+    return replayed.equals(direct), res, t
+
+
+def test_damage_older_than_the_snapshot_is_skipped(real_fixtures, tmp_path):
+    """log.1 holds txns 0x1..0x273; from snapshot.272 only 0x273 is needed: damage to an
+    older entry is quarantined, not fatal."""
+
+    def flip(raw):
+        raw[len(raw) // 3] ^= 0x10
+
+    equal, res, t = _replay_damaged_log1(real_fixtures, tmp_path, flip)
+    assert equal and res.zxid == 0x639 and res.digest_verified is not False
     assert len(res.quarantine) == 1 and res.quarantine[0]["location"].startswith(f"{t}/log.1:")
+
+
+def _every_type(z0: int) -> list[bytes]:
+    """One txn of every type (as in test_every_txn_type_decodes), zxids from z0, the later
+    ones with a TxnDigest."""
+    bodies = [
+        (-10, struct.pack(">i", 30000)), (1, create("/a", b"x", pcv=1)), (15, create("/a/e", None, eph=True, pcv=1)),
+        (19, container("/c", 2)), (21, ttl("/t", 3, 60000)), (5, _str("/a") + _buf(b"y") + struct.pack(">i", 1)),
+        (7, _str("/a") + ACL + struct.pack(">i", 1)),
+        (14, multi((1, create("/m", pcv=5)), (13, _str("/a") + struct.pack(">i", 1)), (2, _str("/m")))),
+        (2, _str("/t")), (-11, struct.pack(">i", 1) + _str("/a/e")), (-11, b""), (-1, struct.pack(">i", -101)),
+        (1, _str("/old") + _buf(b"v0") + ACL + b"\x00"), (16, _str("/zookeeper/config") + _buf(b"c") + bytes(4)),
+    ]
+    return [_txn(z0 + i, t, b, digest=(z0 + i) * 7 if i % 2 else None) for i, (t, b) in enumerate(bodies)]
+
+
+def _forge(rnd, txn: bytes) -> bytes:
+    """The txn with its body changed (a byte, a length, a cut or extra bytes); framed by _log
+    with an Adler32 that matches: only decoding can tell."""
+    t = bytearray(txn)
+    how = rnd.randrange(4)
+    if how == 0:
+        at = rnd.randrange(28, len(t))
+        t[at] ^= 1 << rnd.randrange(8)
+    elif how == 1:  # an int of the body (a length, a count, a type) set to a small or odd value
+        at = rnd.randrange(32, max(33, len(t) - 3))
+        t[at : at + 4] = struct.pack(">i", rnd.choice([-2, -1, 0, 1, 3, 7, 12, 40, 1 << 27, 0x7FFFFFFF]))
+    elif how == 2:
+        del t[rnd.randrange(30, len(t)) :]
+    else:
+        t += rnd.randbytes(rnd.choice([1, 4, 11, 12, 13]))
+    return bytes(t)
+
+
+def test_skipped_txns_are_not_decoded_but_damage_among_them_is_reported(tmp_path):
+    """A reader skipping txns at or below a zxid (as the replay does up to its snapshot) does
+    not decode them, yet reports the same damage and end as one decoding everything: CRC-valid
+    txns whose bodies do not decode (forged), bit flips, cuts. Expected: the reader without
+    skipping, which decodes every txn."""
+    import random
+
+    from pipelines.zookeeper.native import kernels
+    from pipelines.zookeeper.txnlog import BODY_TABLE, decode_txn
+
+    rnd = random.Random(22)
+    base = _every_type(1) + _every_type(15) + _every_type(29)
+    f = tmp_path / "log.1"
+    decodes = disagree = 0
+    for case in range(300):
+        txns = list(base)
+        for _ in range(rnd.choice([1, 1, 2, 5])):
+            i = rnd.randrange(len(txns))
+            txns[i] = _forge(rnd, txns[i])
+        raw = bytearray(_log(txns, pad=rnd.random() < 0.5))
+        if case % 3 == 0:  # frame damage too
+            raw[rnd.randrange(16, len(raw))] ^= 1 << rnd.randrange(8)
+        if case % 5 == 0:
+            raw = raw[: rnd.randrange(16, len(raw))]
+        f.write_bytes(bytes(raw))
+        everything = list(LogReader(f))
+        want_damage = [(d.offset, d.resume, d.reason, d.raw) for d in everything if isinstance(d, Damage)]
+        ends = set()
+        for skip in (0, 20, 10**6):
+            r = LogReader(f, skip_through=skip)
+            got = list(r)
+            assert [(d.offset, d.resume, d.reason, d.raw) for d in got if isinstance(d, Damage)] == want_damage
+            assert [t for t in got if not isinstance(t, Damage)] == [
+                t for t in everything if not isinstance(t, Damage) and t.zxid > skip]
+            ends.add((r.end.kind, r.end.offset, r.end.reason, r.end.raw))
+        assert len(ends) == 1
+        # the kernel's check agrees with the decoder on every txn (but a multi inside a multi)
+        for t in txns:
+            b = np.frombuffer(t, np.uint8)
+            try:
+                decode_txn(t, "", 0)
+                ok = True
+            except ZkFormatError:
+                ok = False
+            decodes += ok
+            disagree += kernels().txn_ok(b, 0, len(t), *BODY_TABLE) != ok
+    assert disagree == 0 and 0 < decodes
+
+
+def test_skip_through_may_rise_while_reading(tmp_path):
+    """Repeated txns (a log holding zxids already applied) are skipped once the caller has
+    raised skip_through past them."""
+    txns = [_txn(z, 1, create(f"/n{z}", pcv=z)) for z in (1, 2, 3, 2, 3, 4, 1, 5)]
+    f = tmp_path / "log.1"
+    f.write_bytes(_log(txns))
+    r = LogReader(f, skip_through=0)
+    got = []
+    for t in r:
+        got.append(t.zxid)
+        r.skip_through = max(r.skip_through, t.zxid)
+    assert got == [1, 2, 3, 4, 5] and r.end.kind == "padding"
+
+
+def test_an_undecodable_txn_older_than_the_snapshot_is_still_quarantined(real_fixtures, tmp_path):
+    """Skipped txns are not decoded, yet one whose checksum holds but whose type is unknown
+    (forged here: type 99, Adler32 recomputed) is named as it was when every txn was decoded;
+    the replay after the snapshot goes on."""
+    forged = []
+
+    def forge(raw):
+        at = _entries(bytes(raw))[100]
+        length = struct.unpack_from(">i", raw, at + 8)[0]
+        raw[at + 12 + 28 : at + 12 + 32] = struct.pack(">i", 99)
+        raw[at : at + 8] = struct.pack(">q", zlib.adler32(bytes(raw[at + 12 : at + 12 + length])))
+        forged.append(at)
+
+    equal, res, t = _replay_damaged_log1(real_fixtures, tmp_path, forge)
+    assert equal and res.zxid == 0x639
+    assert [q["location"] for q in res.quarantine] == [f"{t}/log.1:{forged[0]}"]
+    assert "undecodable txn: unknown txn type 99" in res.quarantine[0]["reason"]
