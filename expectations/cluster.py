@@ -2,7 +2,7 @@
 
 import great_expectations.expectations as gxe
 
-from pipelines.quality.spec import ERROR, WARNING, Check, Suite
+from pipelines.quality.spec import END, ERROR, WARNING, Check, Suite
 
 SUITE = Suite(
     name="cluster",
@@ -32,7 +32,7 @@ SUITE = Suite(
             name="cluster_id_format",
             view="cluster",
             level=ERROR,
-            expectation=gxe.ExpectColumnValuesToMatchRegex(column="cluster_id", regex=r"^[a-zA-Z0-9_-]{1,22}\z"),
+            expectation=gxe.ExpectColumnValuesToMatchRegex(column="cluster_id", regex=r"^[a-zA-Z0-9_-]{1,22}" + END),
             description="The cluster id (/cluster/id) matches [a-zA-Z0-9_-]{1,22}.",
         ),
         Check(

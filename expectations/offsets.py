@@ -2,7 +2,7 @@
 
 import great_expectations.expectations as gxe
 
-from pipelines.quality.spec import ERROR, Check, Suite
+from pipelines.quality.spec import END, ERROR, Check, Suite
 
 SUITE = Suite(
     name="offsets",
@@ -50,7 +50,7 @@ SUITE = Suite(
             name="zk_offsets_numeric",
             view="zk_offset_znodes",
             level=ERROR,
-            expectation=gxe.ExpectColumnValuesToMatchRegex(column="value", regex=r"^[0-9]+\z"),
+            expectation=gxe.ExpectColumnValuesToMatchRegex(column="value", regex=r"^[0-9]+" + END),
             description="Offsets stored in ZooKeeper (/consumers/[group]/offsets/[topic]/[partition]) "
             "are decimal numbers >= 0.",
         ),

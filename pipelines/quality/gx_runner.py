@@ -1,6 +1,7 @@
 """Great Expectations 1.x plumbing: a file data context kept in ``validation/gx/`` of the
-warehouse (so Data Docs list every run), one Spark dataframe asset per view, one GX suite
-per (kaudit suite, view), and Data Docs built into ``validation/data_docs/``.
+warehouse (so Data Docs list every run), a dataframe asset per view in each of two datasources
+(Spark for a big run's views, pandas for a small run's: ``pipelines.quality.materialized``), one
+GX suite per (kaudit suite, view), and Data Docs built into ``validation/data_docs/``.
 
 Every view gets a ``_row`` id (materialised once) that GX reports for unexpected rows;
 ``run_checks`` turns GX's answer into :class:`CheckResult`s carrying those ids."""
@@ -8,6 +9,7 @@ Every view gets a ``_row`` id (materialised once) that GX reports for unexpected
 from __future__ import annotations
 
 import logging
+import numbers
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,13 +22,12 @@ import great_expectations as gx  # noqa: E402
 from great_expectations.core.run_identifier import RunIdentifier  # noqa: E402
 from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: E402
 from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier  # noqa: E402
-from great_expectations.datasource.fluent import SparkDatasource  # noqa: E402
-from pyspark.sql import DataFrame  # noqa: E402
+from great_expectations.datasource.fluent import PandasDatasource, SparkDatasource  # noqa: E402
 
 from pipelines.quality.materialized import ROW_ID  # noqa: E402
 from pipelines.quality.spec import Check  # noqa: E402
 
-DATASOURCE = "kaudit"
+DATASOURCES = {"spark": "kaudit", "pandas": "kaudit_pandas"}  # engine: datasource name
 BATCH = "whole"
 SITE = "kaudit"
 TABLE_LEVEL = ("expect_table_",)
@@ -86,49 +87,58 @@ class GxProject:
             self.context.update_data_docs_site(SITE, site)
         else:
             self.context.add_data_docs_site(SITE, site)
-        # the datasource the context already has is kept when it has an asset for every view
-        # and does not persist; else it is written once with all of them (GX rewrites the
-        # project's YAML for every asset or batch definition added one by one: 30 rewrites,
-        # seconds, in a new warehouse). Not persisted: a view is already computed once
-        # (``pipelines.quality.materialized``), and GX's metric queries on a collected view's
-        # in-memory frame without an aggregate are answered in the driver, no Spark job
-        # (persisted, each was a job on the cached copy: the demo's runs 103 -> 65 and 93 -> 56 jobs)
+        # a datasource the context already has is kept when it has an asset for every view
+        # (and, Spark's, does not persist); else it is written once with all of them (GX
+        # rewrites the project's YAML for every asset or batch definition added one by one: 30
+        # rewrites, seconds, in a new warehouse). Spark's not persisted: a view is already
+        # computed once (``pipelines.quality.materialized``; persisted, each metric query was a
+        # job on the cached copy: the demo's runs 103 -> 65 and 93 -> 56 jobs)
         views = tuple(views)
-        self.datasource = self.context.data_sources.all().get(DATASOURCE)
+        existing = self.context.data_sources.all()
+        self.datasources = {engine: existing.get(name) for engine, name in DATASOURCES.items()}
         if not self.has_assets(views):
-            have = [a.name for a in self.datasource.assets] if isinstance(self.datasource, SparkDatasource) else []
-            assets = [
-                {"name": name, "type": "dataframe", "batch_definitions": [{"name": BATCH}]}
-                for name in dict.fromkeys([*have, *views])
-            ]
-            self.datasource = self.context.data_sources.add_or_update_spark(
-                name=DATASOURCE, persist=False, assets=assets
-            )
+            for engine, name in DATASOURCES.items():
+                source = self.datasources[engine]
+                have = [a.name for a in source.assets] if _usable(engine, source) else []
+                assets = [
+                    {"name": view, "type": "dataframe", "batch_definitions": [{"name": BATCH}]}
+                    for view in dict.fromkeys([*have, *views])
+                ]
+                add = self.context.data_sources.add_or_update_spark if engine == "spark" else (
+                    self.context.data_sources.add_or_update_pandas)
+                self.datasources[engine] = add(
+                    name=name, assets=assets, **({"persist": False} if engine == "spark" else {})
+                )
         self._validated: set[str] = set()  # GX suites validated since the last docs build
 
     def has_assets(self, views: Iterable[str]) -> bool:
-        """The datasource does not persist and has a dataframe asset with the whole-frame batch
-        for each of ``views``."""
-        if not isinstance(self.datasource, SparkDatasource) or self.datasource.persist:
-            return False
-        batches = {a.name: {b.name for b in a.batch_definitions} for a in self.datasource.assets}
-        return all(BATCH in batches.get(view, ()) for view in views)
+        """Both datasources have a dataframe asset with the whole-frame batch for each of
+        ``views`` (and Spark's does not persist)."""
+        views = tuple(views)
+        for engine, source in self.datasources.items():
+            if not _usable(engine, source):
+                return False
+            batches = {a.name: {b.name for b in a.batch_definitions} for a in source.assets}
+            if not all(BATCH in batches.get(view, ()) for view in views):
+                return False
+        return True
 
-    def _batch_definition(self, view: str):
+    def _batch_definition(self, engine: str, view: str):
         try:
-            asset = self.datasource.get_asset(view)
+            asset = self.datasources[engine].get_asset(view)
         except LookupError:
-            asset = self.datasource.add_dataframe_asset(name=view)
+            asset = self.datasources[engine].add_dataframe_asset(name=view)
         try:
             return asset.get_batch_definition(BATCH)
         except (KeyError, LookupError, ValueError):
             return asset.add_batch_definition_whole_dataframe(BATCH)
 
     def run_checks(
-        self, suite_name: str, view: str, frame: DataFrame, checks: list[Check], run_id: str
+        self, suite_name: str, view: str, frame, checks: list[Check], run_id: str
     ) -> list[CheckResult]:
-        """Evaluate ``checks`` on ``frame`` (which carries ``_row``) as the GX suite
-        ``<suite>.<view>``; the validation result lands in the context's store for Data Docs."""
+        """Evaluate ``checks`` on ``frame`` (which carries ``_row``: a Spark DataFrame, or a
+        pandas one) as the GX suite ``<suite>.<view>`` with the engine of its kind; the
+        validation result lands in the context's store for Data Docs."""
         gx_suite = gx.ExpectationSuite(name=f"{suite_name}.{view}")
         by_name = {}
         for check in checks:
@@ -141,7 +151,9 @@ class GxProject:
         gx_suite = self.context.suites.add_or_update(gx_suite)
         self._validated.add(gx_suite.name)
         definition = self.context.validation_definitions.add_or_update(
-            gx.ValidationDefinition(name=f"{suite_name}.{view}", data=self._batch_definition(view), suite=gx_suite)
+            gx.ValidationDefinition(
+                name=f"{suite_name}.{view}", data=self._batch_definition(_engine(frame), view), suite=gx_suite
+            )
         )
         outcome = definition.run(
             batch_parameters={"dataframe": frame},
@@ -178,6 +190,19 @@ class GxProject:
         return index
 
 
+def _engine(frame) -> str:
+    import pandas as pd
+
+    return "pandas" if isinstance(frame, pd.DataFrame) else "spark"
+
+
+def _usable(engine: str, source) -> bool:
+    """``source`` is a datasource of ``engine``'s kind (Spark's not persisting)."""
+    if engine == "spark":
+        return isinstance(source, SparkDatasource) and not source.persist
+    return isinstance(source, PandasDatasource)
+
+
 def _check_result(check: Check, suite: str, r) -> CheckResult:
     info = r.exception_info or {}
     error = None
@@ -187,7 +212,7 @@ def _check_result(check: Check, suite: str, r) -> CheckResult:
     table_level = check.expectation.expectation_type.startswith(TABLE_LEVEL)
     if table_level:
         observed = res.get("observed_value")
-        rows = observed if isinstance(observed, int) else None
+        rows = _int(observed)
         unexpected = 0 if r.success else rows
         return CheckResult(check, suite, bool(r.success), unexpected, rows, None, observed, error)
     ids = None
@@ -198,9 +223,14 @@ def _check_result(check: Check, suite: str, r) -> CheckResult:
         check,
         suite,
         bool(r.success) and error is None,
-        int(unexpected) if unexpected is not None else None,
-        res.get("element_count"),
+        _int(unexpected),
+        _int(res.get("element_count")),
         ids,
         res.get("observed_value"),
         error,
     )
+
+
+def _int(value) -> int | None:
+    """A count GX gives as an int or a numpy integer (pandas engine); None for anything else."""
+    return int(value) if isinstance(value, numbers.Integral) else None

@@ -75,7 +75,6 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     pending = _compute_views(ctx, tables, with_data, small) if with_data else None
 
     from pipelines.quality.gx_runner import GxProject
-    from pipelines.quality.materialized import checking
     from pipelines.quality.spec import ERROR, load_suites
 
     suites = load_suites()
@@ -91,7 +90,7 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     with ctx.warehouse.transaction(ctx.run_id, step="validate") as tx:
         out = tx.staging_dir(VALIDATION)
         (out / "failures").mkdir(parents=True, exist_ok=True)
-        with ctx.progress() as progress, checking(tables.spark, small):
+        with ctx.progress() as progress:
             task = progress.add_task("validate", total=total)
             for suite in suites:
                 for view in suite.views():

@@ -13,6 +13,9 @@ from typing import Any
 
 from pipelines.errors import StepError
 
+# the end of a value in a regex expectation, read alike by Java's regex (GX's Spark engine) and
+# Python's (its pandas engine): ``$`` also matches before a final newline, ``\z`` is Java's only
+END = r"(?![\s\S])"
 ERROR = "error"
 WARNING = "warning"
 LEVELS = (ERROR, WARNING)

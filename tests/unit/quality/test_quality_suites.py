@@ -42,9 +42,27 @@ def test_suites_cover_the_invariants_with_their_levels():
         assert check.description, check.name
 
 
-def test_cluster_id_regex_is_the_documented_one():
-    check = next(c for s in load_suites() for c in s.checks if c.name == "cluster_id_format")
-    assert check.expectation.regex == r"^[a-zA-Z0-9_-]{1,22}\z"  # \z: no trailing newline
+REGEX_CASES = {
+    "cluster_id_format": {"MkQ0ZjE5NzQ4NTQ0Yzk0Mg": True, "a" * 22: True, "a" * 23: False, "abc\n": False,
+                          "ab c": False, "": False},
+    "zk_offsets_numeric": {"0": True, "12345678901234": True, "12\n": False, "-1": False, "1 ": False, "": False},
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGEX_CASES))
+def test_a_regex_check_reads_alike_in_python_and_in_spark(spark, name):
+    """GX judges a small run's views with pandas (Python's re) and a big run's with Spark
+    (Java's regex): a regex check matches the same whole values in both, a trailing newline
+    included."""
+    import re
+
+    from pyspark.sql import functions as F
+
+    regex = next(c for s in load_suites() for c in s.checks if c.name == name).expectation.regex
+    cases = REGEX_CASES[name]
+    assert {v: re.search(regex, v) is not None for v in cases} == cases
+    rows = spark.createDataFrame([(v,) for v in cases], "v string").select("v", F.col("v").rlike(regex).alias("ok"))
+    assert {r.v: r.ok for r in rows.collect()} == cases
 
 
 def test_duplicate_names_and_bad_files_are_refused(tmp_path):
