@@ -218,13 +218,15 @@ def _check_result(check: Check, suite: str, r) -> CheckResult:
     ids = None
     if "unexpected_index_list" in res:
         ids = [int(item[ROW_ID]) for item in res["unexpected_index_list"] or []]
-    unexpected = res.get("unexpected_count")
+    unexpected, elements = _int(res.get("unexpected_count")), _int(res.get("element_count"))
+    if elements == 0 and error is None:
+        unexpected = 0  # an empty view has no unexpected rows (GX's Spark engine says None, pandas 0)
     return CheckResult(
         check,
         suite,
         bool(r.success) and error is None,
-        _int(unexpected),
-        _int(res.get("element_count")),
+        unexpected,
+        elements,
         ids,
         res.get("observed_value"),
         error,
