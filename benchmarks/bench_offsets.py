@@ -41,6 +41,10 @@ on both trees; CPU = user + sys of every process, the figure to read at these lo
     one window of runs and not shown steadily: the machine was never idle long enough (load
     3-8, other helpers' Spark JVMs), and a single benchmark run is the scheduler's.
 
+Idle, the final tree of session 13 (all three branches merged): this script at load 1.4,
+1.33 s, 3.75M records/s, 50.7x (CPU 2.31 s, 29.2x); the CLI alone, 5 runs at load 1.5,
+1.23-1.39 s wall (3.6-4.1M records/s), 2.19-2.40 CPU s.
+
 Where the time goes (a timeline of each process, CPU s by ``time.process_time``, load 5.5;
 before -> after (-1)): the parent imports for 0.23-0.29 s of wall (0.24-0.27 CPU s: interpreter 0.02,
 numpy + pyarrow 0.12-0.14, pyarrow.parquet 0.02, the CLI 0.03-0.04, the extract modules

@@ -40,6 +40,10 @@ one after run's median (6.1x, load 5-6) and by most mins, not by all medians. Ou
 whole, in written order), ``raw/znode_changes``, ``raw/quarantine`` and the step metadata equal
 before/after on this snapshot, on the demo's data dir and on one of its snapshot files.
 
+Idle, the final tree of session 13 (load 1.1-1.4), this script ``--repeat 5`` three times: CLI
+medians 0.75 / 0.68 / 0.73 s (CPU 0.92 / 0.84 / 0.90 s), SnapshotFormatter 4.16 / 4.10 / 4.14 s:
+5.5x / 6.0x / 5.6x (mins 5.5x / 5.9x / 5.8x). The 6x target is reached in one run of three.
+
 Where the CLI's time goes (one process, load ~2, perf and kernel timings; CPU seconds):
 interpreter start 0.03; imports 0.20 (numpy 0.09, of which numpy.linalg 0.03; pyarrow and
 pyarrow.parquet 0.05; typer 0.025; kaudit's modules ~0.03); typer dispatch and the run's setup
