@@ -27,7 +27,11 @@ from great_expectations.datasource.fluent import PandasDatasource, SparkDatasour
 from pipelines.quality.materialized import ROW_ID  # noqa: E402
 from pipelines.quality.spec import Check  # noqa: E402
 
-DATASOURCES = {"spark": "kaudit", "pandas": "kaudit_pandas"}  # engine: datasource name
+# engine: (datasource name, its class, the settings it is written with and must have)
+DATASOURCES = {
+    "spark": ("kaudit", SparkDatasource, {"persist": False}),
+    "pandas": ("kaudit_pandas", PandasDatasource, {}),
+}
 BATCH = "whole"
 SITE = "kaudit"
 TABLE_LEVEL = ("expect_table_",)
@@ -95,20 +99,17 @@ class GxProject:
         # job on the cached copy: the demo's runs 103 -> 65 and 93 -> 56 jobs)
         views = tuple(views)
         existing = self.context.data_sources.all()
-        self.datasources = {engine: existing.get(name) for engine, name in DATASOURCES.items()}
+        self.datasources = {engine: existing.get(name) for engine, (name, _, _) in DATASOURCES.items()}
         if not self.has_assets(views):
-            for engine, name in DATASOURCES.items():
+            for engine, (name, _, settings) in DATASOURCES.items():
                 source = self.datasources[engine]
                 have = [a.name for a in source.assets] if _usable(engine, source) else []
                 assets = [
                     {"name": view, "type": "dataframe", "batch_definitions": [{"name": BATCH}]}
                     for view in dict.fromkeys([*have, *views])
                 ]
-                add = self.context.data_sources.add_or_update_spark if engine == "spark" else (
-                    self.context.data_sources.add_or_update_pandas)
-                self.datasources[engine] = add(
-                    name=name, assets=assets, **({"persist": False} if engine == "spark" else {})
-                )
+                add = getattr(self.context.data_sources, f"add_or_update_{engine}")
+                self.datasources[engine] = add(name=name, assets=assets, **settings)
         self._validated: set[str] = set()  # GX suites validated since the last docs build
 
     def has_assets(self, views: Iterable[str]) -> bool:
@@ -197,10 +198,9 @@ def _engine(frame) -> str:
 
 
 def _usable(engine: str, source) -> bool:
-    """``source`` is a datasource of ``engine``'s kind (Spark's not persisting)."""
-    if engine == "spark":
-        return isinstance(source, SparkDatasource) and not source.persist
-    return isinstance(source, PandasDatasource)
+    """``source`` is a datasource of ``engine``'s kind, with its settings (Spark's not persisting)."""
+    _, kind, settings = DATASOURCES[engine]
+    return isinstance(source, kind) and all(getattr(source, key) == value for key, value in settings.items())
 
 
 def _check_result(check: Check, suite: str, r) -> CheckResult:
