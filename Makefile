@@ -11,8 +11,9 @@ ZK_KERNELS := $(VENV)/.zk-kernels
 KAFKA_KERNELS := $(VENV)/.kafka-kernels
 KERNEL_CACHE := $(VENV)/.kernel-cache
 SPARK_CLASSES := $(VENV)/kaudit-spark-classes.jsa
+SPARK_JAR := $(VENV)/kaudit-spark.jar
 
-.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql venv zookeeper chromium airflow-venv clean distclean
+.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql venv jdk zookeeper chromium airflow-venv clean distclean
 
 demo: $(VENV)/.installed $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES)
 	$(BIN)/kaudit demo
@@ -86,9 +87,16 @@ $(KERNEL_CACHE): pipelines/kafka/kernels.py pipelines/kraft/kernels.py pipelines
 	$(BIN)/python -m pipelines.kernel_cache
 	touch $@
 
+# kaudit's file: scheme for the driver JVMs (pipelines/spark/NioLocalFileSystem.java): Hadoop's
+# local file system without a `chmod` process per file and directory. Compiled against
+# pyspark's jars, so again after an install.
+$(SPARK_JAR): pipelines/spark/NioLocalFileSystem.java pipelines/spark/local_fs.py $(VENV)/.installed | jdk
+	$(BIN)/python -m pipelines.spark.local_fs
+
 # Spark's classes parsed and verified once into a class-data archive the driver JVMs map
-# (pipelines/spark/class_archive.py): a session starts in ~2 s less. Again after an install.
-$(SPARK_CLASSES): pipelines/spark/class_archive.py $(VENV)/.installed
+# (pipelines/spark/class_archive.py): a session starts in ~2 s less. Again after an install,
+# and after the jar above (the archive holds the classpath it was made with).
+$(SPARK_CLASSES): pipelines/spark/class_archive.py $(VENV)/.installed $(SPARK_JAR)
 	$(BIN)/python -m pipelines.spark.class_archive
 
 # Airflow 3 + its Spark provider in their own venv: the provider pulls pyspark-client, which
@@ -103,6 +111,10 @@ $(AIRFLOW_VENV)/.installed: airflow/requirements.txt | $(BIN)/uv
 
 apt-updated:
 	@$(SUDO) apt-get update -qq
+
+# javac for the jar above (Java 17's JDK; a JRE alone has none).
+jdk:
+	@command -v javac >/dev/null || { $(SUDO) apt-get update -qq && $(APT) openjdk-17-jdk-headless; }
 
 # The real ZooKeeper 3.8 the tests drive (Debian package).
 zookeeper:

@@ -13,6 +13,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from pipelines.procs import inside_spark_submit
+from pipelines.spark import local_fs
 
 # Settings the warehouse contract depends on: UTC, timestamp[ms] in Parquet, string run ids.
 CONF = {
@@ -30,6 +31,18 @@ CONF = {
     # (least recently used out first: 131 Janino compiles and their JIT in a warm 20k-group
     # build; none with room for them)
     "spark.sql.codegen.cache.maxEntries": "1000",
+    # PySpark's DataFrame debugging records the Python call site of every Column function (a
+    # Python stack walk and 6-8 more py4j round trips each): 107,752 -> 61,561 round trips
+    # in the demo's two runs, the core builds 22.6 -> 21.5 s and 11.2 -> 9.6 s (idle). Errors
+    # lose the PySpark line in Spark's message, not the message.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # Tungsten pages of 2 MiB: by default a page is sized from memory per core (32 MiB with a
+    # 4 GiB driver on 2 cores), and every sort, aggregation and hashed broadcast of even a few
+    # rows takes one: 24 of the 64 old objects JFR sampled in the demo were such pages, its
+    # heap held 1.1-1.4 GiB after full collections and GC stopped it for 4.4 s (53 young, 7
+    # full); with 2 MiB: 0.3 GiB, 1.6 s (24 young, 3-4 full). A page per record bigger than
+    # this is still taken whole; 2 MiB x Spark's 8,192 pages per task is 16 GiB a task.
+    "spark.buffer.pageSize": "2m",
 }
 # Code generation (whole-stage, and Janino classes for expressions) compiles Java for every
 # distinct plan and then waits for the JIT: worth it when a query reads many rows, overhead when
@@ -103,6 +116,9 @@ DRIVER_MEMORY = {"spark.driver.memory": "4g"}
 # 18.6, 17.3 s). The same queries run no slower once compiled (a 2M-znode build, 4 rounds in
 # one JVM, CPU s: 45.0 / 23.7 / 21.0 / 18.8 -> 38.8 / 21.2 / 18.4 / 19.1).
 JIT = "-XX:FreqInlineSize=50 -XX:InlineSmallCode=500"
+# ... its class metadata: the first full collections at 21 MiB and again at ~40 MiB of metadata
+# (two stops of 140 ms each while Spark loads its classes) wait until 128 MiB (the demo: 63 MiB)
+METASPACE = "-XX:MetaspaceSize=128m"
 # ... its log: errors only (Spark's start-up chatter and WARN lines are gone), when kaudit
 # gives it a log file
 LOG4J2 = Path(__file__).resolve().with_name("log4j2.properties")
@@ -117,7 +133,7 @@ CLASS_ARCHIVE = Path(sys.prefix) / "kaudit-spark-classes.jsa"
 def driver_java_options(quiet: bool, archive: bool = True) -> str:
     """``spark.driver.extraJavaOptions`` of a driver JVM kaudit starts: ``quiet`` with the log4j
     settings of a JVM that logs to a file, ``archive`` mapping the class archive when there is one."""
-    options = ["-XX:+UseParallelGC", JIT, JVM_LOG]
+    options = ["-XX:+UseParallelGC", JIT, METASPACE, JVM_LOG]
     if quiet:
         options.append(f"-Dlog4j2.configurationFile=file:{LOG4J2}")
     if archive and CLASS_ARCHIVE.is_file():
@@ -159,7 +175,9 @@ def get_spark(
     own = {} if submitted else {
         **LOOPBACK_DRIVER, **DRIVER_MEMORY, "spark.driver.extraJavaOptions": driver_java_options(quiet=log is not None)
     }
-    settings.update({**CONF, **own, **(conf or {})})
+    # kaudit's file: scheme, its jar before the user's classpath entries
+    files = {} if submitted else local_fs.settings(conf or {})
+    settings.update({**CONF, **own, **(conf or {}), **files})
     with _JVM_START:  # one JVM even when two threads ask at once
         if log is not None and SparkContext._gateway is None and not submitted:
             _start_jvm(settings, log)

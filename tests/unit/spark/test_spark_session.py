@@ -4,11 +4,16 @@ from __future__ import annotations
 
 
 def test_a_session_kaudit_starts_runs_the_throughput_collector_and_its_jit_limits_on_loopback(spark):
-    from pipelines.spark.session import JIT
+    from pyspark.errors.utils import is_debugging_enabled
 
-    management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    from pipelines.spark.session import JIT, METASPACE
+
+    jvm = spark.sparkContext._jvm
+    management = jvm.java.lang.management.ManagementFactory
     assert sorted(bean.getName() for bean in management.getGarbageCollectorMXBeans()) == ["PS MarkSweep", "PS Scavenge"]
-    assert set(JIT.split()) <= set(management.getRuntimeMXBean().getInputArguments())
+    assert {*JIT.split(), METASPACE} <= set(management.getRuntimeMXBean().getInputArguments())
+    assert jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes() == 2 << 20  # Tungsten pages
+    assert not is_debugging_enabled()  # PySpark's per-Column call-site capture
     conf = spark.sparkContext.getConf()
     assert (conf.get("spark.driver.bindAddress"), conf.get("spark.driver.host")) == ("127.0.0.1", "127.0.0.1")
 
