@@ -135,8 +135,14 @@ def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: boo
         cluster.submit_job(ctx, "build_core", assignor_args(assignors or {}))
     else:
         from pipelines.spark.build import build_core
+        from pipelines.transform.dbt_runner import parse_ahead
 
-        build_core(ctx, assignors or {})
+        parsed = parse_ahead(ctx) if run_dbt else None
+        try:
+            build_core(ctx, assignors or {})
+        finally:
+            if parsed is not None:
+                parsed.result()
     if run_dbt:
         dbt(ctx)
 

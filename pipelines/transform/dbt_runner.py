@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from pipelines.context import RunContext
+from pipelines.context import RunContext, in_background
 from pipelines.errors import StepError
 from pipelines.transform.project import project_dir
 from pipelines.transform.sources import source_vars
@@ -29,11 +30,13 @@ from pipelines.transform.sources import source_vars
 FAILED = frozenset({"error", "fail", "runtime error"})
 
 
-def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[str] | None = None) -> list[str]:
-    """The command line handed to ``dbtRunner.invoke``."""
+def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[str] | None = None,
+             core_built: bool = False) -> list[str]:
+    """The command line handed to ``dbtRunner.invoke`` (``core_built``: see ``source_vars``)."""
     root = ctx.warehouse.root
     project = project_dir()
-    variables = {"warehouse": str(root), "run_id": ctx.run_id, "kaudit_sources": source_vars(ctx.warehouse, ctx.run_id)}
+    sources = source_vars(ctx.warehouse, ctx.run_id, core_built)
+    variables = {"warehouse": str(root), "run_id": ctx.run_id, "kaudit_sources": sources}
     return [
         command,
         "--project-dir", str(project),
@@ -75,6 +78,27 @@ class _Progress:
             self.finished.append((info.unique_id, info.node_status))
             if self.bar is not None:
                 self.bar.update(self.task, advance=1, description=f"dbt {info.node_name} {info.node_status}")
+
+
+def parse_ahead(ctx: RunContext, target: str | None = None) -> Future:
+    """``dbt parse`` of the project, on a thread, with the vars the run's ``dbt build`` will pass
+    once the Spark core build has written the ``core/*`` tables: called as that build starts, it
+    takes dbt's import (1.4 s) and its full parse (2.0-2.6 s on the demo) off the build's path,
+    whose own parse is then dbt's partial parse of an unchanged project (0.3-0.9 s). dbt decides
+    whether the saved parse still holds (its vars, profile, target, files): when a prediction
+    was wrong, ``dbt build`` parses in full, as it did before. The result is ``None`` whatever
+    happened: a parse that fails here fails again, and is reported, in the build. Wait for it
+    before the build: one dbt invocation at a time."""
+
+    def parse() -> None:
+        try:
+            from dbt.cli.main import dbtRunner
+
+            dbtRunner().invoke(dbt_args(ctx, target or ctx.dbt_target or "session", "parse", core_built=True))
+        except Exception:  # noqa: BLE001 - the build parses again and reports what is wrong
+            pass
+
+    return in_background(parse, "dbt-parse")
 
 
 def run_dbt(

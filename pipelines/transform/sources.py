@@ -34,14 +34,16 @@ SOURCES: dict[str, str] = {
 }
 
 
-def source_vars(warehouse: Warehouse, run_id: str) -> dict[str, dict]:
-    """``{"<schema>.<table>": {"path", "exists", "columns": [[name, type], ...]}}`` for the run."""
+def source_vars(warehouse: Warehouse, run_id: str, core_built: bool = False) -> dict[str, dict]:
+    """``{"<schema>.<table>": {"path", "exists", "columns": [[name, type], ...]}}`` for the run;
+    ``core_built``: the ``core/*`` tables as a finished core build leaves them (all written),
+    before they are."""
     out: dict[str, dict] = {}
     for relation, table in SOURCES.items():
         part = warehouse.partition_dir(table, run_id)
         out[relation] = {
             "path": str(part),
-            "exists": bool(parquet_files(part)),
+            "exists": (core_built and table.startswith("core/")) or bool(parquet_files(part)),
             "columns": [[f.name, f.dataType.simpleString()] for f in table_schema(table).fields],
         }
     return out

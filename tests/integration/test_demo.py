@@ -67,6 +67,22 @@ def test_demo_runs_every_step_and_counts_the_planted_faults(demo_run):
     assert len(rows) == 1 and rows[0]["location"].endswith(f"{q['file']}:{q['byte_offset']}"), rows
 
 
+def test_each_dbt_build_of_the_demo_reuses_the_parse_made_during_its_core_build(demo_run):
+    """``dbt_runner.parse_ahead`` parses the project while the Spark core build runs, with the
+    vars the build passes after it: both builds' own parse is dbt's partial parse."""
+    invocations: list[list[str]] = []  # each dbt invocation's lines, its first naming its thread
+    for line in (demo_run.warehouse / "logs" / "dbt" / "dbt.log").read_text().splitlines():
+        if "Running with dbt=" in line:
+            invocations.append([])
+        if invocations:
+            invocations[-1].append(line)
+    ahead = [lines for lines in invocations if "[dbt-parse" in lines[0]]
+    builds = [lines for lines in invocations if "[MainThread]" in lines[0]]
+    assert len(ahead) == len(builds) == 2, [lines[0] for lines in invocations]
+    for lines in builds:
+        assert not [line for line in lines if "partial parsing" in line or "full parse" in line], lines[:20]
+
+
 @pytest.mark.timeout(1500)
 def test_demo_runs_the_kraft_cluster_in_a_run_of_its_own(demo_run):
     """The KRaft cluster's run (``<demo run>-kraft``): its report shows the planted KRaft and

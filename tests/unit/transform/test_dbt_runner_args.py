@@ -59,6 +59,18 @@ def test_source_vars_mark_missing_partitions(warehouse):
     assert [c[0] for c in sources["kaudit_raw.offset_commits"]["columns"]] == SCHEMAS["raw/offset_commits"].names
 
 
+def test_source_vars_of_a_core_build_to_come(warehouse):
+    """Before the core build (``dbt_runner.parse_ahead``) its four tables count as written; the
+    extracts' tables are what is on disk."""
+    warehouse.write_table("raw/log_end_offsets", "r1", SCHEMAS["raw/log_end_offsets"].empty_table())
+    now, ahead = source_vars(warehouse, "r1"), source_vars(warehouse, "r1", core_built=True)
+    assert {n for n, v in now.items() if v["exists"]} == {"kaudit_raw.log_end_offsets"}
+    assert {n for n, v in ahead.items() if v["exists"]} == {"kaudit_raw.log_end_offsets"} | {
+        n for n in SOURCES if n.startswith("kaudit_core.")
+    }
+    assert {n: v["path"] for n, v in now.items()} == {n: v["path"] for n, v in ahead.items()}
+
+
 def test_dbt_sources_are_the_registered_views():
     """Every source the models read is a view the runner registers, and nothing more."""
     root = project.project_dir()
