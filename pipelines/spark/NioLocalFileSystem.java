@@ -6,7 +6,7 @@
  * which without Hadoop's native library - the pyspark wheel has none - starts a `chmod` process
  * (Shell.execCommand): 3.5-4 ms of fork, exec and wait a time on the 2-core machine, about 900
  * times in the demo's two runs. This is that file system with setPermission done in-process by
- * java.nio, the same mode bits; a mode java.nio cannot set (sticky, setuid, setgid) still goes
+ * java.nio, the same mode bits; a mode with the sticky bit, which java.nio cannot set, still goes
  * to Hadoop's own code. Everything else, checksums included, is Hadoop's LocalFileSystem.
  *
  * Built into <venv>/kaudit-spark.jar by `make` (python -m pipelines.spark.local_fs); set as
