@@ -1,5 +1,5 @@
 # kaudit: `make demo` and `make test` set everything up themselves on a fresh machine
-# (Python 3.11+, Java 17 and make are all they need).
+# (Python 3.11+, Java 17 and make are all they need; javac is installed when missing).
 
 PYTHON ?= python3
 VENV   := .venv
