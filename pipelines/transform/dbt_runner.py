@@ -80,7 +80,12 @@ class _Progress:
                 self.bar.update(self.task, advance=1, description=f"dbt {info.node_name} {info.node_status}")
 
 
-def parse_ahead(ctx: RunContext, target: str | None = None) -> Future:
+def _target(ctx: RunContext, target: str | None = None) -> str:
+    """The profiles.yml target: ``target``, else the run's (``ctx.dbt_target``), else ``session``."""
+    return target or ctx.dbt_target or "session"
+
+
+def parse_ahead(ctx: RunContext) -> Future:
     """``dbt parse`` of the project, on a thread, with the vars the run's ``dbt build`` will pass
     once the Spark core build has written the ``core/*`` tables: called as that build starts, it
     takes dbt's import (1.4 s) and its full parse (2.0-2.6 s on the demo) off the build's path,
@@ -94,7 +99,7 @@ def parse_ahead(ctx: RunContext, target: str | None = None) -> Future:
         try:
             from dbt.cli.main import dbtRunner
 
-            dbtRunner().invoke(dbt_args(ctx, target or ctx.dbt_target or "session", "parse", core_built=True))
+            dbtRunner().invoke(dbt_args(ctx, _target(ctx), "parse", core_built=True))
         except Exception:  # noqa: BLE001 - the build parses again and reports what is wrong
             pass
 
@@ -112,7 +117,7 @@ def run_dbt(
     build. In the demo's build they were 23 extra Spark queries, some over a minute each under load.
 
     Raises :class:`StepError` naming the first failed node and why."""
-    target = target or ctx.dbt_target or "session"
+    target = _target(ctx, target)
     if target == "session":
         ctx.spark()  # dbt-spark's getOrCreate() reuses this session
 
