@@ -54,16 +54,18 @@ class RunContext:
 
     def spark(self):
         """The step's SparkSession (kaudit's conf, this run's master and ``spark_conf``, code
-        generation sized to the run's raw rows: ``session.size_to_run``); Spark's
+        generation and a JVM it starts sized to the run's raw rows: ``session.size_to_run``,
+        ``session.is_small_run``); Spark's
         own catalog dir lives under the warehouse, never in the cwd, and the JVM's log in
         ``logs/spark.log`` (on stderr with ``--verbose``). A session that already exists is reused."""
         from pipelines.reading import run_rows
-        from pipelines.spark.session import get_spark, size_to_run
+        from pipelines.spark.session import get_spark, is_small_run, size_to_run
 
         catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
         log = None if self.verbose else self.warehouse.root / "logs" / "spark.log"
-        spark = get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log)
-        size_to_run(spark, run_rows(self.warehouse, self.run_id))
+        rows = run_rows(self.warehouse, self.run_id)
+        spark = get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log, small=is_small_run(rows))
+        size_to_run(spark, rows)
         return spark
 
     def start_spark(self) -> Future:

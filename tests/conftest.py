@@ -25,11 +25,13 @@ def zk_server(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    """One local SparkSession for the whole run (local[2], UTC, kaudit's conf)."""
+    """One local SparkSession for the whole run (local[2], UTC, kaudit's conf, a small run's JVM:
+    the tests' tables hold a few rows each)."""
     from pipelines.spark.session import get_spark
 
     catalog_dir = tmp_path_factory.mktemp("spark-warehouse")
-    session = get_spark("local[2]", app_name="kaudit-tests", conf={"spark.sql.warehouse.dir": str(catalog_dir)})
+    session = get_spark("local[2]", app_name="kaudit-tests", conf={"spark.sql.warehouse.dir": str(catalog_dir)},
+                        small=True)
     yield session
     session.stop()
 

@@ -8,6 +8,7 @@ then rebuilds the shared Data Docs site ``validation/data_docs/``."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from pipelines.context import RunContext, in_background
@@ -15,6 +16,9 @@ from pipelines.errors import ExpectationsFailed, InputError
 
 VALIDATION = "validation"
 RESULTS_FILE = "results.json"
+# GX's project (``validation/``: its stores and the Data Docs site every run adds to) and its
+# module state serve one validation at a time in a process (the demo validates two runs side by side)
+_ONE_AT_A_TIME = threading.Lock()
 
 
 def results_path(warehouse, run_id: str) -> Path:
@@ -83,30 +87,9 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
         raise InputError(f"run {ctx.run_id}: no data for any expectation ({next(iter(no_data.values()))})")
     views = pending.result()  # (before the GX project: writing its datasource gets GX a SparkSession)
     views_used = [v for s in suites for v in s.views() if v not in no_data]
-    project = GxProject.for_root(ctx.warehouse.table_dir(VALIDATION), views_used)
-    entries: list[dict] = []
-    total = sum(len(s.checks) for s in suites)
-
-    with ctx.warehouse.transaction(ctx.run_id, step="validate") as tx:
-        out = tx.staging_dir(VALIDATION)
-        (out / "failures").mkdir(parents=True, exist_ok=True)
-        with ctx.progress() as progress:
-            task = progress.add_task("validate", total=total)
-            for suite in suites:
-                for view in suite.views():
-                    checks = [c for c in suite.checks if c.view == view]
-                    if view in no_data:
-                        entries += [no_data_entry(suite.name, c, no_data[view]) for c in checks]
-                        progress.advance(task, len(checks))
-                        continue
-                    progress.update(task, description=f"{suite.name}: {view}")
-                    for res in project.run_checks(suite.name, view, views[view].frame, checks, ctx.run_id):
-                        entries.append(result_entry(res))
-                        if not res.success and res.error is None:
-                            _export_failures(views[view], res, out / "failures" / f"{res.check.name}.parquet")
-                        progress.advance(task)
-        (out / RESULTS_FILE).write_text(json.dumps(entries, indent=2, default=str) + "\n")
-        docs = project.build_docs(ctx.run_id)
+    with _ONE_AT_A_TIME:
+        project = GxProject.for_root(ctx.warehouse.table_dir(VALIDATION), views_used)
+        entries, docs = _run_suites(ctx, project, suites, views, no_data)
     for view in views.values():
         view.release()
 
@@ -132,6 +115,35 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
             f"{len(errors)} error-level expectation(s) failed: {', '.join(e['expectation'] for e in errors)}"
         )
     return entries
+
+
+def _run_suites(ctx: RunContext, project, suites, views: dict, no_data: dict[str, str]) -> tuple[list[dict], Path]:
+    """Every check of ``suites`` on the computed ``views`` (a view in ``no_data`` gets no-data
+    entries); writes results.json and the failing rows as the run's partition, then the Data
+    Docs. Returns the entries and the Data Docs' index."""
+    entries: list[dict] = []
+    total = sum(len(s.checks) for s in suites)
+    with ctx.warehouse.transaction(ctx.run_id, step="validate") as tx:
+        out = tx.staging_dir(VALIDATION)
+        (out / "failures").mkdir(parents=True, exist_ok=True)
+        with ctx.progress() as progress:
+            task = progress.add_task("validate", total=total)
+            for suite in suites:
+                for view in suite.views():
+                    checks = [c for c in suite.checks if c.view == view]
+                    if view in no_data:
+                        entries += [no_data_entry(suite.name, c, no_data[view]) for c in checks]
+                        progress.advance(task, len(checks))
+                        continue
+                    progress.update(task, description=f"{suite.name}: {view}")
+                    for res in project.run_checks(suite.name, view, views[view].frame, checks, ctx.run_id):
+                        entries.append(result_entry(res))
+                        if not res.success and res.error is None:
+                            _export_failures(views[view], res, out / "failures" / f"{res.check.name}.parquet")
+                        progress.advance(task)
+        (out / RESULTS_FILE).write_text(json.dumps(entries, indent=2, default=str) + "\n")
+        docs = project.build_docs(ctx.run_id)
+    return entries, docs
 
 
 def _compute_views(ctx: RunContext, tables, names: list[str], small: bool):

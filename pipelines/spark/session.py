@@ -116,6 +116,16 @@ DRIVER_MEMORY = {"spark.driver.memory": "4g"}
 # 18.6, 17.3 s). The same queries run no slower once compiled (a 2M-znode build, 4 rounds in
 # one JVM, CPU s: 45.0 / 23.7 / 21.0 / 18.8 -> 38.8 / 21.2 / 18.4 / 19.1).
 JIT = "-XX:FreqInlineSize=50 -XX:InlineSmallCode=500"
+# ... or, when it starts for a small run (``is_small_run``: the run's raw rows are known before
+# the JVM starts, and a demo's cluster is small), C1 alone: such a run's queries are each new to
+# the JVM and read a few thousand rows, so C2's profiling and recompiling cost more than its
+# faster code repays. The demo's two runs in one process, alternating (load 2.3-4.9): 102.2 /
+# 97.9 -> 89.6 / 86.9 CPU s (JIT threads 26.0 -> 3.9 s), wall equal (64.0 / 61.6 -> 63.2 /
+# 60.9 s); a first build of 94k znodes 11.6 / 11.8 -> 10.6 / 10.4 s (bench_assignment
+# --groups 900; its later builds in the same JVM 4.9 -> 6.3 s: a big run keeps C2). The code
+# cache at the size tiered compilation reserves (C1 alone gets 48 MiB, which the demo fills:
+# the JIT then stops and the rest runs interpreted).
+JIT_SMALL = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # ... its class metadata: the first full collections at 21 MiB and again at ~40 MiB of metadata
 # (two stops of 140 ms each while Spark loads its classes) wait until 128 MiB (the demo: 63 MiB)
 METASPACE = "-XX:MetaspaceSize=128m"
@@ -130,10 +140,11 @@ JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
 CLASS_ARCHIVE = Path(sys.prefix) / "kaudit-spark-classes.jsa"
 
 
-def driver_java_options(quiet: bool, archive: bool = True) -> str:
+def driver_java_options(quiet: bool, archive: bool = True, small: bool = False) -> str:
     """``spark.driver.extraJavaOptions`` of a driver JVM kaudit starts: ``quiet`` with the log4j
-    settings of a JVM that logs to a file, ``archive`` mapping the class archive when there is one."""
-    options = ["-XX:+UseParallelGC", JIT, METASPACE, JVM_LOG]
+    settings of a JVM that logs to a file, ``archive`` mapping the class archive when there is
+    one, ``small`` with the JIT of a small run."""
+    options = ["-XX:+UseParallelGC", JIT_SMALL if small else JIT, METASPACE, JVM_LOG]
     if quiet:
         options.append(f"-Dlog4j2.configurationFile=file:{LOG4J2}")
     if archive and CLASS_ARCHIVE.is_file():
@@ -159,12 +170,14 @@ def _start_jvm(settings: dict[str, str], log: Path) -> None:
 
 
 def get_spark(
-    master: str | None = None, app_name: str = "kaudit", conf: dict[str, str] | None = None, log: Path | None = None
+    master: str | None = None, app_name: str = "kaudit", conf: dict[str, str] | None = None, log: Path | None = None,
+    small: bool = False,
 ) -> SparkSession:
     """The active session, or a new one. ``master`` None means what spark-submit set, else local[*].
 
     ``log``: a JVM this call starts logs errors only, into that file (with its start-up
-    warnings); None keeps Spark's default log on this process's stderr."""
+    warnings); None keeps Spark's default log on this process's stderr. ``small``: a JVM this
+    call starts is for a small run (its JIT: ``JIT_SMALL``)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     submitted = not master and inside_spark_submit()
     settings = {"spark.app.name": app_name}
@@ -172,9 +185,8 @@ def get_spark(
         settings["spark.master"] = master
     elif not submitted and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         settings["spark.master"] = "local[*]"
-    own = {} if submitted else {
-        **LOOPBACK_DRIVER, **DRIVER_MEMORY, "spark.driver.extraJavaOptions": driver_java_options(quiet=log is not None)
-    }
+    java_options = driver_java_options(quiet=log is not None, small=small)
+    own = {} if submitted else {**LOOPBACK_DRIVER, **DRIVER_MEMORY, "spark.driver.extraJavaOptions": java_options}
     # kaudit's file: scheme, its jar before the user's classpath entries
     files = {} if submitted else local_fs.settings(conf or {})
     settings.update({**CONF, **own, **(conf or {}), **files})

@@ -10,14 +10,19 @@ dbt sees kaudit's settings (UTC, millisecond Parquet timestamps) and the marts a
 in kaudit's catalog. Target ``thrift`` runs the same project on a Spark Thrift Server.
 
 Nothing is written to the working directory: dbt's logs go to ``<warehouse>/logs/dbt/``, its
-target dir (manifest, compiled SQL, run results) to ``<warehouse>/dbt/target/``, the schemas'
+target dir (manifest, saved parse, compiled SQL, run results) to the run's
+``<warehouse>/dbt/target/run_id=<id>/``, the schemas'
 directories to ``<warehouse>/dbt/schemas/`` and the marts/snapshots to
 ``<warehouse>/marts/`` and ``<warehouse>/snapshots/``.
+
+dbt keeps its flags, adapter and manifest in module state: a process runs one dbt invocation
+at a time (``_ONE_AT_A_TIME``), whichever thread asks (the demo builds its two runs side by side).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -28,6 +33,7 @@ from pipelines.transform.project import project_dir
 from pipelines.transform.sources import source_vars
 
 FAILED = frozenset({"error", "fail", "runtime error"})
+_ONE_AT_A_TIME = threading.Lock()
 
 
 def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[str] | None = None,
@@ -43,7 +49,7 @@ def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[s
         "--profiles-dir", str(project),
         "--target", target,
         "--vars", json.dumps(variables),
-        "--target-path", str(root / "dbt" / "target"),
+        "--target-path", str(ctx.warehouse.partition_dir("dbt/target", ctx.run_id)),
         "--log-path", str(root / "logs" / "dbt"),
         "--log-level", "none",
         "--log-level-file", "info",
@@ -92,14 +98,15 @@ def parse_ahead(ctx: RunContext) -> Future:
     whose own parse is then dbt's partial parse of an unchanged project (0.3-0.9 s). dbt decides
     whether the saved parse still holds (its vars, profile, target, files): when a prediction
     was wrong, ``dbt build`` parses in full, as it did before. The result is ``None`` whatever
-    happened: a parse that fails here fails again, and is reported, in the build. Wait for it
-    before the build: one dbt invocation at a time."""
+    happened: a parse that fails here fails again, and is reported, in the build. The parse is
+    saved in the run's target dir: another run's parse or build does not replace it."""
 
     def parse() -> None:
         try:
             from dbt.cli.main import dbtRunner
 
-            dbtRunner().invoke(dbt_args(ctx, _target(ctx), "parse", core_built=True))
+            with _ONE_AT_A_TIME:
+                dbtRunner().invoke(dbt_args(ctx, _target(ctx), "parse", core_built=True))
         except Exception:  # noqa: BLE001 - the build parses again and reports what is wrong
             pass
 
@@ -128,8 +135,8 @@ def run_dbt(
         extra += ["--exclude-resource-type", "unit_test"]
     args = dbt_args(ctx, target, extra=extra)
     progress = _Progress(ctx)
-    started = time.monotonic()
-    with ctx.progress() as bar:
+    with _ONE_AT_A_TIME, ctx.progress() as bar:
+        started = time.monotonic()
         progress.bar = bar
         progress.task = bar.add_task("dbt build", total=None)
         result = dbtRunner(callbacks=[progress]).invoke(args)

@@ -69,7 +69,10 @@ def test_demo_runs_every_step_and_counts_the_planted_faults(demo_run):
 
 def test_each_dbt_build_of_the_demo_reuses_the_parse_made_during_its_core_build(demo_run):
     """``dbt_runner.parse_ahead`` parses the project while the Spark core build runs, with the
-    vars the build passes after it: both builds' own parse is dbt's partial parse."""
+    vars the build passes after it: both builds' own parse is dbt's partial parse, although the
+    two runs went side by side; and dbt's invocations took turns: the lines of each are its own."""
+    import re
+
     invocations: list[list[str]] = []  # each dbt invocation's lines, its first naming its thread
     for line in (demo_run.warehouse / "logs" / "dbt" / "dbt.log").read_text().splitlines():
         if "Running with dbt=" in line:
@@ -77,10 +80,13 @@ def test_each_dbt_build_of_the_demo_reuses_the_parse_made_during_its_core_build(
         if invocations:
             invocations[-1].append(line)
     ahead = [lines for lines in invocations if "[dbt-parse" in lines[0]]
-    builds = [lines for lines in invocations if "[MainThread]" in lines[0]]
+    builds = [lines for lines in invocations if "[dbt-parse" not in lines[0]]
     assert len(ahead) == len(builds) == 2, [lines[0] for lines in invocations]
     for lines in builds:
         assert not [line for line in lines if "partial parsing" in line or "full parse" in line], lines[:20]
+    for lines in invocations:  # the thread that invoked dbt, besides dbt's own workers (Thread-N)
+        invokers = {m[1] for line in lines if (m := re.search(r"\] \[([^\]]+)\]:", line))}
+        assert len({t for t in invokers if not t.startswith("Thread-")}) == 1, (invokers, lines[0])
 
 
 @pytest.mark.timeout(1500)

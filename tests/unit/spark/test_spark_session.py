@@ -4,14 +4,16 @@ from __future__ import annotations
 
 
 def test_a_session_kaudit_starts_runs_the_throughput_collector_and_its_jit_limits_on_loopback(spark):
+    """The fixture's session is a small run's (C1 alone); a big run's JVM keeps C2 with its limits."""
     from pyspark.errors.utils import is_debugging_enabled
 
-    from pipelines.spark.session import JIT, METASPACE
+    from pipelines.spark.session import JIT, JIT_SMALL, METASPACE, driver_java_options
 
     jvm = spark.sparkContext._jvm
     management = jvm.java.lang.management.ManagementFactory
     assert sorted(bean.getName() for bean in management.getGarbageCollectorMXBeans()) == ["PS MarkSweep", "PS Scavenge"]
-    assert {*JIT.split(), METASPACE} <= set(management.getRuntimeMXBean().getInputArguments())
+    assert {*JIT_SMALL.split(), METASPACE} <= set(management.getRuntimeMXBean().getInputArguments())
+    assert JIT in driver_java_options(quiet=True) and JIT_SMALL not in driver_java_options(quiet=True)
     assert jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes() == 2 << 20  # Tungsten pages
     assert not is_debugging_enabled()  # PySpark's per-Column call-site capture
     conf = spark.sparkContext.getConf()
@@ -86,7 +88,8 @@ def test_code_generation_the_session_was_started_with_is_kept(tmp_path):
 def test_the_driver_jvm_maps_the_class_archive_make_built(spark, tmp_path):
     """``make`` builds the class archive and every driver JVM kaudit starts maps it: the fixture's
     JVM was started with it, and one started with ``-Xshare:on`` (which refuses to start when it
-    cannot map the archive: another JDK, other jars) runs a query, with nothing on stdout."""
+    cannot map the archive: another JDK, other jars) runs a query, with nothing on stdout; so
+    does one with the JIT of a small run."""
     import subprocess
     import sys
 
@@ -101,7 +104,7 @@ def test_the_driver_jvm_maps_the_class_archive_make_built(spark, tmp_path):
         "import sys\n"
         "from pathlib import Path\n"
         "from pipelines.spark.session import get_spark\n"
-        f"options = {driver_java_options(quiet=True) + ' -Xshare:on'!r}\n"
+        f"options = {driver_java_options(quiet=True, small=True) + ' -Xshare:on'!r}\n"
         "spark = get_spark(conf={'spark.driver.extraJavaOptions': options}, log=Path(sys.argv[1]))\n"
         "print(spark.range(7).where('id % 2 = 0').count())\n"
     )
@@ -109,3 +112,29 @@ def test_the_driver_jvm_maps_the_class_archive_make_built(spark, tmp_path):
     out = subprocess.run([sys.executable, str(script), str(log)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, log.read_text() if log.exists() else out.stderr
     assert out.stdout == "4\n"
+
+
+def test_a_small_runs_jvm_compiles_with_c1_alone(tmp_path):
+    """``RunContext.spark`` starts the JVM of a run with fewer raw rows than SMALL_RUN_ROWS
+    (here none yet, as the demo's session starts before its extracts) with C1 alone and the
+    code cache tiered compilation reserves."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from pipelines.context import RunContext\n"
+        "from pipelines.warehouse import Warehouse\n"
+        "spark = RunContext(Warehouse(Path(sys.argv[1])), 'small', quiet=True).spark()\n"
+        "jvm = spark.sparkContext._jvm\n"
+        "bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(\n"
+        "    jvm.java.lang.Class.forName('com.sun.management.HotSpotDiagnosticMXBean'))\n"
+        "print(*(bean.getVMOption(o).getValue() for o in ('TieredStopAtLevel', 'ReservedCodeCacheSize')))\n"
+        "print(spark.range(7).where('id % 2 = 0').count())\n"
+    )
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "warehouse")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", str(240 << 20), "4"]

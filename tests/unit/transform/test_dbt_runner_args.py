@@ -104,7 +104,7 @@ def test_dbt_args_keep_everything_under_the_warehouse(warehouse):
            if args[i].startswith("--") and not args[i + 1].startswith("--")}
     assert opt["--target"] == "session"
     assert opt["--project-dir"] == opt["--profiles-dir"] == str(project.project_dir())
-    assert opt["--target-path"] == str(warehouse.root / "dbt" / "target")
+    assert opt["--target-path"] == str(warehouse.root / "dbt" / "target" / "run_id=20240101T000000Z")
     assert opt["--log-path"] == str(warehouse.root / "logs" / "dbt")
     variables = json.loads(opt["--vars"])
     assert variables["warehouse"] == str(warehouse.root)
