@@ -36,7 +36,7 @@ generations as (
         log_offset,
         state_timestamp,
         lead(state_timestamp) over (partition by group_id order by offsets_partition, log_offset) as next_at
-    from {{ source('group_history', 'group_metadata') }}
+    from {{ ref('stg_kafka__group_generations') }}
 ),
 
 kafka as (
@@ -52,7 +52,7 @@ kafka as (
         g.next_at as owned_until,
         cast(null as bigint) as from_zxid,
         cast(null as bigint) as until_zxid
-    from {{ source('group_history', 'group_assignments') }} as a
+    from {{ ref('stg_kafka__generation_assignments') }} as a
     inner join generations as g
         on a.group_id = g.group_id and a.offsets_partition = g.offsets_partition and a.log_offset = g.log_offset
 )

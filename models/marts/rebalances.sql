@@ -12,23 +12,9 @@
 -- rebalances with a start time count).
 with states as (
     select
-        source,
-        group_id,
-        group_protocol,
-        generation,
-        state_zxid,
-        offsets_partition,
-        log_offset,
-        trigger,
-        trigger_op,
-        trigger_path,
-        started_at,
-        coalesce(settled_at, next_at) as ended_at,
-        settled,
-        unowned_partitions,
-        double_claimed_partitions,
-        wrong_owner_partitions
-    from {{ source('history_core', 'rebalance_states') }}
+        *,
+        coalesce(settled_at, next_at) as ended_at
+    from {{ ref('stg_kaudit__rebalance_states') }}
     where trigger <> 'snapshot'
 ),
 

@@ -2,13 +2,7 @@
 -- (the same segment copied into two inputs) keeps one row: (offsets_partition, log_offset)
 -- names a record.
 with records as (
-    select
-        *,
-        row_number() over (
-            partition by offsets_partition, log_offset
-            order by segment_file
-        ) as copy_number
-    from {{ source('kafka', 'offset_commits') }}
+    {{ kaudit_first_copy(source('kafka', 'offset_commits')) }}
 )
 
 select
@@ -31,4 +25,3 @@ select
     segment_file,
     {{ kaudit_run_id() }} as run_id
 from records
-where copy_number = 1
