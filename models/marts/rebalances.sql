@@ -6,7 +6,7 @@
 --   Kafka (pipelines/spark/generations.py): each generation of a classic group (the leader's
 --   assignment audited against the build's assignors; written at once: end = start when it
 --   matched) and each epoch of a KIP-848 group (settled when every targeted member was stable at
---   the epoch; its records carry no time); the trigger is the member change from the state
+--   the epoch; times: its records' batch times); the trigger is the member change from the state
 --   before; partitions assigned to more than one member are double claimed.
 -- A storm: more than var rebalance_storm_per_hour rebalances of the group within an hour (only
 -- rebalances with a start time count).

@@ -34,7 +34,10 @@ wrote a ``STABLE`` current assignment at the epoch or later (``settled_log_offse
 member holds its target, ``modern/MemberState.java``); never, if one did not before the next
 epoch. The audit compares the target with what each member held at the
 end of the state (current assignment plus partitions pending revocation). The records carry no
-time: ``started_at`` is null.
+time of their own: ``started_at`` is the batch time of the ConsumerGroupMetadata record that began
+the epoch (``batch_timestamp``: the first timestamp of its batch in ``__consumer_offsets``, the
+append time for LogAppendTime; null when the batch has none), ``settled_at`` that of the
+record that settled it (the target metadata, or the last targeted member's stable assignment).
 
 Known limits: partition counts are the run's (a topic that grew is audited with today's
 count in old generations).
@@ -93,6 +96,14 @@ def state_starts(records: DataFrame, number: str) -> DataFrame:
         "state_offset": F.col("log_offset"),
         "_seq": F.row_number().over(Window.partitionBy("group_id").orderBy(*_log_order())),
     })
+
+
+def _timed(starts: DataFrame, time: str) -> DataFrame:
+    """``starts`` with ``started_at``, the ``time`` of the record that began the state, and
+    ``next_at``, the next state's, when the next state is what ended this one (not a tombstone)."""
+    nxt = Window.partitionBy("group_id").orderBy("_seq")
+    follows = F.lead("state_offset").over(nxt) == F.col("next_log_offset")
+    return starts.withColumns({"started_at": F.col(time), "next_at": F.when(follows, F.lead(time).over(nxt))})
 
 
 def _of_state(records: DataFrame, starts: DataFrame) -> DataFrame:
@@ -209,14 +220,7 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
     consumer = group_metadata.where(F.col("is_tombstone") | (F.col("protocol_type") == "consumer"))
     records = consumer.select(*KEY, "generation", "protocol", "state_timestamp",
                               F.coalesce("is_tombstone", F.lit(False)).alias("is_tombstone"))
-    starts = state_starts(records, "generation")
-    nxt = Window.partitionBy("group_id").orderBy("_seq")
-    # the next state's time, when it is what ended this one (a tombstone has no time)
-    follows = F.lead("state_offset").over(nxt) == F.col("next_log_offset")
-    starts = reused(starts.withColumns({
-        "started_at": F.col("state_timestamp"),
-        "next_at": F.when(follows, F.lead("state_timestamp").over(nxt)),
-    }))
+    starts = reused(_timed(state_starts(records, "generation"), "state_timestamp"))
     # the generation's last record: what the state ended with
     last = _of_state(records, starts).groupBy(*STATE).agg(
         F.max(F.struct(*_log_order(), "protocol")).alias("_last")
@@ -254,6 +258,11 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
     return table, _audit_table(audited, states, "classic")
 
 
+def _place() -> Column:
+    """A record's log offset and batch time, ordered by the offset (``at``, ``time``)."""
+    return F.struct(F.col("log_offset").alias("at"), F.col("batch_timestamp").alias("time"))
+
+
 def _pairs(df: DataFrame, column: str) -> DataFrame:
     """``STATE, member_id, topic_id, partition`` of a list<struct<topic_id, partitions>> column."""
     return df.select(*STATE, "member_id", F.explode(column).alias("_t")).select(
@@ -277,16 +286,17 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
     """(``core/rebalance_states``, ``core/settled_audit``) rows of the KIP-848 groups' epochs.
     ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`; ``state``: their
     :func:`assignment_kip848.state` (the build's, shared with the findings and the audit)."""
-    meta = raw["raw/consumer_group_metadata"].select(*KEY, F.col("group_epoch").alias("generation"), "is_tombstone")
-    starts = reused(state_starts(meta, "generation").withColumns({
-        "started_at": F.lit(None).cast("timestamp"), "next_at": F.lit(None).cast("timestamp"),
-    }))
+    meta = raw["raw/consumer_group_metadata"].select(
+        *KEY, F.col("group_epoch").alias("generation"), "is_tombstone", "batch_timestamp")
+    starts = reused(_timed(state_starts(meta, "generation"), "batch_timestamp"))
     # the epoch's target: its first target metadata record inside the state, the members' targets as of it
-    tmeta = raw["raw/consumer_group_target_metadata"].select(*KEY, "assignment_epoch", "is_tombstone")
+    tmeta = raw["raw/consumer_group_target_metadata"].select(*KEY, "assignment_epoch", "is_tombstone",
+                                                              "batch_timestamp")
     target_at = (
         _of_state(tmeta, starts).join(starts.select(*STATE, "generation"), STATE)
         .where(F.col("assignment_epoch") == F.col("generation"))
-        .groupBy(*STATE).agg(F.min("log_offset").alias("_target_at"))
+        .groupBy(*STATE).agg(F.min(_place()).alias("_target"))
+        .withColumn("_target_at", F.col("_target.at"))
     )
     names = assignment_kip848.topic_names(topic_parts, raw["raw/consumer_group_partition_metadata"])
     targets = reused(_as_of(raw["raw/consumer_group_target_assignments"], target_at, "_target_at", inclusive=True))
@@ -305,7 +315,7 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
         .where((F.col("log_offset") >= F.col("state_offset")) & (F.col("member_epoch") >= F.col("generation"))
                & (F.col("state") == "STABLE")
                & (F.col("next_log_offset").isNull() | (F.col("log_offset") < F.col("next_log_offset"))))
-        .groupBy(*STATE, "member_id").agg(F.min("log_offset").alias("_reached"))
+        .groupBy(*STATE, "member_id").agg(F.min(_place()).alias("_reached"))
     )
     epochs = (
         targeted.join(reached, [*STATE, "member_id"], "left").groupBy(*STATE)
@@ -313,7 +323,7 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
     )
     settle = target_at.join(epochs, STATE, "left").select(
         *STATE, F.when(F.coalesce("_n", F.lit(0)) == F.coalesce("_r", F.lit(0)),
-                       F.greatest("_target_at", "_last")).alias("_settled_at")
+                       F.greatest("_target", "_last")).alias("_settled")
     )
     # the members that made the epoch: those registered at its record (a later join is a later epoch)
     members = reused(_as_of(raw["raw/consumer_group_members"], starts, "state_offset", inclusive=True))
@@ -344,9 +354,9 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
     ).withColumn("assignor", F.concat(
         F.when(F.col("_default") == 1, F.lit("uniform")).otherwise(F.col("_assignor")), F.lit(": server target")))
     states = reused(_with_triggers(starts.join(sets, STATE, "left")).join(settle, STATE, "left"))
-    settled = F.col("_settled_at").isNotNull()
-    table = _states_table(states, _summary(audited, expected), "consumer", settled, F.lit(None).cast("timestamp"),
-                          F.col("_settled_at"))
+    settled = F.col("_settled").isNotNull()
+    table = _states_table(states, _summary(audited, expected), "consumer", settled, F.col("_settled.time"),
+                          F.col("_settled.at"))
     return table, _audit_table(audited, states, "consumer")
 
 

@@ -39,6 +39,7 @@ T0 = 1_750_000_000_000
 MINUTE = 60_000
 PARTITIONS = 4
 ORDERS = uuid.UUID(int=7)
+KIP848_MINUTE = 40  # the KIP-848 group's batches: one a minute from here
 
 # classic group g on range over t: (minute, generation, {member: partitions the leader wrote})
 CLASSIC = [
@@ -99,11 +100,12 @@ def built(spark, tmp_path_factory):
         [K.current_member("k", "m1", epoch=2, previous_epoch=1, assigned={ORDERS: [0]})],
         [K.current_member("k", "m2", epoch=2, previous_epoch=0, state="UNRELEASED_PARTITIONS")],
     ]
-    places = {}
-    for records in kip:
+    places = {}  # record key -> [(log offset, its batch's time)]
+    for n, records in enumerate(kip):
+        written_at = T0 + (KIP848_MINUTE + n) * MINUTE
         for i, (k, _) in enumerate(records):
-            places[k] = places.get(k, []) + [offset + i]
-        batches.append(batch(records, base_offset=offset, timestamp_ms=T0))
+            places[k] = places.get(k, []) + [(offset + i, written_at)]
+        batches.append(batch(records, base_offset=offset, timestamp_ms=written_at))
         offset += len(records)
     write_segment(root / "logs" / "__consumer_offsets-0" / segment_name(0), batches)
 
@@ -137,12 +139,17 @@ def test_every_generation_and_epoch_is_a_state_audited(built):
     assert bad == {(2, 2, "b", "a")}  # the old generation's wrong owner, though today's is right
 
     # KIP-848: epoch 1 settled when m1 was stable; epoch 2 never (m2 not stable), partition 1 unowned
-    epoch_at = places[K.group_metadata("k", 1)[0]]
+    # the records carry no time: a state's times are its records' batch times
+    epoch = places[K.group_metadata("k", 1)[0]]
     m1_stable = places[K.current_member("k", "m1")[0]]
     got = sorted((r["generation"], r["log_offset"], r["trigger"], r["settled"], r["settled_log_offset"],
-                  r["unowned_at_end"]) for r in states if r["group_protocol"] == "consumer")
-    assert got == [(1, epoch_at[0], "first", True, m1_stable[0], 0),
-                   (2, epoch_at[1], "member_joined", False, None, 1)]
+                  r["unowned_at_end"], r["started_at"], r["settled_at"], r["next_at"])
+                 for r in states if r["group_protocol"] == "consumer")
+    assert got == [(1, epoch[0][0], "first", True, m1_stable[0][0], 0, at(epoch[0][1]), at(m1_stable[0][1]),
+                    at(epoch[1][1])),
+                   (2, epoch[1][0], "member_joined", False, None, 1, at(epoch[1][1]), None, None)]
+    held = {(r["generation"], r["held_from"], r["held_until"]) for r in audit if r["group_protocol"] == "consumer"}
+    assert held == {(1, at(epoch[0][1]), at(epoch[1][1])), (2, at(epoch[1][1]), None)}
     bad = {(r["generation"], r["topic"], r["partition"], r["expected_owner"], r["status"])
            for r in audit if r["group_protocol"] == "consumer" and r["status"] != "ok"}
     assert bad == {(2, "orders", 1, "m2", "unowned")}
@@ -152,7 +159,7 @@ def test_rebalances_mart_flags_the_storm(built):
     from pipelines.transform.dbt_runner import run_dbt
 
     wh, _ = built
-    run_dbt(RunContext(wh, RUN, quiet=True), select=["rebalances"])
+    run_dbt(RunContext(wh, RUN, quiet=True), select=["+rebalances"])
     rate = yaml.safe_load((REPO / "dbt_project.yml").read_text())["vars"]["rebalance_storm_per_hour"]
     rows = read_arrow(wh, "marts/rebalances", RUN).to_pylist()
     minutes = [m for m, _, _ in CLASSIC]
@@ -160,7 +167,12 @@ def test_rebalances_mart_flags_the_storm(built):
     assert sorted((r["generation"], r["is_storm"]) for r in rows if r["group_protocol"] == "classic") == want
     ts = {r["generation"]: r["started_at"] for r in rows if r["group_protocol"] == "classic"}
     assert ts[1] == dt.datetime.fromtimestamp(T0 / 1000, dt.UTC)
-    # KIP-848 epochs carry no time: in no hour, no storm
-    assert [(r["generation"], r["is_storm"]) for r in sorted(
-        (r for r in rows if r["group_protocol"] == "consumer"), key=lambda r: r["generation"])] == [(1, False),
-                                                                                                  (2, False)]
+    # KIP-848 epochs at their records' batch times: 2 in an hour, no storm; epoch 1 lasted until it
+    # settled (m1 stable, 2 batches after its group metadata), epoch 2 has no end
+    kip = sorted((r for r in rows if r["group_protocol"] == "consumer"), key=lambda r: r["generation"])
+    assert [(r["generation"], r["rebalances_last_hour"], r["is_storm"], r["duration_ms"]) for r in kip] == [
+        (1, 1, False, 2 * MINUTE), (2, 2, False, None)]
+
+
+def at(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC)

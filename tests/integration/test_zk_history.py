@@ -244,7 +244,7 @@ def test_every_settled_state_is_audited(history, spark):
     # the marts: one rebalance per state, a storm past the configured rate, the owners' history
     from pipelines.transform.dbt_runner import run_dbt
 
-    run_dbt(RunContext(wh, RUN, quiet=True), select=["rebalances", "+ownership_history"])
+    run_dbt(RunContext(wh, RUN, quiet=True), select=["+rebalances", "+ownership_history"])
     storm_rate = yaml.safe_load((REPO / "dbt_project.yml").read_text())["vars"]["rebalance_storm_per_hour"]
     rebalances = sorted(read(wh, "marts/rebalances"), key=lambda r: r["state_zxid"])
     assert [(r["state_zxid"], r["settled"], r["wrong_owner_partitions"]) for r in rebalances] == [
