@@ -1,7 +1,9 @@
 -- Who owned each partition when (issue 21). ZooKeeper: every owner znode the txn logs wrote,
 -- from its create (or the snapshot) to its delete or the next write (null: still owned at the
 -- end of the history). Kafka: each member's assignment of each generation, until the group's
--- next generation.
+-- next generation; KIP-848 groups: what each member held at the end of each group epoch (its
+-- current assignment and the partitions it had still to revoke), from the epoch's start until
+-- the next epoch's (the records' batch times), generation = the epoch.
 with owner_rows as (
     select
         *,
@@ -55,6 +57,22 @@ kafka as (
     from {{ ref('stg_kafka__generation_assignments') }} as a
     inner join generations as g
         on a.group_id = g.group_id and a.offsets_partition = g.offsets_partition and a.log_offset = g.log_offset
+),
+
+kip848 as (
+    select
+        'kafka' as source,
+        group_id,
+        topic,
+        `partition`,
+        cast(null as int) as broker_id,
+        owner,
+        generation,
+        held_from as owned_from,
+        held_until as owned_until,
+        cast(null as bigint) as from_zxid,
+        cast(null as bigint) as until_zxid
+    from {{ ref('stg_kaudit__epoch_owners') }}
 )
 
 select
@@ -66,3 +84,8 @@ select
     {{ kaudit_run_id() }} as run_id,
     *
 from kafka
+union all
+select
+    {{ kaudit_run_id() }} as run_id,
+    *
+from kip848

@@ -31,6 +31,7 @@ SOURCES: dict[str, str] = {
     "kaudit_core.partition_owners": "core/partition_owners",
     "kaudit_core.assignment_audit": "core/assignment_audit",
     "kaudit_core.rebalance_states": "core/rebalance_states",
+    "kaudit_core.settled_audit": "core/settled_audit",
 }
 
 

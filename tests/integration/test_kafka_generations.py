@@ -174,5 +174,29 @@ def test_rebalances_mart_flags_the_storm(built):
         (1, 1, False, 2 * MINUTE), (2, 2, False, None)]
 
 
+def test_ownership_history_has_each_generation_and_each_epoch(built):
+    """Classic: each member's assignment per generation, until the next; KIP-848: what each
+    member held at the end of each epoch (the script's current assignments), from the epoch's
+    record's batch time until the next epoch's."""
+    from pipelines.transform.dbt_runner import run_dbt
+
+    wh, places = built
+    run_dbt(RunContext(wh, RUN, quiet=True), select=["+ownership_history"])
+    rows = read_arrow(wh, "marts/ownership_history", RUN).to_pylist()
+    starts = [T0 + minute * MINUTE for minute, _, _ in CLASSIC]
+    classic = sorted((gen, ("t", p, m), at(starts[i]), at(starts[i + 1]) if i + 1 < len(CLASSIC) else None)
+                     for i, (_, gen, owners) in enumerate(CLASSIC) for m, ps in owners.items() for p in ps)
+    got = sorted((r["generation"], (r["topic"], r["partition"], r["owner"]), r["owned_from"], r["owned_until"])
+                 for r in rows if r["group_id"] == "g")
+    assert got == classic
+    (_, e1), (_, e2) = places[K.group_metadata("k", 1)[0]]  # both epochs' records (one key: the group)
+    assert sorted((r["generation"], r["topic"], r["partition"], r["owner"], r["owned_from"], r["owned_until"])
+                  for r in rows if r["group_id"] == "k") == [
+        (1, "orders", 0, "m1", at(e1), at(e2)), (1, "orders", 1, "m1", at(e1), at(e2)),
+        (2, "orders", 0, "m1", at(e2), None),  # m2 was never given partition 1
+    ]
+    assert {r["source"] for r in rows} == {"kafka"}
+
+
 def at(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
