@@ -131,6 +131,13 @@ def test_demo_runs_the_kraft_cluster_in_a_run_of_its_own(demo_run):
         for r in kraft["assignment_audit"]
     }
     assert got == planted
+    # the owners of the groups' last generation or epoch (still owned at the end) are the planted ones
+    history = read_arrow(Warehouse(demo_run.warehouse), "marts/ownership_history", run_id).to_pylist()
+    last: dict[tuple, list[str]] = {}
+    for r in history:
+        if r["owned_until"] is None:
+            last.setdefault(tuple(r[k] for k in key), []).append(r["owner"])
+    assert {k: sorted(v) for k, v in last.items()} == {k: v[2] for k, v in planted.items() if v[2]}
 
     # audit-log deleted and re-created: two topic ids; the aborted metadata transaction not applied
     wh = Warehouse(demo_run.warehouse)

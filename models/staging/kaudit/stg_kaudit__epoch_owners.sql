@@ -2,21 +2,6 @@
 -- pipelines/spark/generations.py: the members' current assignments plus the partitions pending
 -- revocation), one row per (epoch, partition, member); from the epoch's start until the next's.
 -- Member ids are the clients' base64 UUIDs: a double-claimed partition's list splits on ", ".
-with held as (
-    select
-        group_id,
-        generation,
-        offsets_partition,
-        log_offset,
-        topic,
-        `partition`,
-        explode(split(observed_owner, ', ')) as owner,
-        held_from,
-        held_until
-    from {{ source('history_core', 'settled_audit') }}
-    where group_protocol = 'consumer' and observed_owner is not null
-)
-
 select
     group_id,
     generation,
@@ -24,7 +9,8 @@ select
     log_offset,
     topic,
     `partition`,
-    owner,
+    explode(split(observed_owner, ', ')) as owner,
     held_from,
     held_until
-from held
+from {{ source('history_core', 'settled_audit') }}
+where group_protocol = 'consumer' and observed_owner is not null
