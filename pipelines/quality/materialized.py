@@ -6,10 +6,10 @@ in one Spark query and GX judges it with its pandas engine: no Spark query per m
 Spark engine made ~50 queries and ~10,000 py4j calls for the demo's ZooKeeper run); its failing
 rows come from the Arrow table. A big run's view stays in Spark: checkpointed on the executors,
 judged by GX's Spark engine, its failing rows selected by a semi-join on their ids. Both give
-the same rows in the same order (the view is computed under the same settings, and ``_row``
-follows its order) and the same results (the suites' expectations are written so that both
-engines read them alike: no Java-only regex syntax, nulls ignored explicitly where a pair of
-columns is compared)."""
+the same rows, sorted by their columns (a view's own order follows its plan, and a small run's
+exchanges have one partition, a big run's more: ``session.SIZED``), and the same results (the
+suites' expectations are written so that both engines read them alike: no Java-only regex
+syntax, nulls ignored explicitly where a pair of columns is compared)."""
 
 from __future__ import annotations
 
@@ -57,13 +57,13 @@ class CollectedView:
         return cls(table.append_column(ROW_ID, pa.array(range(table.num_rows), pa.int64())))
 
     def rows(self, row_ids: list[int] | None) -> pa.Table:
-        """The rows with ``row_ids`` (None: every row) in view order, without ``_row``."""
+        """The rows with ``row_ids`` (None: every row), without ``_row``, sorted (:func:`by_columns`)."""
         import pyarrow.compute as pc
 
         rows = self.table
         if row_ids is not None:
             rows = rows.filter(pc.is_in(rows[ROW_ID], value_set=pa.array(row_ids, pa.int64())))
-        return rows.drop_columns([ROW_ID])
+        return by_columns(rows.drop_columns([ROW_ID]))
 
     def release(self) -> None:
         pass  # nothing cached in Spark
@@ -87,7 +87,14 @@ class CheckpointedView:
         if row_ids is not None:
             ids = self.frame.sparkSession.createDataFrame([(i,) for i in row_ids], f"{ROW_ID} long")
             rows = rows.join(ids, ROW_ID, "left_semi")
-        return rows.orderBy(ROW_ID).drop(ROW_ID).toArrow()
+        return by_columns(rows.drop(ROW_ID).toArrow())
 
     def release(self) -> None:
         self.frame.unpersist()
+
+
+def by_columns(rows: pa.Table) -> pa.Table:
+    """``rows`` sorted by their columns, first to last, nulls last (columns of nested types take
+    no part): an order that follows the rows alone, whatever plan computed them."""
+    keys = [(field.name, "ascending") for field in rows.schema if not pa.types.is_nested(field.type)]
+    return rows.sort_by(keys) if keys else rows

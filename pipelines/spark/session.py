@@ -21,7 +21,6 @@ CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MILLIS",
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     "spark.sql.legacy.parquet.nanosAsLong": "false",
-    "spark.sql.shuffle.partitions": "8",
     # the build runs independent chains of jobs side by side (pipelines.spark.concurrent)
     "spark.scheduler.mode": "FAIR",
     "spark.ui.enabled": "false",
@@ -51,10 +50,19 @@ CONF = {
 # bench_assignment's clusters (core build, CPU s of driver JVM + Python, load 7-17): 52k rows,
 # a new JVM: 30 compiled / 14 interpreted, warm 8.3 / 8.8; 208k rows warm: 6.6 / 9.5. The demo's
 # two runs (about 2,500 raw rows, one process) went from 310 to 262 CPU s and 171 to 148 s, idle.
+# The same runs' queries are planned statically, their exchanges into one partition: Spark's
+# fixed cost per query is most of such a run's build (a warm JVM, one aggregation of 5,000
+# rows: 113 ms of JVM CPU with adaptive execution and 8 shuffle partitions, 97 ms with one
+# partition, 90 ms planned statically with one). Adaptive execution runs every exchange as a
+# job of its own and has nothing to adapt on a few thousand rows; with 8 partitions each map
+# task writes 8 shuffle files. The demo side by side (alternating, load 2.6-4.9): 55.6-56.1 ->
+# 49.3-53.3 s, 96-97 -> 84-91 CPU s; its dbt builds ran 233 and 236 Spark jobs, now 102 and 103.
 SMALL_RUN_ROWS = 100_000
-CODEGEN = {  # key: (big run, small run)
+SIZED = {  # runtime settings, key: (big run, small run)
     "spark.sql.codegen.wholeStage": ("true", "false"),
     "spark.sql.codegen.factoryMode": ("FALLBACK", "NO_CODEGEN"),
+    "spark.sql.adaptive.enabled": ("true", "false"),
+    "spark.sql.shuffle.partitions": ("8", "1"),
 }
 
 
@@ -71,9 +79,10 @@ def _user_set(spark: SparkSession, key: str) -> bool:
 
 
 def size_to_run(spark: SparkSession, rows: int) -> None:
-    """Sets the session's code generation for a run of ``rows`` raw rows (runtime settings, so a
-    session serves a small and a big run in turn). A key the user set is left as it is."""
-    for key, (big, small) in CODEGEN.items():
+    """Sets the session's code generation and planning for a run of ``rows`` raw rows (``SIZED``:
+    runtime settings, so a session serves a small and a big run in turn). A key the user set is
+    left as it is."""
+    for key, (big, small) in SIZED.items():
         if not _user_set(spark, key):
             spark.conf.set(key, small if is_small_run(rows) else big)
 

@@ -20,28 +20,33 @@ def test_a_session_kaudit_starts_runs_the_throughput_collector_and_its_jit_limit
     assert (conf.get("spark.driver.bindAddress"), conf.get("spark.driver.host")) == ("127.0.0.1", "127.0.0.1")
 
 
-def test_code_generation_follows_the_run_size(spark):
-    from pipelines.spark.session import CODEGEN, SMALL_RUN_ROWS, size_to_run
+def test_code_generation_and_planning_follow_the_run_size(spark):
+    from pipelines.spark.session import SIZED, SMALL_RUN_ROWS, size_to_run
 
     def settings():
-        return {key: spark.conf.get(key) for key in CODEGEN}
+        return {key: spark.conf.get(key) for key in SIZED}
+
+    def counts():
+        return spark.range(1000).selectExpr("id % 7 as k").groupBy("k").count().orderBy("k").collect()
 
     try:
         size_to_run(spark, SMALL_RUN_ROWS - 1)
-        assert settings() == {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-        interpreted = spark.range(1000).selectExpr("id % 7 as k").groupBy("k").count().orderBy("k").collect()
+        assert settings() == {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                              "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+        small = counts()
         size_to_run(spark, SMALL_RUN_ROWS)
-        assert settings() == {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
-        assert spark.range(1000).selectExpr("id % 7 as k").groupBy("k").count().orderBy("k").collect() == interpreted
+        assert settings() == {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK",
+                              "spark.sql.adaptive.enabled": "true", "spark.sql.shuffle.partitions": "8"}
+        assert counts() == small == [(k, 143 if k < 6 else 142) for k in range(7)]
     finally:
-        for key in CODEGEN:
+        for key in SIZED:
             spark.conf.unset(key)
 
 
 def test_a_runtime_setting_is_restored_after_its_block_even_on_error(spark):
     from pipelines.spark.session import runtime_setting
 
-    key = "spark.sql.adaptive.enabled"
+    key = "spark.sql.caseSensitive"
     assert spark.conf.get(key, None) is None  # not set: Spark's default applies
     try:
         with runtime_setting(spark, key, "false"):
