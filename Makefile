@@ -87,10 +87,11 @@ $(KERNEL_CACHE): pipelines/kafka/kernels.py pipelines/kraft/kernels.py pipelines
 	$(BIN)/python -m pipelines.kernel_cache
 	touch $@
 
-# kaudit's file: scheme for the driver JVMs (pipelines/spark/NioLocalFileSystem.java): Hadoop's
-# local file system without a `chmod` process per file and directory. Compiled against
-# pyspark's jars, so again after an install.
-$(SPARK_JAR): pipelines/spark/NioLocalFileSystem.java pipelines/spark/local_fs.py $(VENV)/.installed | jdk
+# kaudit's jar for the driver JVMs (pipelines/spark/local_fs.py): its file: scheme, Hadoop's
+# local file system without a `chmod` process per file and directory
+# (pipelines/spark/NioLocalFileSystem.java), and no YARN defaults (pipelines/spark/yarn-default.xml).
+# Compiled against pyspark's jars, so again after an install.
+$(SPARK_JAR): pipelines/spark/NioLocalFileSystem.java pipelines/spark/yarn-default.xml pipelines/spark/local_fs.py $(VENV)/.installed | jdk
 	$(BIN)/python -m pipelines.spark.local_fs
 
 # Spark's classes parsed and verified once into a class-data archive the driver JVMs map

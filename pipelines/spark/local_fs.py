@@ -1,12 +1,16 @@
-"""kaudit's ``file:`` scheme for the driver JVMs it starts itself: Hadoop's local file system
-with ``setPermission`` done in-process (``NioLocalFileSystem.java`` beside this module says why:
-Hadoop starts a ``chmod`` process per file and directory without its native library, about 900
-in the demo's two runs).
+"""kaudit's jar for the driver JVMs it starts itself, first on their classpath:
+
+- the ``file:`` scheme: Hadoop's local file system with ``setPermission`` done in-process
+  (``NioLocalFileSystem.java`` beside this module says why: Hadoop starts a ``chmod`` process
+  per file and directory without its native library, about 900 in the demo's two runs);
+- an empty ``yarn-default.xml`` ahead of Hadoop's (the file beside this module says why: half of
+  every Hadoop configuration a query ships to its tasks).
 
     python -m pipelines.spark.local_fs     # what `make` runs after an install
 
-compiles it against pyspark's jars into ``<venv>/kaudit-spark.jar``. A session uses it only when
-that jar exists (:func:`settings`); without it Hadoop's own file system runs as before.
+compiles the class against pyspark's jars into ``<venv>/kaudit-spark.jar``. A session uses it
+only when that jar exists (:func:`settings`); without it Hadoop's own file system and defaults
+apply as before.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import zipfile
 from pathlib import Path
 
 SOURCE = Path(__file__).resolve().with_name("NioLocalFileSystem.java")
+YARN_DEFAULTS = SOURCE.with_name("yarn-default.xml")
 JAR = Path(sys.prefix) / "kaudit-spark.jar"
 CLASS = "kaudit.hadoop.NioLocalFileSystem"
 CLASSPATH = "spark.driver.extraClassPath"
@@ -35,8 +40,8 @@ def settings(conf: dict[str, str], jar: Path = JAR) -> dict[str, str]:
 
 
 def build(jar: Path = JAR) -> None:
-    """Compiles the source with the JDK's ``javac`` against pyspark's jars; the jar appears whole
-    or not at all."""
+    """Compiles the source with the JDK's ``javac`` against pyspark's jars and adds the YARN
+    defaults; the jar appears whole or not at all."""
     import pyspark
 
     javac = shutil.which("javac")
@@ -56,6 +61,7 @@ def build(jar: Path = JAR) -> None:
             out.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\n\r\n")
             for path in sorted(classes.rglob("*.class")):
                 out.write(path, path.relative_to(classes).as_posix())
+            out.write(YARN_DEFAULTS, YARN_DEFAULTS.name)
     os.replace(part, jar)
 
 

@@ -46,6 +46,18 @@ def test_sessions_kaudit_starts_write_through_it(spark, tmp_path):
     assert mode(out) == 0o755 and {mode(p) for p in parts} == {0o644}
 
 
+def test_the_hadoop_configuration_a_query_ships_has_no_yarn_defaults(spark):
+    """The jar's empty yarn-default.xml comes before Hadoop's: no YARN key in the configuration
+    Spark copies for a query, Hadoop's core defaults still there."""
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    entries, keys = conf.iterator(), []
+    while entries.hasNext():
+        keys.append(entries.next().getKey())
+    # (yarn.app.mapreduce.* are MapReduce's, from mapred-default.xml)
+    assert keys and not [k for k in keys if k.startswith("yarn.") and not k.startswith("yarn.app.mapreduce.")]
+    assert conf.get("fs.defaultFS") == "file:///" and conf.get("io.file.buffer.size") == "65536"
+
+
 @pytest.mark.parametrize("bits", [0o755, 0o644, 0o750, 0o600, 0o000, 0o777, 0o1777, 0o2750])
 def test_it_sets_the_modes_hadoops_own_file_system_sets(hadoop, tmp_path, bits):
     """The same operations through Hadoop's LocalFileSystem (a ``chmod`` process each) and through
