@@ -54,8 +54,8 @@ class RunContext:
 
     def spark(self):
         """The step's SparkSession (kaudit's conf, this run's master and ``spark_conf``, code
-        generation and a JVM it starts sized to the run's raw rows: ``session.size_to_run``,
-        ``session.is_small_run``); Spark's
+        generation, planning and a JVM it starts sized to the run's raw rows:
+        ``session.size_to_run``, ``session.is_small_run``); Spark's
         own catalog dir lives under the warehouse, never in the cwd, and the JVM's log in
         ``logs/spark.log`` (on stderr with ``--verbose``). A session that already exists is reused."""
         from pipelines.reading import run_rows

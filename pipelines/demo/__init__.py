@@ -86,7 +86,7 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
     on a thread, quiet, in the same Spark session: one run at a time kept 1.4 of the 2 cores
     busy (88 CPU s in 62 s, idle); side by side the demo took 54 s instead of 64. Their dbt
     builds, and their validations, take turns (``dbt_runner``, ``quality.run``). Both runs are
-    small: the session's code generation suits both (``session.size_to_run``)."""
+    small: the session's code generation and planning suit both (``session.size_to_run``)."""
     kraft_ctx = dataclasses.replace(ctx, run_id=kraft_run_id(ctx.run_id), quiet=True)
     from pipelines import cluster
     from pipelines import steps as pipeline
