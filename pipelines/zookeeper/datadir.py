@@ -10,7 +10,9 @@ valid snapshot at or below the target zxid, then the logs after it.
   not yet to the last processed zxid and digest when the snapshot ends leaves exactly that
   (ZooKeeper only logs it). With logs after it, the replay decides: the tree is verified by
   the first transaction digest that matches; none matching raises the mismatch. Without
-  logs it is raised at once.
+  logs it is raised at once. One whose digest matches is exactly the tree at the digest's
+  zxid, however far past its name the writing ended: the replay starts after that zxid (the
+  txns in between are in the tree already, and their digests describe older trees).
 - Logs: the last one starting at or before the snapshot zxid and every later one
   (``FileTxnLog.getLogFiles``); txns up to the snapshot zxid (and repeats) are skipped, not
   decoded (``LogReader.skip_through``), and damage among them does not stop the replay (it is
@@ -118,7 +120,7 @@ def read_file(path: Path) -> OfflineRead:
     """One snapshot file, no logs: unreadable is an error."""
     snap = parse(path)
     res = OfflineRead(Tree(snap), snapshot=str(path), snapshot_zxid=snap.zxid)
-    res.zxid = snap.zxid if snap.zxid is not None else snap.consistent_at_or_after
+    res.zxid = snap.holds_through if snap.holds_through is not None else snap.consistent_at_or_after
     res.digest_verified = snap.digest_verified
     res.warnings += snap.notes
     return res
@@ -188,11 +190,13 @@ def _read_from(chosen: Snapshot | None, snaps, logs, at_zxid: int | None, progre
         snap_zxid = chosen.zxid if chosen.zxid is not None else 0
     elif snaps:
         res.warnings.append("no usable snapshot: replaying the logs onto an empty tree")
-    res.zxid = snap_zxid
     chain = log_chain(logs, snap_zxid)
+    suspect = _check_snapshot_digest(res, chosen, chain)
+    if chosen is not None and chosen.holds_through is not None:
+        snap_zxid = chosen.holds_through  # a verified fuzzy snapshot: its window is not replayed
+    res.zxid = snap_zxid
     if chain:
         res.tree.keep_history(snap_zxid)
-    suspect = _check_snapshot_digest(res, chosen, chain)
     _replay(res, chosen, chain, snap_zxid, at_zxid, progress)
     if suspect is not None and res.verified_zxid is None:
         res.snapshot_failed = suspect

@@ -126,6 +126,15 @@ class Snapshot:
         return int(max(st["czxid"].max(), st["mzxid"].max(), st["pzxid"].max()))
 
     @property
+    def holds_through(self) -> int | None:
+        """The last zxid the nodes are known to hold, so a replay starts after it: the stored
+        digest's zxid when it matched (a fuzzy snapshot is exactly the tree there, however far
+        past its name its writing ended), else the name's (``FileTxnSnapLog.restore``)."""
+        if self.digest_verified and self.digest is not None and self.digest.zxid > (self.zxid or 0):
+            return self.digest.zxid
+        return self.zxid
+
+    @property
     def consistent_at_or_after(self) -> int:
         """A zxid the snapshot's state is known to include (fuzzy snapshots go past their name)."""
         known = [self.zxid or 0, self.max_node_zxid]

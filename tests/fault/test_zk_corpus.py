@@ -9,10 +9,11 @@ never replayed past as verified. ``KAUDIT_FUZZ_CASES`` cases (default 20; ``make
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 import pytest
-from zk_damage import KINDS, PROBLEMS, Case, clean, damage, judge
+from zk_damage import KINDS, PROBLEMS, Case, clean, damage, files, judge, zxid
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +48,25 @@ def test_clean_data_dir_is_read_whole_and_verified(corpus, tmp_path, capsys):
     rc, err, _ = _run(corpus.data, tmp_path / "wh", "clean", capsys)
     case = Case("clean", 0, corpus.data, "", "", must_name=False, last=corpus.last)
     verdict = judge(corpus, case, rc, err, tmp_path / "wh", "clean")
-    assert verdict["equal"] and verdict["verified"] is True and verdict["zxid"] >= corpus.last, (verdict, err)
+    assert verdict["equal"] and verdict["verified"] is True and verdict["zxid"] >= corpus.last, str(verdict)
+    assert verdict["quarantined"] == [], str(verdict)
+
+
+@pytest.mark.parametrize("behind", [2, 5])
+def test_a_snapshot_finished_past_its_name_is_read_from_its_digest(corpus, tmp_path, capsys, behind):
+    """ZooKeeper names a snapshot by the zxid it started at and writes the digest of the zxid
+    it ended at; under load txns land in between. The newest snapshot renamed ``behind`` txns
+    earlier is such a snapshot: its tree is exactly the digest's, the txns in between are in it
+    (two or more: one txn replayed again onto its own result changes nothing)."""
+    data = tmp_path / "data"
+    shutil.copytree(corpus.data, data)
+    newest = files(data / "version-2", "snapshot")[-1]
+    newest.rename(newest.with_name(f"snapshot.{zxid(newest) - behind:x}"))
+    rc, err, _ = _run(data, tmp_path / "wh", "late", capsys)
+    case = Case("late", 0, data, "", "", must_name=False, last=corpus.last)
+    verdict = judge(corpus, case, rc, err, tmp_path / "wh", "late")
+    assert verdict["equal"] and verdict["verified"] is True and verdict["zxid"] >= corpus.last, str(verdict)
+    assert verdict["quarantined"] == [], str(verdict)
 
 
 @pytest.mark.parametrize("seed", range(CASES))

@@ -83,7 +83,7 @@ def _restart_snapshot(v2: Path, last: int) -> int:
     the session's close); the server may answer before it is written."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        newest = max(_zxid(p) for p in v2.glob("snapshot.*"))
+        newest = max(zxid(p) for p in v2.glob("snapshot.*"))
         if newest > last:
             return newest
         time.sleep(0.1)
@@ -147,24 +147,39 @@ def used(log: bytes) -> int:
     return e[-1][0] + 13 + e[-1][1] if e else 16
 
 
-def _zxid(p: Path) -> int:
+def zxid(p: Path) -> int:
     return int(p.name.split(".")[1], 16)
 
 
-def _files(v2: Path, prefix: str) -> list[Path]:
-    return sorted(v2.glob(prefix + ".*"), key=_zxid)
+def files(v2: Path, prefix: str) -> list[Path]:
+    return sorted(v2.glob(prefix + ".*"), key=zxid)
+
+
+def _seal(snap: bytes) -> tuple[int, int]:
+    """(offset, bytes after it) of the seal that ends a snapshot's nodes (``FileSnap``: Adler32
+    of every byte before it, then the string "/"); after it, a 3.6+ snapshot has the digest
+    section (zxid long, version int, digest long, seal) and 3.9+ the last processed zxid's."""
+    seal = struct.pack(">i", 1) + b"/"
+    for extra in (33, 0, 54):  # digest, none, digest + last zxid
+        at = len(snap) - extra - 13
+        if at > 0 and snap[at + 8 : at + 13] == seal:
+            return at, extra
+    raise ValueError("no seal found")
 
 
 def _reseal(snap: bytes) -> bytes:
-    """A snapshot's nodes re-sealed (``FileSnap``: Adler32 of every byte before the seal, then
-    the string "/"), without the 3.6+ digest section that followed the seal."""
-    seal = struct.pack(">i", 1) + b"/"
-    for extra in (33, 0, 54):  # bytes after the first seal: digest, none, digest + last zxid
-        at = len(snap) - extra - 13
-        if at > 0 and snap[at + 8 : at + 13] == seal:
-            body = snap[:at]
-            return body + struct.pack(">q", zlib.adler32(body)) + seal
-    raise ValueError("no seal found")
+    """A snapshot's nodes re-sealed without the digest section that followed the seal."""
+    body = snap[: _seal(snap)[0]]
+    return body + struct.pack(">q", zlib.adler32(body)) + struct.pack(">i", 1) + b"/"
+
+
+def holds_through(snap: Path) -> int:
+    """The zxid a snapshot's digest was taken at (ZooKeeper writes it when the snapshot ends, so
+    a fuzzy one's is past its name), else its name's: the txns up to it are in the snapshot when
+    the digest matches, and a read need not replay them."""
+    raw = snap.read_bytes()
+    at, extra = _seal(raw)
+    return max(zxid(snap), struct.unpack_from(">q", raw, at + 13)[0] if extra else 0)
 
 
 @dataclass
@@ -187,8 +202,8 @@ def damage(clean: Clean, out: Path, seed: int, kind: str | None = None) -> Case:
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(clean.data, out)
     v2 = out / "version-2"
-    snaps, logs = _files(v2, "snapshot"), _files(v2, "log")
-    newest = _zxid(snaps[-1])
+    snaps, logs = files(v2, "snapshot"), files(v2, "log")
+    newest = zxid(snaps[-1])
     if kind in ("truncate_log", "flip_log", "zero_length", "huge_length", "drop_txn", "garbage_in_log", "forged_txn"):
         log = rnd.choice(logs[-3:] if rnd.random() < 0.7 else logs)
         raw = bytearray(log.read_bytes())
@@ -225,7 +240,7 @@ def damage(clean: Clean, out: Path, seed: int, kind: str | None = None) -> Case:
             raw[at : at + n] = rnd.randbytes(len(raw[at : at + n]))
             detail = f"{n} garbage bytes at {at}"
         log.write_bytes(bytes(raw))
-        gap = kind == "drop_txn" and newest < e_zxid < max(z for _, _, z in ents)
+        gap = kind == "drop_txn" and holds_through(snaps[-1]) < e_zxid < max(z for _, _, z in ents)
         return Case(kind, seed, out, log.name, detail, gap, gap=gap, last=clean.last)
     if kind in ("flip_snapshot", "truncate_snapshot"):
         snap = snaps[-1] if rnd.random() < 0.7 else rnd.choice(snaps)
@@ -247,7 +262,7 @@ def damage(clean: Clean, out: Path, seed: int, kind: str | None = None) -> Case:
     # utf8_path: the snapshot the server wrote at its restart (exact), the files after it
     # removed, a path byte made 0xff, re-sealed without its digest (as a 3.5 snapshot is)
     for f in snaps + logs:
-        if _zxid(f) > clean.restart_zxid:
+        if zxid(f) > clean.restart_zxid:
             f.unlink()
     snap = v2 / f"snapshot.{clean.restart_zxid:x}"
     raw = bytearray(snap.read_bytes())
@@ -302,6 +317,7 @@ def judge(clean: Clean, case: Case, rc: int | None, err: str, warehouse: Path, r
         want = {p: v for p, v in want.items() if p != case.lost_path and not p.startswith(case.lost_path + "/")}
     equal = got == want
     out["wrong_rows"] = len(set(got.items()) ^ set(want.items()))
+    out["quarantined"] = [f"{q['location'].rsplit('/', 1)[-1]}: {q['reason']}" for q in quarantine]
     verified = meta["digest_verified"] is True
     out.update(equal=equal, verified=meta["digest_verified"], zxid=meta["zxid"])
     # wrong rows that nothing flags: claimed verified, or published with no quarantine row
