@@ -10,13 +10,11 @@ import io
 import json
 import re
 import subprocess
-from collections import namedtuple
 from datetime import UTC
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from kazoo.protocol.serialization import Create2, long_struct
 from rich.console import Console
 
 from pipelines.context import RunContext
@@ -25,6 +23,7 @@ from pipelines.reading import read_arrow
 from pipelines.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_live, extract_snapshot
 from pipelines.zookeeper.snapshot import parse
+from testkit.zk_requests import CreateContainer, CreateTTL, send
 from testkit.zk_server import start_zk
 
 pytestmark = pytest.mark.integration
@@ -35,29 +34,6 @@ JAVA_CP = ":".join(
     f"/usr/share/java/{j}.jar"
     for j in ("zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-nop", "snappy-java", "commons-cli", "metrics-core")
 )
-
-
-class CreateContainer(Create2):
-    """kazoo has no container/TTL calls: the same wire requests, opcodes 19 and 21."""
-
-    type = 19
-
-
-class CreateTTL(namedtuple("CreateTTL", "path data acl flags ttl")):
-    type = 21
-
-    def serialize(self):
-        b = Create2(self.path, self.data, self.acl, self.flags).serialize()
-        b.extend(long_struct.pack(self.ttl))
-        return b
-
-    deserialize = Create2.deserialize
-
-
-def _send(zk, request):
-    result = zk.handler.async_result()
-    zk._call(request, result)
-    return result.get(timeout=10)
 
 
 def _ctx(root: Path, run_id: str) -> tuple[RunContext, io.StringIO]:
@@ -114,10 +90,10 @@ def _build_tree(zk, acl, hosts: str) -> None:
     tx.check("/kafka/multi-a", 7)
     assert any(isinstance(r, Exception) for r in tx.commit())
     # containers (one with a child, one never used) and TTL nodes (long TTL: not expired)
-    _send(zk, CreateContainer("/kafka/locks", b"", acl, 4))
+    send(zk, CreateContainer("/kafka/locks", b"", acl, 4))
     zk.create("/kafka/locks/lock-", b"me", acl=acl, sequence=True, ephemeral=True)
-    _send(zk, CreateContainer("/kafka/empty-container", b"", acl, 4))
-    _send(zk, CreateTTL("/kafka/ttl-node", b"ttl", acl, 5, 3_600_000))
+    send(zk, CreateContainer("/kafka/empty-container", b"", acl, 4))
+    send(zk, CreateTTL("/kafka/ttl-node", b"ttl", acl, 5, 3_600_000))
     zk.create("/kafka/seq/item-", b"1", acl=acl, sequence=True, makepath=True)
     zk.create("/kafka/seq/item-", b"2", acl=acl, sequence=True)
     zk.set_acls("/kafka/seq", acl)  # aversion 1
