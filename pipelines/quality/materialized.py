@@ -16,6 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from pipelines.spark.io import checkpoint_level
 from pipelines.spark.session import runtime_setting
 
 ROW_ID = "_row"
@@ -80,7 +81,8 @@ class CheckpointedView:
     def of(cls, view: DataFrame) -> CheckpointedView:
         from pyspark.sql import functions as F
 
-        return cls(view.withColumn(ROW_ID, F.monotonically_increasing_id()).localCheckpoint(eager=True))
+        level = checkpoint_level(view.sparkSession)
+        return cls(view.withColumn(ROW_ID, F.monotonically_increasing_id()).localCheckpoint(True, level))
 
     def rows(self, row_ids: list[int] | None) -> pa.Table:
         rows = self.frame

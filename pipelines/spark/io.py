@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -92,8 +93,20 @@ def reused(df: DataFrame) -> DataFrame:
     """``df`` computed once for all its consumers (two writes, two branches of one plan): a lazy
     local checkpoint. Unlike ``persist`` it needs no ``unpersist`` (its blocks go when the frame
     is collected) and runs no job of its own: its shuffles run when it is defined, its last stage
-    inside the first action that reads it, which stores the partitions the later ones read."""
-    return df.localCheckpoint(eager=False)
+    inside the first action that reads it, which stores the partitions the later ones read.
+    Its blocks are kept as :func:`checkpoint_level` says."""
+    return df.localCheckpoint(eager=False, storageLevel=checkpoint_level(df.sparkSession))
+
+
+def checkpoint_level(spark: SparkSession) -> StorageLevel | None:
+    """How a local checkpoint keeps its blocks. A local checkpoint has no lineage to recompute
+    a lost block from: an action that needs a block of an executor that is gone fails ("Checkpoint
+    block ... not found"), and retrying its tasks cannot help. On a cluster each block is
+    therefore stored on two executors (``MEMORY_AND_DISK_2``): losing one executor (a crash, a
+    preempted or decommissioned node) loses no block. In local mode the driver is the executor:
+    Spark's default, one copy (None)."""
+    master = spark.sparkContext.master or ""
+    return None if master.startswith("local") else StorageLevel.MEMORY_AND_DISK_2
 
 
 def observe(df: DataFrame, **metrics: Column) -> tuple[DataFrame, Observation]:

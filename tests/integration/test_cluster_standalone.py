@@ -5,6 +5,7 @@ tables that the local, in-process build gives on the same raw inputs (the demo c
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -19,6 +20,7 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.timeout(1500)]
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 KAUDIT = Path(sys.executable).with_name("kaudit")
 
 
@@ -91,7 +93,7 @@ def standalone(tmp_path_factory):
             env,
         )
         _wait_for(root / "worker.log", "Successfully registered with master", worker, 240)
-        yield {"url": url, "master_log": root / "master.log"}
+        yield {"url": url, "master_log": root / "master.log", "env": env, "root": root}
     finally:
         if worker is not None:
             _stop(worker)
@@ -161,3 +163,31 @@ def test_cluster_build_equals_local_build(standalone, demo_raw, spark):
         total += local.count()
     audit = spark.read.parquet(str(wh.partition_dir("core/assignment_audit", "local")))
     assert audit.count() > 0 and total > audit.count()  # the demo's audit is not empty: a real comparison
+
+
+def test_local_checkpoints_survive_an_executor_loss_on_a_cluster(standalone, tmp_path):
+    """On a cluster kaudit's local checkpoints (``io.reused``, the validation's views) keep two
+    copies of each block: an executor killed between two actions over a checkpointed frame loses
+    no block, and the second action gives the same rows. With one copy (Spark's default, which
+    kaudit keeps in local mode) the same loss fails the action: the test shows that it does."""
+    env = {**standalone["env"], "SPARK_WORKER_DIR": str(tmp_path / "work2")}
+    worker = _daemon(
+        "org.apache.spark.deploy.worker.Worker",
+        [standalone["url"], "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0"],
+        tmp_path / "worker2.log",
+        env,
+    )
+    try:
+        _wait_for(tmp_path / "worker2.log", "Successfully registered with master", worker, 240)
+        proc = subprocess.run(
+            [sys.executable, str(HERE / "executor_loss.py"), standalone["url"]], cwd=tmp_path, capture_output=True,
+            text=True, timeout=900, check=False, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        )
+    finally:
+        _stop(worker)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    kaudit, one_copy = result["kaudit"], result["one_copy"]
+    assert sum(n for _, n in kaudit["before"]) == 200000
+    assert kaudit.get("after") == kaudit["before"], kaudit.get("error")
+    assert "after" not in one_copy and "Checkpoint block" in one_copy["error"], one_copy
