@@ -93,7 +93,7 @@ def standalone(tmp_path_factory):
             env,
         )
         _wait_for(root / "worker.log", "Successfully registered with master", worker, 240)
-        yield {"url": url, "master_log": root / "master.log", "env": env, "root": root}
+        yield {"url": url, "master_log": root / "master.log", "env": env}
     finally:
         if worker is not None:
             _stop(worker)
