@@ -1,6 +1,7 @@
 {#- on-run-start: make the run's raw and core partitions `source()`-able.
 
-    The runner passes `kaudit_sources`: {"<schema>.<table>": {"path": <run partition dir>,
+    The runner passes them in env var KAUDIT_SOURCES (read when executing, like the run:
+    `kaudit_build_run`), as JSON: {"<schema>.<table>": {"path": <run partition dir>,
     "exists": bool, "columns": [[name, spark type], ...]}} built from pipelines/tables.py (the
     one declaration of those schemas). Each becomes an external Parquet table over the partition
     dir, declared with those columns: Spark reads the files with that schema and never infers
@@ -11,8 +12,8 @@
     session and on a Thrift Server alike. -#}
 
 {% macro kaudit_register_sources() %}
-    {%- set sources = var('kaudit_sources', {}) -%}
-    {%- if execute and sources -%}
+    {%- set sources = fromjson(env_var('KAUDIT_SOURCES', '{}')) if execute else {} -%}
+    {%- if sources -%}
         {%- set schemas = [] -%}
         {%- for name in sources.keys() | sort -%}
             {%- set schema = name.split('.')[0] -%}

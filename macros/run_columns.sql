@@ -1,8 +1,16 @@
 {#- Columns every layer derives the same way. -#}
 
 {% macro kaudit_run_id() -%}
-    {#- The run being built, as a string literal (var run_id, set by the runner). -#}
-    '{{ var("run_id") }}'
+    {#- The run being built, as a string literal (`kaudit_build_run`). -#}
+    '{{ kaudit_build_run() }}'
+{%- endmacro %}
+
+
+{% macro kaudit_build_run() -%}
+    {#- The run being built: env var KAUDIT_RUN_ID, which the runner sets for its dbt invocation.
+        Read only when executing (while parsing: ''), so the saved parse holds nothing of a run:
+        every run of a warehouse reuses one parse (the vars name only the warehouse). -#}
+    {{ return(env_var('KAUDIT_RUN_ID', '') if execute else '') }}
 {%- endmacro %}
 
 

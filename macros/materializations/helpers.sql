@@ -31,18 +31,18 @@
     {%- set root = config.get('location_root') -%}
     {%- if not root or root.startswith('/marts') or root.startswith('/snapshots') -%}
         {{ exceptions.raise_compiler_error(
-            "model " ~ identifier ~ ": no location_root (run through `kaudit build`, or pass --vars '{warehouse: /abs/path, run_id: ...}')") }}
+            "model " ~ identifier ~ ": no location_root (run through `kaudit build`, or pass --vars '{warehouse: /abs/path}')") }}
     {%- endif -%}
     {{ return(root ~ '/' ~ identifier) }}
 {%- endmacro %}
 
 
 {% macro kaudit_required_run_id(what) -%}
-    {#- var run_id (the run being built, set by the runner); a compile error naming `what`
-        ("model <name>", "snapshot <name>") when it is not set. -#}
-    {%- set run_id = var('run_id', '') -%}
+    {#- The run being built (`kaudit_build_run`); a compile error naming `what` ("model <name>",
+        "snapshot <name>") when it is not set. -#}
+    {%- set run_id = kaudit_build_run() -%}
     {%- if not run_id -%}
-        {{ exceptions.raise_compiler_error(what ~ ": var run_id is not set") }}
+        {{ exceptions.raise_compiler_error(what ~ ": env var KAUDIT_RUN_ID is not set (run through `kaudit build`)") }}
     {%- endif -%}
     {{ return(run_id) }}
 {%- endmacro %}
@@ -142,4 +142,16 @@
         {%- do formatted.append({'name': name, 'data_type': type, 'formatted': name | lower ~ ' ' ~ type}) -%}
     {%- endfor -%}
     {{ return(formatted) }}
+{%- endmacro %}
+
+
+{% macro spark__location_clause() -%}
+    {#- dbt-spark's, with the run in the path: a `table` model (the intermediate ones) is written
+        at `<location_root>/run_id=<run>/<model>/`, one directory per run, so builds of different
+        runs never share one. The run is known only when executing (`kaudit_build_run`): the
+        location is not part of the saved parse. -#}
+    {%- set location_root = config.get('location_root', validator=validation.any[basestring]) -%}
+    {%- if location_root is not none %}
+    location '{{ location_root }}/run_id={{ kaudit_required_run_id("model " ~ model.name) }}/{{ model['alias'] }}'
+    {%- endif %}
 {%- endmacro %}

@@ -17,39 +17,50 @@ directories to ``<warehouse>/dbt/schemas/`` and the marts/snapshots to
 
 dbt keeps its flags, adapter and manifest in module state: a process runs one dbt invocation
 at a time (``_ONE_AT_A_TIME``), whichever thread asks (the demo builds its two runs side by side).
+
+The run being built and its tables reach the project in env vars that only executing macros
+read (``KAUDIT_RUN_ID``, ``KAUDIT_SOURCES``; ``macros/run_columns.sql``), set for the
+invocation; its only var is the warehouse. So a parse holds nothing of a run: one parse serves
+every build of the warehouse, in this process (:func:`parse_ahead`'s manifest) and in the next
+(a run's target dir starts with the newest saved parse of another run, which dbt checks).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pipelines.context import RunContext, in_background
 from pipelines.errors import StepError
 from pipelines.transform.project import project_dir
-from pipelines.transform.sources import source_vars
+from pipelines.transform.sources import run_sources
 
 FAILED = frozenset({"error", "fail", "runtime error"})
+RUN_ENV, SOURCES_ENV = "KAUDIT_RUN_ID", "KAUDIT_SOURCES"
+SAVED_PARSE = "partial_parse.msgpack"  # dbt's saved parse, in its target dir
 _ONE_AT_A_TIME = threading.Lock()
 
 
-def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[str] | None = None,
-             core_built: bool = False) -> list[str]:
-    """The command line handed to ``dbtRunner.invoke`` (``core_built``: see ``source_vars``)."""
+def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[str] | None = None) -> list[str]:
+    """The command line handed to ``dbtRunner.invoke``: nothing in it names the run but the
+    target dir (see :func:`run_env`)."""
     root = ctx.warehouse.root
     project = project_dir()
-    sources = source_vars(ctx.warehouse, ctx.run_id, core_built)
-    variables = {"warehouse": str(root), "run_id": ctx.run_id, "kaudit_sources": sources}
     return [
         command,
         "--project-dir", str(project),
         "--profiles-dir", str(project),
         "--target", target,
-        "--vars", json.dumps(variables),
-        "--target-path", str(ctx.warehouse.partition_dir("dbt/target", ctx.run_id)),
+        "--vars", json.dumps({"warehouse": str(root)}),
+        "--target-path", str(target_dir(ctx)),
         "--log-path", str(root / "logs" / "dbt"),
         "--log-level", "none",
         "--log-level-file", "info",
@@ -58,6 +69,28 @@ def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[s
         "--no-version-check",
         *(extra or []),
     ]
+
+
+def target_dir(ctx: RunContext) -> Path:
+    return ctx.warehouse.partition_dir("dbt/target", ctx.run_id)
+
+
+@contextmanager
+def run_env(ctx: RunContext) -> Iterator[None]:
+    """The run (``KAUDIT_RUN_ID``) and its tables (``KAUDIT_SOURCES``: ``sources.run_sources``
+    as JSON) in this process's environment while a dbt invocation reads it (dbt copies the
+    environment as it starts); what was there before is put back after."""
+    values = {RUN_ENV: ctx.run_id, SOURCES_ENV: json.dumps(run_sources(ctx.warehouse, ctx.run_id))}
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @dataclass
@@ -92,25 +125,85 @@ def _target(ctx: RunContext, target: str | None = None) -> str:
 
 
 def parse_ahead(ctx: RunContext) -> Future:
-    """``dbt parse`` of the project, on a thread, with the vars the run's ``dbt build`` will pass
-    once the Spark core build has written the ``core/*`` tables: called as that build starts, it
-    takes dbt's import (1.4 s) and its full parse (2.0-2.6 s on the demo) off the build's path,
-    whose own parse is then dbt's partial parse of an unchanged project (0.3-0.9 s). dbt decides
-    whether the saved parse still holds (its vars, profile, target, files): when a prediction
-    was wrong, ``dbt build`` parses in full, as it did before. The result is ``None`` whatever
-    happened: a parse that fails here fails again, and is reported, in the build. The parse is
-    saved in the run's target dir: another run's parse or build does not replace it."""
+    """``dbt parse`` of the project for the warehouse, on a thread: called as the Spark core
+    build starts, it takes dbt's import (1.4 s) and parse (2.0-2.6 s in full on the demo) off the
+    build's path, and the build then runs on its manifest (:func:`run_dbt`). The process parses
+    once per warehouse, target and state of the project's files: a second run's call (the demo's)
+    gets the same parse. The parse starts from the run's target dir with the newest saved parse
+    of the warehouse (:func:`_seed_saved_parse`), which dbt checks (vars, profile, target,
+    files) before it parses only what changed. The result is the manifest, or ``None`` whatever
+    went wrong: a parse that fails here fails again, and is reported, in the build."""
+    state = _parse_state(ctx, _target(ctx))
+    with _PARSES_LOCK:
+        known = _PARSES.get(state[0])
+        if known is None or known[0] != state:
+            known = _PARSES[state[0]] = (state, in_background(lambda: _parse(ctx, state[0][1]), "dbt-parse"))
+        return known[1]
 
-    def parse() -> None:
-        try:
-            from dbt.cli.main import dbtRunner
 
-            with _ONE_AT_A_TIME:
-                dbtRunner().invoke(dbt_args(ctx, _target(ctx), "parse", core_built=True))
-        except Exception:  # noqa: BLE001 - the build parses again and reports what is wrong
-            pass
+# (project, target) -> (_parse_state, the parse's Future[Manifest | None]): the newest parse of
+# each only (a process may build in many warehouses: the suite's tests)
+_PARSES: dict[tuple[str, str], tuple[tuple, Future]] = {}
+_PARSES_LOCK = threading.Lock()
+PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros", "snapshots", "data-tests", "seeds",
+                 "analyses")  # (dbt_project.yml's paths)
 
-    return in_background(parse, "dbt-parse")
+
+def _parse_state(ctx: RunContext, target: str) -> tuple:
+    """What a parse depends on, besides dbt: ``(project dir, target)``, the warehouse (the one
+    var) and the project's files as they are now (path, size and mtime of each)."""
+    project = project_dir()
+    files = []
+    for name in PROJECT_FILES:
+        path = project / name
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path] if path.is_file() else []:
+            if f.is_file():
+                st = f.stat()
+                files.append((str(f.relative_to(project)), st.st_size, st.st_mtime_ns))
+    return (str(project), target), str(ctx.warehouse.root), hash(tuple(files))
+
+
+def _parse(ctx: RunContext, target: str):
+    try:
+        from dbt.cli.main import dbtRunner
+
+        _seed_saved_parse(ctx)
+        with _ONE_AT_A_TIME:
+            result = dbtRunner().invoke(dbt_args(ctx, target, "parse"))
+        return result.result if result.success else None
+    except Exception:  # noqa: BLE001 - the build parses again and reports what is wrong
+        return None
+
+
+def _parsed(ctx: RunContext, target: str):
+    """A copy of the manifest of :func:`parse_ahead`'s parse for this warehouse and target, when
+    the project's files are as they were then; else ``None``. A copy: a build compiles the nodes
+    of the manifest it runs."""
+    state = _parse_state(ctx, target)
+    with _PARSES_LOCK:
+        known = _PARSES.get(state[0])
+    if known is None or known[0] != state:
+        return None
+    manifest = known[1].result()
+    return manifest.deepcopy() if manifest is not None else None
+
+
+def _seed_saved_parse(ctx: RunContext) -> None:
+    """The run's target dir gets the newest saved parse among the warehouse's runs, if it is not
+    its own (a new run has none): dbt then parses only what changed since, or nothing. Any saved
+    parse may be offered: dbt checks it holds before using it."""
+    own = target_dir(ctx) / SAVED_PARSE
+    part = own.with_name(f".{SAVED_PARSE}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        saved = [(p.stat().st_mtime_ns, p) for p in own.parent.parent.glob(f"run_id=*/{SAVED_PARSE}")]
+        newest = max(saved, default=None)
+        if newest is None or newest[1] == own:
+            return
+        own.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(newest[1], part)  # (its time too: the newest is the newest parse)
+        os.replace(part, own)
+    except OSError:  # (another process's run dir changing meanwhile): dbt parses in full
+        part.unlink(missing_ok=True)
 
 
 def run_dbt(
@@ -134,12 +227,15 @@ def run_dbt(
     if not unit_tests:
         extra += ["--exclude-resource-type", "unit_test"]
     args = dbt_args(ctx, target, extra=extra)
+    manifest = _parsed(ctx, target)
+    if manifest is None:
+        _seed_saved_parse(ctx)
     progress = _Progress(ctx)
-    with _ONE_AT_A_TIME, ctx.progress() as bar:
+    with _ONE_AT_A_TIME, run_env(ctx), ctx.progress() as bar:
         started = time.monotonic()
         progress.bar = bar
         progress.task = bar.add_task("dbt build", total=None)
-        result = dbtRunner(callbacks=[progress]).invoke(args)
+        result = dbtRunner(manifest=manifest, callbacks=[progress]).invoke(args)
     elapsed = time.monotonic() - started
     log = ctx.warehouse.root / "logs" / "dbt" / "dbt.log"
 

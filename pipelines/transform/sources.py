@@ -1,4 +1,4 @@
-"""The warehouse tables the dbt project reads, as the ``kaudit_sources`` var of a run.
+"""The warehouse tables the dbt project reads, as a run's ``KAUDIT_SOURCES`` (``dbt_runner.run_env``).
 
 Each dbt source (``_<source>__sources.yml``) is a view ``<schema>.<table>`` over one run's
 Parquet partition, created by the on-run-start macro ``kaudit_register_sources``. Its columns
@@ -35,16 +35,14 @@ SOURCES: dict[str, str] = {
 }
 
 
-def source_vars(warehouse: Warehouse, run_id: str, core_built: bool = False) -> dict[str, dict]:
-    """``{"<schema>.<table>": {"path", "exists", "columns": [[name, type], ...]}}`` for the run;
-    ``core_built``: the ``core/*`` tables as a finished core build leaves them (all written),
-    before they are."""
+def run_sources(warehouse: Warehouse, run_id: str) -> dict[str, dict]:
+    """``{"<schema>.<table>": {"path", "exists", "columns": [[name, type], ...]}}`` for the run."""
     out: dict[str, dict] = {}
     for relation, table in SOURCES.items():
         part = warehouse.partition_dir(table, run_id)
         out[relation] = {
             "path": str(part),
-            "exists": (core_built and table.startswith("core/")) or bool(parquet_files(part)),
+            "exists": bool(parquet_files(part)),
             "columns": [[f.name, f.dataType.simpleString()] for f in table_schema(table).fields],
         }
     return out

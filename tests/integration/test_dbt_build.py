@@ -105,8 +105,9 @@ def first_run_inputs(warehouse, run_id):
 
 
 def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
-    first_run_inputs(warehouse, "r1")
-    run_dbt(RunContext(warehouse, "r1", quiet=True), unit_tests=True)  # every unit test of the project
+    first_run_inputs(warehouse, "r0")
+    # every unit test of the project (theirs is run r1, set by their overrides: not this run's)
+    run_dbt(RunContext(warehouse, "r0", quiet=True), unit_tests=True)
 
     # dbt ran on this process's session (getOrCreate reused it): the marts are in its catalog
     assert spark.catalog.tableExists("kaudit_marts.consumer_lag")
@@ -116,9 +117,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     assert [
         (r["source"], r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"], r["run_id"]) for r in lag
     ] == [
-        ("kafka", 0, 15, 100, 85, "r1"),
-        ("kafka", 1, 50, 100, 50, "r1"),
-        ("zookeeper", 0, 12, 100, 88, "r1"),
+        ("kafka", 0, 15, 100, 85, "r0"),
+        ("kafka", 1, 50, 100, 50, "r0"),
+        ("zookeeper", 0, 12, 100, 88, "r0"),
     ]
     regressions = read_mart(warehouse, "marts/offset_regressions")
     got = [
@@ -163,6 +164,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
         [{"group_id": "g", "topic": "t", "partition": 0, "broker_id": None, "committed_offset": 30, "mtime": at(90)}],
     )
     run_dbt(RunContext(warehouse, "r2", quiet=True), select=["+snap_partition_ownership", "+consumer_lag"])
+    # r2's build started from r0's saved parse (nothing of a run is in a parse): no full parse
+    log = (warehouse.root / "logs" / "dbt" / "dbt.log").read_text().split("Running with dbt=")
+    assert [("full parse" in invocation) for invocation in log[1:]] == [True, False]
 
     # the history is the view kaudit_snapshots.<name> (over the append-only log on disk)
     history = sorted(
@@ -170,15 +174,15 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
         key=lambda r: r["dbt_valid_from_run_id"],
     )
     assert [(r["owner"], r["dbt_valid_from_run_id"], r["dbt_valid_to_run_id"]) for r in history] == [
-        ("zg_host-1-aaaa-0", "r1", "r2"),
+        ("zg_host-1-aaaa-0", "r0", "r2"),
         ("zg_host-2-bbbb-0", "r2", None),
     ]
     old, new = history
     assert old["dbt_valid_to"] == new["dbt_valid_from"]
 
-    # r2's partition was added, r1's kept; the missing log ends make r2's lag unknown
+    # r2's partition was added, r0's kept; the missing log ends make r2's lag unknown
     lag = read_mart(warehouse, "marts/consumer_lag")
-    assert sorted({r["run_id"] for r in lag}) == ["r1", "r2"]
+    assert sorted({r["run_id"] for r in lag}) == ["r0", "r2"]
     assert [(r["source"], r["committed_offset"], r["lag"]) for r in lag if r["run_id"] == "r2"] == [
         ("zookeeper", 30, None)
     ]

@@ -4,6 +4,7 @@ the run's source description and the failure message."""
 from __future__ import annotations
 
 import json
+import os
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -15,7 +16,7 @@ from pipelines.errors import StepError
 from pipelines.spark.schemas import spark_type
 from pipelines.tables import SCHEMAS
 from pipelines.transform import dbt_runner, project
-from pipelines.transform.sources import SOURCES, source_vars
+from pipelines.transform.sources import SOURCES, run_sources
 
 
 @pytest.mark.parametrize(
@@ -47,9 +48,9 @@ def test_every_warehouse_column_has_a_spark_type():
             assert spark_type(f.type)
 
 
-def test_source_vars_mark_missing_partitions(warehouse):
+def test_run_sources_mark_missing_partitions(warehouse):
     warehouse.write_table("raw/log_end_offsets", "r1", SCHEMAS["raw/log_end_offsets"].empty_table())
-    sources = source_vars(warehouse, "r1")
+    sources = run_sources(warehouse, "r1")
     assert set(sources) == set(SOURCES)
     ends = sources["kaudit_raw.log_end_offsets"]
     assert ends["exists"] is True
@@ -59,16 +60,40 @@ def test_source_vars_mark_missing_partitions(warehouse):
     assert [c[0] for c in sources["kaudit_raw.offset_commits"]["columns"]] == SCHEMAS["raw/offset_commits"].names
 
 
-def test_source_vars_of_a_core_build_to_come(warehouse):
-    """Before the core build (``dbt_runner.parse_ahead``) its four tables count as written; the
-    extracts' tables are what is on disk."""
+def test_the_run_reaches_dbt_in_env_vars_only_for_its_invocation(warehouse, monkeypatch):
+    """The run and its tables are in the environment while dbt runs (dbt copies it as it
+    starts), then what was there before is back: a value the user had, or none."""
+    monkeypatch.setenv(dbt_runner.RUN_ENV, "the user's")
+    monkeypatch.delenv(dbt_runner.SOURCES_ENV, raising=False)
     warehouse.write_table("raw/log_end_offsets", "r1", SCHEMAS["raw/log_end_offsets"].empty_table())
-    now, ahead = source_vars(warehouse, "r1"), source_vars(warehouse, "r1", core_built=True)
-    assert {n for n, v in now.items() if v["exists"]} == {"kaudit_raw.log_end_offsets"}
-    assert {n for n, v in ahead.items() if v["exists"]} == {"kaudit_raw.log_end_offsets"} | {
-        n for n in SOURCES if n.startswith("kaudit_core.")
-    }
-    assert {n: v["path"] for n, v in now.items()} == {n: v["path"] for n, v in ahead.items()}
+    with dbt_runner.run_env(RunContext(warehouse, "r1", quiet=True)):
+        assert os.environ[dbt_runner.RUN_ENV] == "r1"
+        assert json.loads(os.environ[dbt_runner.SOURCES_ENV]) == run_sources(warehouse, "r1")
+    assert os.environ[dbt_runner.RUN_ENV] == "the user's"
+    assert dbt_runner.SOURCES_ENV not in os.environ
+
+
+def test_a_new_run_starts_from_the_newest_saved_parse_of_the_warehouse(warehouse):
+    """A run's target dir gets the newest saved parse among the warehouse's runs (dbt checks it
+    before using it); a run whose own is the newest keeps it."""
+    def saved(run_id, content, mtime):
+        path = warehouse.partition_dir("dbt/target", run_id) / dbt_runner.SAVED_PARSE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        os.utime(path, ns=(mtime, mtime))
+        return path
+
+    saved("old", b"old", 1_000_000_000)
+    saved("new", b"new", 2_000_000_000)
+    dbt_runner._seed_saved_parse(RunContext(warehouse, "r3", quiet=True))
+    assert (warehouse.partition_dir("dbt/target", "r3") / dbt_runner.SAVED_PARSE).read_bytes() == b"new"
+    assert not [p for p in warehouse.partition_dir("dbt/target", "r3").iterdir() if p.name != dbt_runner.SAVED_PARSE]
+
+    own = saved("own", b"own", 3_000_000_000)
+    dbt_runner._seed_saved_parse(RunContext(warehouse, "own", quiet=True))
+    assert own.read_bytes() == b"own"
+    dbt_runner._seed_saved_parse(RunContext(warehouse, "old", quiet=True))
+    assert (warehouse.partition_dir("dbt/target", "old") / dbt_runner.SAVED_PARSE).read_bytes() == b"own"
 
 
 def test_dbt_sources_are_the_registered_views():
@@ -106,10 +131,8 @@ def test_dbt_args_keep_everything_under_the_warehouse(warehouse):
     assert opt["--project-dir"] == opt["--profiles-dir"] == str(project.project_dir())
     assert opt["--target-path"] == str(warehouse.root / "dbt" / "target" / "run_id=20240101T000000Z")
     assert opt["--log-path"] == str(warehouse.root / "logs" / "dbt")
-    variables = json.loads(opt["--vars"])
-    assert variables["warehouse"] == str(warehouse.root)
-    assert variables["run_id"] == "20240101T000000Z"
-    assert set(variables["kaudit_sources"]) == set(SOURCES)
+    # the one var is the warehouse: a parse holds nothing of the run (run_env)
+    assert json.loads(opt["--vars"]) == {"warehouse": str(warehouse.root)}
     assert "--no-send-anonymous-usage-stats" in args
 
 
