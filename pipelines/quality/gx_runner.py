@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import logging
 import numbers
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+import great_expectations as gx  # (GX_ANALYTICS_ENABLED: set by pipelines.quality, imported first)
+from great_expectations.core.run_identifier import RunIdentifier
+from great_expectations.data_context.types.base import ProgressBarsConfig
+from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+from great_expectations.datasource.fluent import PandasDatasource, SparkDatasource
 
-import great_expectations as gx  # noqa: E402
-from great_expectations.core.run_identifier import RunIdentifier  # noqa: E402
-from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: E402
-from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier  # noqa: E402
-from great_expectations.datasource.fluent import PandasDatasource, SparkDatasource  # noqa: E402
-
-from pipelines.quality.materialized import ROW_ID  # noqa: E402
-from pipelines.quality.spec import Check  # noqa: E402
+from pipelines.quality.materialized import ROW_ID
+from pipelines.quality.spec import Check
 
 # engine: (datasource name, its class, the settings it is written with and must have)
 DATASOURCES = {
