@@ -46,7 +46,13 @@ from pipelines.transform.sources import run_sources
 FAILED = frozenset({"error", "fail", "runtime error"})
 RUN_ENV, SOURCES_ENV = "KAUDIT_RUN_ID", "KAUDIT_SOURCES"
 SAVED_PARSE = "partial_parse.msgpack"  # dbt's saved parse, in its target dir
+PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros", "snapshots", "data-tests", "seeds",
+                 "analyses")  # (dbt_project.yml's paths)
 _ONE_AT_A_TIME = threading.Lock()
+# (project, target) -> (_parse_state, the parse's Future[Manifest | None]): the newest parse of
+# each only (a process may build in many warehouses: the suite's tests)
+_PARSES: dict[tuple[str, str], tuple[tuple, Future]] = {}
+_PARSES_LOCK = threading.Lock()
 
 
 def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[str] | None = None) -> list[str]:
@@ -133,20 +139,13 @@ def parse_ahead(ctx: RunContext) -> Future:
     of the warehouse (:func:`_seed_saved_parse`), which dbt checks (vars, profile, target,
     files) before it parses only what changed. The result is the manifest, or ``None`` whatever
     went wrong: a parse that fails here fails again, and is reported, in the build."""
-    state = _parse_state(ctx, _target(ctx))
+    target = _target(ctx)
+    state = _parse_state(ctx, target)
     with _PARSES_LOCK:
         known = _PARSES.get(state[0])
         if known is None or known[0] != state:
-            known = _PARSES[state[0]] = (state, in_background(lambda: _parse(ctx, state[0][1]), "dbt-parse"))
+            known = _PARSES[state[0]] = (state, in_background(lambda: _parse(ctx, target), "dbt-parse"))
         return known[1]
-
-
-# (project, target) -> (_parse_state, the parse's Future[Manifest | None]): the newest parse of
-# each only (a process may build in many warehouses: the suite's tests)
-_PARSES: dict[tuple[str, str], tuple[tuple, Future]] = {}
-_PARSES_LOCK = threading.Lock()
-PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros", "snapshots", "data-tests", "seeds",
-                 "analyses")  # (dbt_project.yml's paths)
 
 
 def _parse_state(ctx: RunContext, target: str) -> tuple:
