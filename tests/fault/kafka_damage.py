@@ -377,9 +377,16 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+# Batches per partition of :func:`big_offsets_dir` for the kill -9 cases: 4 x 60,000 batches of
+# 20 commits (4.8M records, 228 MB) keep ``extract offsets --workers 2`` decoding for about a
+# second on the 2-core machine. 6,000 (23 MB) took 0.39 s in all, most of it the process's start:
+# a CI run saw the CLI finish between the test seeing its pool and the kill.
+KILL_BATCHES = 60_000
+
+
 def big_offsets_dir(root: Path, partitions: int = 4, batches: int = 3000) -> Path:
     """Partitions of many copies of one batch of 20 commits (kafka-python), base offsets
-    rewritten (outside the CRC): enough to keep ``extract offsets`` busy for seconds."""
+    rewritten (outside the CRC), ``batches`` per partition (``KILL_BATCHES`` to be killed mid-decode)."""
     one = batch([(offset_commit_key(f"g{i}", "t", i), offset_commit_value(i, commit_ts=T0)) for i in range(20)],
                 base_offset=0, timestamp_ms=T0)
     for p in range(partitions):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_damage import (
+    KILL_BATCHES,
     KINDS,
     alive,
     big_offsets_dir,
@@ -198,7 +199,7 @@ def fixed_cases(r: Runner, tmp: Path, rng: random.Random, kills: int) -> int:
         write_segment(seg, [commit(0), bomb_batch(commit(1), codec, 2 << 30), commit(2)])
         r.run(["--warehouse", wh, "--run-id", f"bomb-{codec}", "extract", "offsets", str(seg)], 0)
         n += 1
-    big = big_offsets_dir(tmp / "big", batches=6000)
+    big = big_offsets_dir(tmp / "big", batches=KILL_BATCHES)
     for k in range(kills):
         kwh = str(tmp / f"kill-{k}")
         r.run(["--warehouse", kwh, "--run-id", "k", "extract", "offsets", str(big)], 0, kill_after=rng.uniform(0, 1.5))

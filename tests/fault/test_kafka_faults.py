@@ -5,6 +5,7 @@ decompression bomb, a bit flip in a base offset, and kill -9 with the pool's wor
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from kafka_damage import (
+    KILL_BATCHES,
     KINDS,
     T0,
     alive,
@@ -203,23 +205,26 @@ def test_base_offset_bit_flip_is_quarantined(tmp_path, capsys):
 
 @pytest.mark.integration  # the CLI and its pool as processes
 def test_kill_9_leaves_no_worker_behind(tmp_path):
-    logs = big_offsets_dir(tmp_path / "logs", batches=6000)
-    p = _kaudit("--warehouse", str(tmp_path / "wh"), "extract", "offsets", str(logs), "--workers", "2")
-    family: set[int] = set()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and p.poll() is None:
+    logs = big_offsets_dir(tmp_path / "logs", batches=KILL_BATCHES)
+    try:
+        p = _kaudit("--warehouse", str(tmp_path / "wh"), "extract", "offsets", str(logs), "--workers", "2")
+        family: set[int] = set()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None:
+            family |= descendants(p.pid)
+            if len(family) >= 2:
+                break
+            time.sleep(0.05)
+        assert p.poll() is None and len(family) >= 2, "the pool did not start"
+        time.sleep(0.1)  # mid-decode
         family |= descendants(p.pid)
-        if len(family) >= 2:
-            break
-        time.sleep(0.05)
-    assert p.poll() is None and len(family) >= 2, "the pool did not start"
-    time.sleep(0.1)  # mid-decode
-    family |= descendants(p.pid)
-    assert p.poll() is None, "finished before the kill"
-    os.kill(p.pid, signal.SIGKILL)
-    p.wait()
-    time.sleep(2)
-    survivors = [c for c in family if alive(c)]
-    for c in survivors:  # do not leave them to the next test
-        os.kill(c, signal.SIGKILL)
-    assert not survivors
+        assert p.poll() is None, "finished before the kill"
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        time.sleep(2)
+        survivors = [c for c in family if alive(c)]
+        for c in survivors:  # do not leave them to the next test
+            os.kill(c, signal.SIGKILL)
+        assert not survivors
+    finally:
+        shutil.rmtree(logs)  # (228 MB: pytest keeps the temp dirs of its last runs)
