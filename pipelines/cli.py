@@ -16,6 +16,7 @@ from pipelines import startup  # first: before typer, numpy and pyarrow are impo
 import typer
 
 from pipelines import steps
+from pipelines.argv import hoist_global_options
 from pipelines.context import RunContext
 from pipelines.errors import KauditError, UsageError
 from pipelines.runs import LATEST, check_run_id, choose
@@ -32,8 +33,6 @@ extract_app = typer.Typer(help="Read a source into the raw tables of a run.", no
 app.add_typer(extract_app, name="extract")
 
 
-GLOBAL_FLAGS = ("--quiet", "--verbose")
-GLOBAL_OPTIONS = ("--warehouse", "--run-id", "--spark-master")
 DBT_TARGET_ENV = "KAUDIT_DBT_TARGET"  # a profiles.yml target for every dbt build (the config's dbt.target wins)
 
 
@@ -270,31 +269,6 @@ def _parse_int(value: str | None, option: str) -> int | None:
         return int(value, 0)
     except ValueError:
         raise typer.BadParameter(f"{value!r} is not a number", param_hint=option) from None
-
-
-def hoist_global_options(argv: list[str]) -> list[str]:
-    """``argv`` with the global options moved in front of the command, so that they work
-    after it too (``kaudit report --run-id X``)."""
-    front: list[str] = []
-    rest: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            rest += argv[i:]
-            break
-        name = arg.split("=", 1)[0]
-        if arg in GLOBAL_FLAGS:
-            front.append(arg)
-        elif name in GLOBAL_OPTIONS:
-            take = 1 if "=" in arg else 2
-            front += argv[i : i + take]
-            i += take
-            continue
-        else:
-            rest.append(arg)
-        i += 1
-    return front + rest
 
 
 def _click_error(err: Exception) -> tuple[str, int] | None:

@@ -1,7 +1,8 @@
 """The snapshot file of ``kaudit extract zk-snapshot FILE|DATADIR``, mapped while the process
 still imports its modules (:mod:`pipelines.startup` calls :func:`start` before numpy and pyarrow
-are imported; standard library only here). Of a data dir, its newest snapshot: the one
-:func:`pipelines.zookeeper.datadir.read_dir` reads first (with ``--at-zxid``, none).
+are imported; the standard library and :mod:`pipelines.argv` only). Of a data dir, its newest
+snapshot: the one :func:`pipelines.zookeeper.datadir.read_dir` reads first (with ``--at-zxid``,
+none).
 
 A thread maps the file with its pages in place (``MAP_POPULATE``: no page fault per 4 KiB when
 the node records are walked) and computes the Adler32 of all but its last :data:`TAIL` bytes:
@@ -26,12 +27,14 @@ import stat
 import threading
 import zlib
 
+from pipelines.argv import split_global_options
+
 SNAP_MAGIC = b"ZKSN"  # an uncompressed snapshot (pipelines.zookeeper.snapshot.SNAP_MAGIC)
 TAIL = 256  # bytes after the node records: seal 13, digest and last zxid with their seals 54
-# the command line's options that take a value (global ones and zk-snapshot's): any other
-# option (--help, one added later) means no prefetch
-VALUE_OPTIONS = frozenset({"--warehouse", "--run-id", "--spark-master", "--at-zxid", "--chroot"})
-FLAGS = frozenset({"--quiet", "--verbose"})
+# zk-snapshot's own options (declared by its command in pipelines.cli; a unit test holds these
+# names to it): any other option (--help, one added later) means no prefetch
+AT_ZXID = "--at-zxid"
+VALUE_OPTIONS = frozenset({AT_ZXID, "--chroot"})
 SNAPSHOT_NAME = re.compile(r"^snapshot\.([0-9a-fA-F]+)(\.gz|\.snappy)?$")  # (snapshot.zxid_of)
 
 _current: _Prefetch | None = None
@@ -40,24 +43,21 @@ _current: _Prefetch | None = None
 def snapshot_argument(args: list[str]) -> str | None:
     """FILE of ``[options] extract zk-snapshot FILE [options]``, else None (also with
     ``--at-zxid``: a data dir's snapshot is then chosen by the target)."""
+    _, rest = split_global_options(args)
     positional: list[str] = []
     i = 0
-    while i < len(args):
-        arg = args[i]
+    while i < len(rest):
+        arg = rest[i]
         if arg == "--":
-            positional += args[i + 1 :]
+            positional += rest[i + 1 :]
             break
         if arg.startswith("-"):
             name = arg.split("=", 1)[0]
-            if name == "--at-zxid":
+            if name not in VALUE_OPTIONS or name == AT_ZXID:
                 return None
-            if name in VALUE_OPTIONS:
-                i += 1 if "=" in arg else 2
-                continue
-            if arg not in FLAGS:
-                return None
-        else:
-            positional.append(arg)
+            i += 1 if "=" in arg else 2
+            continue
+        positional.append(arg)
         i += 1
     if len(positional) != 3 or positional[:2] != ["extract", "zk-snapshot"]:
         return None

@@ -131,3 +131,24 @@ def test_a_zookeeper_host_list_is_checked_before_connecting(tmp_path):
     started = time.monotonic()
     result = kaudit("--warehouse", str(tmp_path), "extract", "zk", "--hosts", "127.0.0.1:2181,nohostport")
     assert result.returncode == 2 and time.monotonic() - started < 10
+
+
+def test_the_options_read_before_click_are_the_ones_the_cli_declares():
+    """``pipelines.argv`` (the global options, hoisted) and ``pipelines.zookeeper.prefetch``
+    (zk-snapshot's own) read the command line before click does: their option names are the
+    CLI's, a value taken exactly where click takes one."""
+    import typer
+
+    from pipelines import argv
+    from pipelines.cli import app
+    from pipelines.zookeeper import prefetch
+
+    def options(command, flags: bool) -> set[str]:
+        return {o for p in command.params if p.param_type_name == "option" and p.is_flag == flags for o in p.opts}
+
+    group = typer.main.get_command(app)
+    assert options(group, flags=True) == set(argv.GLOBAL_FLAGS)
+    assert options(group, flags=False) == set(argv.GLOBAL_OPTIONS)
+    snapshot = group.commands["extract"].commands["zk-snapshot"]
+    assert options(snapshot, flags=True) == set()
+    assert options(snapshot, flags=False) == prefetch.VALUE_OPTIONS
