@@ -86,7 +86,7 @@ def _user_set(spark: SparkSession, key: str) -> bool:
     sc = spark.sparkContext
     keys = _STARTED_WITH.get(sc)
     if keys is None:
-        keys = _STARTED_WITH[sc] = frozenset(key for key, _ in sc.getConf().getAll())
+        keys = _STARTED_WITH[sc] = frozenset(name for name, _ in sc.getConf().getAll())
     return key in keys
 
 
