@@ -1,25 +1,31 @@
 """``kaudit build``'s Spark part: every ``core/*`` table of one run, in one transaction.
 
 Order and cost (the owners, offsets and expected rows are as many as the cluster has
-partitions times groups; everything else is small). Three chains of jobs run side by side
+partitions times groups; everything else is small). Five chains of jobs run side by side
 (:mod:`pipelines.spark.concurrent`), so the long scans fill the cores the short jobs leave:
 
 1. scans: ``core/partition_owners`` and ``core/zk_offsets``, each parsed straight from
    ``raw/znodes`` (one scan each).
-2. main: the small registry tables from the small remainder of the znodes (cached by the
+2. history (issue 21), two chains: every state of the ZooKeeper groups the txn logs replayed,
+   from the start (it needs nothing else the build writes); every generation (epoch) of the
+   Kafka groups, once the main chain has the topic partitions and the KIP-848 state. The main
+   chain writes both eras' ``core/rebalance_states`` and ``core/settled_audit`` last, one write
+   each.
+3. main: the small registry tables from the small remainder of the znodes (cached by the
    first of them); then the range plan and ranks of the ZooKeeper groups.
-3. expected: ``core/expected_assignment`` from the plan (a dense topic's partitions generated
+4. expected: ``core/expected_assignment`` from the plan (a dense topic's partitions generated
    from its count, a sparse topic's joined from its broadcast ranks); round-robin ZooKeeper
    groups, classic Kafka groups and KIP-848 groups (their server's target;
    ``core/consumer_group_findings`` written on the main chain) by their general functions.
-4. main, once the owners are written: the audit, ZooKeeper range groups by lookup
+5. main, once the owners are written: the audit, ZooKeeper range groups by lookup
    (``audit.range_audit``), the rest with the general full outer join (``audit.audit``); the
    unowned partitions of range groups are looked for only when fewer observed rows matched
    an expected key (counted in the footers of the lookup's files) than there are expected
    rows.
-5. main: ``core/rebalance_states`` and ``core/settled_audit``, each in one write of the
-   ZooKeeper states and the Kafka-era generations. Frames that two writes (or two branches
-   of one plan) read are computed once (``io.reused``).
+
+Frames that two writes (or two branches of one plan) read are computed once
+(``io.reused``). A small run's frames are each one partition (``io.sized``): its plans have
+no shuffles.
 
 A parser counts its malformed rows while its table is written; only when there are some is
 the parse repeated to collect them for ``raw/quarantine`` (``part-build_core.parquet``).
@@ -51,6 +57,7 @@ from pipelines.spark.audit import audit, range_audit, unowned
 from pipelines.spark.concurrent import Concurrent
 from pipelines.spark.io import (
     conform,
+    empty,
     observe,
     read_spark,
     read_staged,
@@ -60,7 +67,6 @@ from pipelines.spark.io import (
     staged_rows,
     write_staged,
 )
-from pipelines.spark.schemas import table_schema
 from pipelines.tables import CORE, RAW_QUARANTINE, ZOOKEEPER_STATE_COLUMNS
 
 STEP = "build_core"
@@ -146,6 +152,28 @@ def _zookeeper_roundrobin_groups(threads: DataFrame, topic_parts: DataFrame) -> 
     }
 
 
+def _zookeeper_states(spark: SparkSession, ctx: RunContext, assignors: dict[str, str]) -> list[DataFrame]:
+    """Issue 21: (``core/rebalance_states``, ``core/settled_audit``) of every state of the
+    ZooKeeper groups the txn logs replayed, computed now (they need nothing else the build writes)."""
+    return [reused(frame, eager=True) for frame in rebalances.build(spark, ctx, assignors)]
+
+
+def _kafka_era_states(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame,
+                      kip848_state: tuple | None) -> list[list[DataFrame]]:
+    """Issue 21: the same two tables' rows of every generation (epoch) of the Kafka groups
+    (:func:`generations.build`), computed now."""
+    return [[reused(frame, eager=True) for frame in pair]
+            for pair in generations.build(spark, ctx, topic_parts, kip848_state)]
+
+
+def _write_history(tx, zookeeper: list[DataFrame], kafka_era: list[list[DataFrame]], advance) -> None:
+    """``core/rebalance_states`` and ``core/settled_audit``, each in one write of both eras."""
+    for i, table in enumerate(("core/rebalance_states", "core/settled_audit")):
+        frames = [conform(zookeeper[i], table), *[conform(p[i], table, ZOOKEEPER_STATE_COLUMNS) for p in kafka_era]]
+        write_staged(tx, table, _union(frames))
+    advance()
+
+
 def _union(frames: list[DataFrame]) -> DataFrame:
     return functools.reduce(DataFrame.unionByName, frames)
 
@@ -163,6 +191,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         znodes = _znodes(spark, ctx)
         bulk = {t: side.submit("scan", _write_parsed, tx, {t: p}, znodes, advance)
                 for t, p in registry.BULK_PARSERS.items()}
+        zookeeper = side.submit("zookeeper-history", _zookeeper_states, spark, ctx, assignors)
         # no ZooKeeper registry: the KRaft replay's tables replace the empty ones
         replacing = kraft_registry.frames(spark, ctx) if kraft_registry.used(ctx) else {}
         bad = _small_registry(tx, znodes, advance, replaced=replacing)
@@ -182,16 +211,17 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
             _zookeeper_roundrobin_groups(threads.where(~ranged), topic_parts)
             if assignment_zk.non_range_groups(assignors) else None
         )
-        kafka = _kafka_groups(spark, ctx, topic_parts) if row_count(wh, "raw/group_metadata", run_id) else None
-        kip848, findings = None, spark.createDataFrame([], table_schema("core/consumer_group_findings"))
+        kip848, findings = None, empty(spark, "core/consumer_group_findings")
         kip848_state = None
         if row_count(wh, "raw/consumer_group_metadata", run_id):
             kip848, findings, kip848_state = _kip848_groups(spark, ctx, topic_parts)
-        write_staged(tx, "core/consumer_group_findings", findings)
-        advance()
+        kafka_era = side.submit("kafka-history", _kafka_era_states, spark, ctx, topic_parts, kip848_state)
+        kafka = _kafka_groups(spark, ctx, topic_parts) if row_count(wh, "raw/group_metadata", run_id) else None
         others = [o for o in (roundrobin, kafka, kip848) if o is not None]
         expected = side.submit("expected", _write_expected, tx, [expected_range, *[o["expected"] for o in others]],
                                advance)
+        write_staged(tx, "core/consumer_group_findings", findings)
+        advance()
 
         # the audit, once the owners are written
         for chain in bulk.values():
@@ -212,14 +242,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         for frame in (threads, plan, ranks):
             frame.unpersist()
 
-        # issue 21: every state of the ZooKeeper groups the txn logs replayed, and every
-        # generation (epoch) of the Kafka groups, audited; one write per table
-        zookeeper = rebalances.build(spark, ctx, assignors)
-        kafka_era = generations.build(spark, ctx, topic_parts, kip848_state)
-        for i, table in enumerate(("core/rebalance_states", "core/settled_audit")):
-            frames = [conform(zookeeper[i], table), *[conform(p[i], table, ZOOKEEPER_STATE_COLUMNS) for p in kafka_era]]
-            write_staged(tx, table, _union(frames))
-        advance()
+        _write_history(tx, zookeeper.result(), kafka_era.result(), advance)
 
         quarantined = _union(bad).toArrow() if bad else quarantine.table([])
         tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)

@@ -35,7 +35,7 @@ from pipelines.context import RunContext
 from pipelines.reading import row_count
 from pipelines.spark import assignment_zk, registry
 from pipelines.spark.assignors import roundrobin_assign
-from pipelines.spark.io import read_spark, reused, row_group_bounds
+from pipelines.spark.io import empty, read_spark, reused, row_group_bounds
 
 SEP = "\x01"
 NO_END = (1 << 63) - 1  # the end of an interval that lasts to the end of the history
@@ -256,11 +256,8 @@ def settled_states(changes: DataFrame, assignors: dict[str, str],
 
 def build(spark, ctx: RunContext, assignors: dict[str, str]) -> tuple[DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``) of the run; empty without history."""
-    from pipelines.spark.schemas import table_schema
-
     if not row_count(ctx.warehouse, "raw/znode_changes", ctx.run_id):
-        return tuple(spark.createDataFrame([], table_schema(t)) for t in ("core/rebalance_states",
-                                                                         "core/settled_audit"))
+        return tuple(empty(spark, t) for t in ("core/rebalance_states", "core/settled_audit"))
     changes = read_spark(spark, ctx.warehouse, "raw/znode_changes", ctx.run_id)
     last = max(row_group_bounds(ctx.warehouse, "raw/znode_changes", ctx.run_id, "zxid"), default=0)
     states, audit, _ = settled_states(changes, assignors, last)
