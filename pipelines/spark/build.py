@@ -8,9 +8,9 @@ partitions times groups; everything else is small). Five chains of jobs run side
    ``raw/znodes`` (one scan each).
 2. history (issue 21), two chains: every state of the ZooKeeper groups the txn logs replayed,
    from the start (it needs nothing else the build writes); every generation (epoch) of the
-   Kafka groups, once the main chain has the topic partitions and the KIP-848 state. The main
-   chain writes both eras' ``core/rebalance_states`` and ``core/settled_audit`` last, one write
-   each.
+   Kafka groups, once the main chain has the topic partitions and the KIP-848 state (a small
+   run's rows computed there, a big run's planned). The main chain writes both eras'
+   ``core/rebalance_states`` and ``core/settled_audit`` last, one write each.
 3. main: the small registry tables from the small remainder of the znodes (cached by the
    first of them); then the range plan and ranks of the ZooKeeper groups.
 4. expected: ``core/expected_assignment`` from the plan (a dense topic's partitions generated
@@ -67,6 +67,7 @@ from pipelines.spark.io import (
     staged_rows,
     write_staged,
 )
+from pipelines.spark.session import one_partition
 from pipelines.tables import CORE, RAW_QUARANTINE, ZOOKEEPER_STATE_COLUMNS
 
 STEP = "build_core"
@@ -152,18 +153,23 @@ def _zookeeper_roundrobin_groups(threads: DataFrame, topic_parts: DataFrame) -> 
     }
 
 
+def _early(frame: DataFrame) -> DataFrame:
+    """A small run's ``frame`` computed now, on the chain that asks; a big run's is left to the
+    write (its rows, held until then, would fill the executors' memory)."""
+    return reused(frame, eager=True) if one_partition(frame.sparkSession) else frame
+
+
 def _zookeeper_states(spark: SparkSession, ctx: RunContext, assignors: dict[str, str]) -> list[DataFrame]:
     """Issue 21: (``core/rebalance_states``, ``core/settled_audit``) of every state of the
-    ZooKeeper groups the txn logs replayed, computed now (they need nothing else the build writes)."""
-    return [reused(frame, eager=True) for frame in rebalances.build(spark, ctx, assignors)]
+    ZooKeeper groups the txn logs replayed (they need nothing else the build writes)."""
+    return [_early(frame) for frame in rebalances.build(spark, ctx, assignors)]
 
 
 def _kafka_era_states(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame,
                       kip848_state: tuple | None) -> list[list[DataFrame]]:
     """Issue 21: the same two tables' rows of every generation (epoch) of the Kafka groups
-    (:func:`generations.build`), computed now."""
-    return [[reused(frame, eager=True) for frame in pair]
-            for pair in generations.build(spark, ctx, topic_parts, kip848_state)]
+    (:func:`generations.build`)."""
+    return [[_early(frame) for frame in pair] for pair in generations.build(spark, ctx, topic_parts, kip848_state)]
 
 
 def _write_history(tx, zookeeper: list[DataFrame], kafka_era: list[list[DataFrame]], advance) -> None:
