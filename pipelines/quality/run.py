@@ -17,7 +17,7 @@ from pipelines.errors import ExpectationsFailed, InputError
 VALIDATION = "validation"
 RESULTS_FILE = "results.json"
 # GX's project (``validation/``: its stores and the Data Docs site every run adds to) and its
-# module state serve one validation at a time in a process (the demo validates two runs side by side)
+# module state serve one validation at a time in a process (the demo runs two runs side by side)
 _ONE_AT_A_TIME = threading.Lock()
 
 

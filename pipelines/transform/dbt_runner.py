@@ -16,7 +16,7 @@ directories to ``<warehouse>/dbt/schemas/`` and the marts/snapshots to
 ``<warehouse>/marts/`` and ``<warehouse>/snapshots/``.
 
 dbt keeps its flags, adapter and manifest in module state: a process runs one dbt invocation
-at a time (``_ONE_AT_A_TIME``), whichever thread asks (the demo builds its two runs side by side).
+at a time (``_ONE_AT_A_TIME``), whichever thread asks (:func:`parse_ahead`'s, the demo's two runs').
 
 The run being built and its tables reach the project in env vars that only executing macros
 read (``KAUDIT_RUN_ID``, ``KAUDIT_SOURCES``; ``macros/run_columns.sql``), set for the

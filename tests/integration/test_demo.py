@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -71,8 +72,6 @@ def test_both_dbt_builds_of_the_demo_run_on_the_one_parse_made_during_the_core_b
     """``dbt_runner.parse_ahead`` parses the project while the Spark core builds run, once for
     both runs (nothing of a run is in the parse): neither build parses again, although the two
     runs went side by side; and dbt's invocations took turns: the lines of each are its own."""
-    import re
-
     invocations: list[list[str]] = []  # each dbt invocation's lines, its first naming its thread
     for line in (demo_run.warehouse / "logs" / "dbt" / "dbt.log").read_text().splitlines():
         if "Running with dbt=" in line:
@@ -108,6 +107,9 @@ def test_demo_runs_the_kraft_cluster_in_a_run_of_its_own(demo_run):
     )
     assert f"kraft:{len(isr)}partition(s)withISRbelowmin.insync.replicas,{len(deleted)}partition(s)" in printed, log
     assert "differsfromtheplanted" not in printed, log
+    # its extracts went on beside the ZooKeeper run, its build once the ZooKeeper build was over
+    turn = re.search(r"extractlog-end[\d.]+s,waitsfortheZooKeeperbuild([\d.]+)s,build[\d.]+s,validate", printed)
+    assert turn is not None and float(turn[1]) > 0, log
 
     summary = json.loads((report / "summary.json").read_text())
     assert summary["run_id"] == run_id
