@@ -87,12 +87,13 @@ $(KERNEL_CACHE): pipelines/kafka/kernels.py pipelines/kraft/kernels.py pipelines
 	$(BIN)/python -m pipelines.kernel_cache
 	touch $@
 
-# kaudit's jar for the driver JVMs (pipelines/spark/local_fs.py): its file: scheme, Hadoop's
+# kaudit's jar for the driver JVMs (pipelines/spark/jar.py): its file: scheme, Hadoop's
 # local file system without a `chmod` process per file and directory
-# (pipelines/spark/NioLocalFileSystem.java), and no YARN defaults (pipelines/spark/yarn-default.xml).
-# Compiled against pyspark's jars, so again after an install.
-$(SPARK_JAR): pipelines/spark/NioLocalFileSystem.java pipelines/spark/yarn-default.xml pipelines/spark/local_fs.py $(VENV)/.installed | jdk
-	$(BIN)/python -m pipelines.spark.local_fs
+# (pipelines/spark/NioLocalFileSystem.java), a session extension that coalesces a small run's
+# exchanges into one partition (pipelines/spark/OnePartition.java), and no YARN defaults
+# (pipelines/spark/yarn-default.xml). Compiled against pyspark's jars, so again after an install.
+$(SPARK_JAR): pipelines/spark/NioLocalFileSystem.java pipelines/spark/OnePartition.java pipelines/spark/yarn-default.xml pipelines/spark/jar.py $(VENV)/.installed | jdk
+	$(BIN)/python -m pipelines.spark.jar
 
 # Spark's classes parsed and verified once into a class-data archive the driver JVMs map
 # (pipelines/spark/class_archive.py): a session starts in ~2 s less. Again after an install,

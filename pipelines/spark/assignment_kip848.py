@@ -50,7 +50,7 @@ from pyspark.sql import functions as F
 
 from pipelines.spark.assignment_kafka import latest
 from pipelines.spark.assignors import member_order, range_assign
-from pipelines.spark.io import reused, sized
+from pipelines.spark.io import reused
 
 SOURCE = "kafka"
 RAW_TABLES = (
@@ -300,7 +300,7 @@ def findings(st: dict[str, DataFrame]) -> DataFrame:
     server = target.join(ranged, "group_id", "left_semi").select(
         "group_id", "topic", "partition", F.col("member_id").alias("_got")
     )
-    diff = recomputed.join(server, ["group_id", "topic", "partition"], "full_outer").transform(sized).where(
+    diff = recomputed.join(server, ["group_id", "topic", "partition"], "full_outer").where(
         ~F.col("_want").eqNullSafe(F.col("_got"))
     )
     out.append(

@@ -37,7 +37,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.spark.assignors import range_owner
-from pipelines.spark.io import sized
 
 KEY = ["source", "group_id", "topic", "partition", "_b"]
 OUT = ["source", "group_id", "topic", "partition", "broker_id", "expected_owner", "observed_owners", "status"]
@@ -80,7 +79,6 @@ def audit(
     sub = subscribed.select("source", "group_id", "topic").distinct().withColumn("_subscribed", F.lit(True))
     rows = (
         exp.join(obs, KEY, "full_outer")
-        .transform(sized)
         .join(kn, ["source", "topic", "partition", "_b"], "left")
         .join(sub, ["source", "group_id", "topic"], "left")
         .select(

@@ -24,8 +24,8 @@ partitions times groups; everything else is small). Five chains of jobs run side
    rows.
 
 Frames that two writes (or two branches of one plan) read are computed once
-(``io.reused``). A small run's frames are each one partition (``io.sized``): its plans have
-no shuffles.
+(``io.reused``). A small run's plans move no rows between partitions (kaudit's session
+extension, ``OnePartition.java``).
 
 A parser counts its malformed rows while its table is written; only when there are some is
 the parse repeated to collect them for ``raw/quarantine`` (``part-build_core.parquet``).

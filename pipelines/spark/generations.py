@@ -52,7 +52,7 @@ from pipelines.context import RunContext
 from pipelines.reading import row_count
 from pipelines.spark import assignment_kafka, assignment_kip848
 from pipelines.spark.audit import audit
-from pipelines.spark.io import read_spark, reused, sized
+from pipelines.spark.io import read_spark, reused
 from pipelines.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
@@ -158,7 +158,7 @@ def _summary(audited: DataFrame, expected: DataFrame) -> DataFrame:
         count("wrong_owner").alias("wrong_owner_partitions"),
         count("unexpected_partition").alias("unexpected_partitions"),
     )
-    return n_expected.join(counts, STATE, "full_outer").transform(sized)
+    return n_expected.join(counts, STATE, "full_outer")
 
 
 def _state_key(protocol: str) -> list[Column | str]:

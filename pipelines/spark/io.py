@@ -23,7 +23,6 @@ from pyspark.sql import functions as F
 
 from pipelines.reading import PARTITION_COLUMN, parquet_files, table_files
 from pipelines.spark.schemas import table_schema
-from pipelines.spark.session import one_partition
 from pipelines.tables import ADDED_COLUMNS
 from pipelines.warehouse import Transaction, Warehouse
 
@@ -36,19 +35,13 @@ def read_spark(
     files = table_files(warehouse, table, run_id)
     if not files:
         return empty(spark, table, with_run_id)
-    df = sized(spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files]))
+    df = spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files])
     return df.withColumn(PARTITION_COLUMN, F.lit(run_id)) if with_run_id else df
 
 
 def empty(spark: SparkSession, table: str, with_run_id: bool = False) -> DataFrame:
     """No rows of ``table``'s declared schema (with ``run_id`` if ``with_run_id``)."""
-    return sized(spark.createDataFrame([], table_schema(table, with_run_id)))
-
-
-def sized(df: DataFrame) -> DataFrame:
-    """``df`` in one partition for a small run (``session.one_partition``), as it is read; also
-    after a full outer join, whose output Spark no longer knows to be one partition."""
-    return df.coalesce(1) if one_partition(df.sparkSession) else df
+    return spark.createDataFrame([], table_schema(table, with_run_id))
 
 
 def _row_group_stats(path: Path, column: str) -> list[tuple[pq.Statistics | None, int]]:
@@ -106,9 +99,8 @@ def reused(df: DataFrame, eager: bool = False) -> DataFrame:
     local checkpoint. Unlike ``persist`` it needs no ``unpersist`` (its blocks go when the frame
     is collected) and runs no job of its own: its shuffles run when it is defined, its last stage
     inside the first action that reads it, which stores the partitions the later ones read
-    (``eager``: in a job of its own, now). A small run's frame is kept in one partition
-    (:func:`sized`). Its blocks are kept as :func:`checkpoint_level` says."""
-    return sized(df).localCheckpoint(eager=eager, storageLevel=checkpoint_level(df.sparkSession))
+    (``eager``: in a job of its own, now). Its blocks are kept as :func:`checkpoint_level` says."""
+    return df.localCheckpoint(eager=eager, storageLevel=checkpoint_level(df.sparkSession))
 
 
 def checkpoint_level(spark: SparkSession) -> StorageLevel | None:
@@ -131,7 +123,7 @@ def observe(df: DataFrame, **metrics: Column) -> tuple[DataFrame, Observation]:
 
 def read_staged(spark: SparkSession, tx: Transaction, table: str) -> DataFrame:
     """A table staged earlier in the same transaction, read back (cheaper than recomputing)."""
-    return sized(spark.read.schema(table_schema(table)).parquet(str(tx.staging_dir(table))))
+    return spark.read.schema(table_schema(table)).parquet(str(tx.staging_dir(table)))
 
 
 def staged_rows(tx: Transaction, table: str) -> int:

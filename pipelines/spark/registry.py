@@ -57,7 +57,6 @@ from pyspark.sql import functions as F
 
 from pipelines.kafka.topics import INTERNAL_TOPICS
 from pipelines.quarantine import spark_rows
-from pipelines.spark.io import sized
 
 QUARANTINE_SOURCE = "registry"
 
@@ -309,7 +308,7 @@ def parse_topics(z: DataFrame) -> DataFrame:
 
     good_parts = per_part.where(F.col("reason").isNull()).drop("reason", "_key", "path", "data")
     good_state = st.where(F.col("reason").isNull()).select("topic", "partition", "leader", "leader_epoch", "isr")
-    joined08 = good_parts.join(good_state, ["topic", "partition"], "full_outer").transform(sized).select(
+    joined08 = good_parts.join(good_state, ["topic", "partition"], "full_outer").select(
         "topic", "partition", F.lit(None).cast("int").alias("broker_id"), "replicas", "leader", "leader_epoch", "isr"
     )
     rows07 = t07.where(F.col("reason").isNull()).select(

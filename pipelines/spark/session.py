@@ -14,7 +14,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from pipelines.procs import inside_spark_submit
-from pipelines.spark import local_fs
+from pipelines.spark import jar
 
 # Settings the warehouse contract depends on: UTC, timestamp[ms] in Parquet, string run ids.
 CONF = {
@@ -58,12 +58,11 @@ CONF = {
 # job of its own and has nothing to adapt on a few thousand rows; with 8 partitions each map
 # task writes 8 shuffle files. The demo side by side (alternating, load 2.6-4.9): 55.6-56.1 ->
 # 49.3-53.3 s, 96-97 -> 84-91 CPU s; its dbt builds ran 233 and 236 Spark jobs, now 102 and 103.
-# A small run's frames are also read into one partition each (``one_partition``, ``io.sized``),
-# and a join of two of them is planned without a shuffle whatever size Spark guesses for them (a
-# local checkpoint's is unknown to it: above ``spark.sql.maxSinglePartitionBytes``' 128 MiB).
-# One partition meets every distribution an aggregation, a join or a window asks for, so their
-# plans have no exchanges: the demo's ZooKeeper core build ran 230 stages and 301 tasks, now 114
-# and 116 (task deserialization 2.0 -> 1.1 s); its core build 16.6-17.8 -> 15.2-16.0 s.
+# Even into one partition an exchange writes its input to shuffle files in a stage of its own:
+# on a small run (``one_partition``) kaudit's session extension (``OnePartition.java``, in the
+# jar of ``pipelines.spark.jar``) coalesces instead, in the same stage. The demo's ZooKeeper run,
+# against its frames coalesced as they were read (0.1.16): core build 114 -> 60 stages, dbt
+# build 194 -> 102 stages and 245 -> 120 tasks, 14.8 -> 13.2-13.7 CPU s.
 SMALL_RUN_ROWS = 100_000
 SIZED = {  # runtime settings, key: (big run, small run)
     "spark.sql.codegen.wholeStage": ("true", "false"),
@@ -71,13 +70,12 @@ SIZED = {  # runtime settings, key: (big run, small run)
     "spark.sql.adaptive.enabled": ("true", "false"),
     "spark.sql.shuffle.partitions": ("8", "1"),
     "spark.kaudit.onePartition": ("false", "true"),  # (see one_partition)
-    "spark.sql.maxSinglePartitionBytes": ("128m", str(2**63 - 1)),
 }
 
 
 def one_partition(spark: SparkSession) -> bool:
-    """The session is sized for a small run (``SIZED``): its frames are read into one partition
-    each (``pipelines.spark.io.sized``)."""
+    """The session is sized for a small run (``SIZED``): its exchanges into one partition are
+    coalesces (``OnePartition.java``), its build computes the history on its own chains."""
     return spark.conf.get("spark.kaudit.onePartition", "false") == "true"
 
 
@@ -222,8 +220,8 @@ def get_spark(
         settings["spark.master"] = "local[*]"
     java_options = driver_java_options(quiet=log is not None, small=small)
     own = {} if submitted else {**LOOPBACK_DRIVER, **DRIVER_MEMORY, "spark.driver.extraJavaOptions": java_options}
-    # kaudit's file: scheme, its jar before the user's classpath entries
-    files = {} if submitted else local_fs.settings(conf or {})
+    # kaudit's jar (its file: scheme, its session extension) before the user's classpath entries
+    files = {} if submitted else jar.settings(conf or {})
     settings.update({**CONF, **own, **(conf or {}), **files})
     with _JVM_START:  # one JVM even when two threads ask at once
         if log is not None and SparkContext._gateway is None and not submitted:

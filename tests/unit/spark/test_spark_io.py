@@ -46,37 +46,3 @@ def test_conform_nulls_only_the_columns_the_era_leaves_out(spark):
     # a column no era leaves out fails in both
     with pytest.raises(AnalysisException, match="status"):
         conform(df.drop("status"), table, ZOOKEEPER_STATE_COLUMNS).collect()
-
-
-def test_a_small_runs_frames_are_one_partition_and_its_plans_shuffle_nothing(spark, tmp_path):
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    from pipelines.spark.io import reused, sized
-    from pipelines.spark.session import SIZED, size_to_run
-
-    spark.range(500).selectExpr("id", "id % 7 as k").write.parquet(str(tmp_path / "a"))
-    spark.range(10).selectExpr("id as k", "id * 2 as v").write.parquet(str(tmp_path / "b"))
-
-    def query():
-        a, b = (sized(spark.read.parquet(str(tmp_path / t))) for t in "ab")
-        counts = reused(a.groupBy("k").agg(F.count("*").alias("n")))
-        ranked = counts.join(b, "k").withColumn("r", F.row_number().over(Window.partitionBy("v").orderBy("n")))
-        both = ranked.join(a.groupBy("k").agg(F.max("id").alias("top")), "k", "full_outer").transform(sized)
-        return both.unionByName(both.where("r = 1")).groupBy("k").agg(F.sum("top").alias("top"))
-
-    def shuffles(df) -> int:
-        return str(df._jdf.queryExecution().executedPlan()).count("Exchange hashpartitioning")
-
-    try:
-        size_to_run(spark, 10)
-        small = query()
-        assert shuffles(small) == 0
-        size_to_run(spark, 10**9)
-        big = query()
-        assert shuffles(big) > 0
-        # every k of b has a count but 7-9; each row is its v's first: the union doubles it
-        assert sorted(small.collect()) == sorted(big.collect()) == [(k, 2 * max(range(k, 500, 7))) for k in range(7)]
-    finally:
-        for key in SIZED:
-            spark.conf.unset(key)

@@ -33,12 +33,12 @@ def test_code_generation_and_planning_follow_the_run_size(spark):
         size_to_run(spark, SMALL_RUN_ROWS - 1)
         assert settings() == {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
                               "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
-                              "spark.kaudit.onePartition": "true", "spark.sql.maxSinglePartitionBytes": str(2**63 - 1)}
+                              "spark.kaudit.onePartition": "true"}
         small = counts()
         size_to_run(spark, SMALL_RUN_ROWS)
         assert settings() == {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK",
                               "spark.sql.adaptive.enabled": "true", "spark.sql.shuffle.partitions": "8",
-                              "spark.kaudit.onePartition": "false", "spark.sql.maxSinglePartitionBytes": "128m"}
+                              "spark.kaudit.onePartition": "false"}
         assert counts() == small == [(k, 143 if k < 6 else 142) for k in range(7)]
     finally:
         for key in SIZED:
