@@ -9,7 +9,7 @@
  * java.nio, the same mode bits; a mode with the sticky bit, which java.nio cannot set, still goes
  * to Hadoop's own code. Everything else, checksums included, is Hadoop's LocalFileSystem.
  *
- * Built into <venv>/kaudit-spark.jar by `make` (python -m pipelines.spark.local_fs); set as
+ * Built into <venv>/kaudit-spark.jar by `make` (python -m pipelines.spark.jar); set as
  * fs.file.impl on the driver's classpath only when that jar exists.
  */
 package kaudit.hadoop;

@@ -17,7 +17,7 @@
  * exchanges, and a plan adaptive execution splits into query stages, are Spark's own): a big run's
  * partial aggregation of millions of rows must not become one task.
  *
- * Built into <venv>/kaudit-spark.jar by `make` (python -m pipelines.spark.local_fs); set as
+ * Built into <venv>/kaudit-spark.jar by `make` (python -m pipelines.spark.jar); set as
  * spark.sql.extensions only when that jar exists.
  */
 package kaudit.spark;
