@@ -132,6 +132,9 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
     def zk_build() -> None:
         try:
             build(ctx)
+        except BaseException:
+            stop.set()  # before the KRaft run wakes: it builds nothing once this one has failed
+            raise
         finally:
             built.set()
 
