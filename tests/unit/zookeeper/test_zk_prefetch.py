@@ -111,24 +111,30 @@ def test_no_prefetch_of_what_is_not_an_uncompressed_snapshot(snap, tmp_path, fre
 
 
 def test_a_kaudit_process_starts_and_ends_as_set_up(snap):
-    """In the ``kaudit`` process: BLAS single-threaded and no garbage collection while the
-    modules load, the snapshot prefetched; after ``ready()`` the environment and the
-    collector are as they were. A process that only imports the CLI (pytest) is left alone."""
+    """In the ``kaudit`` process: BLAS single-threaded, no huge pages asked for numpy's arrays
+    (unless the user's environment asks for them) and no garbage collection while the modules
+    load, the snapshot prefetched; after ``ready()`` the environment and the collector are as
+    they were. A process that only imports the CLI (pytest) is left alone."""
     code = (
         "import gc, os, sys\n"
         "sys.argv = [os.path.join('x', 'pipelines', '__main__.py'), 'extract', 'zk-snapshot', sys.argv[1]]\n"
         "from pipelines import cli, startup\n"
+        "from numpy._core.multiarray import _get_madvise_hugepage\n"
         "from pipelines.zookeeper import prefetch\n"
         "assert os.environ['OPENBLAS_NUM_THREADS'] == '1' and not gc.isenabled()\n"
+        "assert _get_madvise_hugepage() == (os.environ.get('HUGE') == '1')\n"
         "assert prefetch.mapped(sys.argv[3]) is not None\n"
         "startup.ready()\n"
         "assert os.environ.get('OPENBLAS_NUM_THREADS') == os.environ.get('BEFORE') and gc.isenabled()\n"
+        "assert os.environ.get('NUMPY_MADVISE_HUGEPAGE') == os.environ.get('HUGE')\n"
     )
-    for before in (None, "3"):
-        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    for before, huge in ((None, None), ("3", "1"), (None, "0")):
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "NUMPY_MADVISE_HUGEPAGE")}
         env["PYTHONPATH"] = str(REPO)
         if before is not None:
             env["OPENBLAS_NUM_THREADS"] = env["BEFORE"] = before
+        if huge is not None:
+            env["NUMPY_MADVISE_HUGEPAGE"] = env["HUGE"] = huge
         done = subprocess.run([sys.executable, "-c", code, str(snap)], env=env, capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 0, done.stderr
