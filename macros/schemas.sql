@@ -11,8 +11,8 @@
 
 
 {% macro kaudit_schema_location(schema) -%}
-    {%- if var('warehouse', '') -%}
-        {{ var('warehouse') }}/dbt/schemas/{{ schema }}.db
+    {%- if kaudit_warehouse() -%}
+        {{ kaudit_warehouse() }}/dbt/schemas/{{ schema }}.db
     {%- endif -%}
 {%- endmacro %}
 

@@ -28,12 +28,10 @@
 
 
 {% macro kaudit_required_location(identifier) -%}
-    {%- set root = config.get('location_root') -%}
-    {%- if not root or root.startswith('/marts') or root.startswith('/snapshots') -%}
-        {{ exceptions.raise_compiler_error(
-            "model " ~ identifier ~ ": no location_root (run through `kaudit build`, or pass --vars '{warehouse: /abs/path}')") }}
+    {%- if not config.get('location_root') -%}
+        {{ exceptions.raise_compiler_error("model " ~ identifier ~ ": no location_root (dbt_project.yml)") }}
     {%- endif -%}
-    {{ return(root ~ '/' ~ identifier) }}
+    {{ return(kaudit_location_root() ~ '/' ~ identifier) }}
 {%- endmacro %}
 
 
@@ -146,12 +144,12 @@
 
 
 {% macro spark__location_clause() -%}
-    {#- dbt-spark's, with the run in the path: a `table` model (the intermediate ones) is written
-        at `<location_root>/run_id=<run>/<model>/`, one directory per run, so builds of different
-        runs never share one. The run is known only when executing (`kaudit_build_run`): the
-        location is not part of the saved parse. -#}
-    {%- set location_root = config.get('location_root', validator=validation.any[basestring]) -%}
-    {%- if location_root is not none %}
-    location '{{ location_root }}/run_id={{ kaudit_required_run_id("model " ~ model.name) }}/{{ model['alias'] }}'
+    {#- dbt-spark's, with the warehouse and the run in the path: a `table` model (the
+        intermediate ones) is written at `<warehouse>/<location_root>/run_id=<run>/<model>/`, one
+        directory per run, so builds of different runs never share one. Both are known only when
+        executing (`kaudit_location_root`, `kaudit_build_run`): the location is not part of the
+        saved parse. -#}
+    {%- if config.get('location_root', validator=validation.any[basestring]) is not none %}
+    location '{{ kaudit_location_root() }}/run_id={{ kaudit_required_run_id("model " ~ model.name) }}/{{ model['alias'] }}'
     {%- endif %}
 {%- endmacro %}

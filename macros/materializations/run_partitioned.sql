@@ -1,6 +1,6 @@
 {#- Materialization `run_partitioned`: the marts' history-keeping Parquet tables.
 
-    A mart is an EXTERNAL Parquet table at `<location_root>/<model>/`, partitioned by `run_id`
+    A mart is an EXTERNAL Parquet table at `<warehouse>/<location_root>/<model>/`, partitioned by `run_id`
     (`run_id=<id>/` hive dirs; the files hold no run_id column). A build writes only the run's
     own partition with `insert overwrite ... partition (run_id = '<id>')`, which replaces that
     one directory and keeps every other run's partition (history).

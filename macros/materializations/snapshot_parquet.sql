@@ -8,7 +8,7 @@
     dbt-spark's own `materialization_snapshot_spark`, unchanged.
 
     Layout. The versions live in an EXTERNAL Parquet table `<schema>.<snapshot>__log` at
-    `<location_root>/<snapshot>/`, partitioned by `run_id` (the run that WROTE the rows). A
+    `<warehouse>/<location_root>/<snapshot>/`, partitioned by `run_id` (the run that WROTE the rows). A
     build of run R writes only `run_id=R/`:
       - every version R opens (insert: dbt_valid_to null, dbt_valid_from_run_id = R), and
       - a closed copy of every version R closes (an update or a hard delete: the version as it

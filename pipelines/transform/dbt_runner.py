@@ -18,11 +18,14 @@ directories to ``<warehouse>/dbt/schemas/`` and the marts/snapshots to
 dbt keeps its flags, adapter and manifest in module state: a process runs one dbt invocation
 at a time (``_ONE_AT_A_TIME``), whichever thread asks (:func:`parse_ahead`'s, the demo's two runs').
 
-The run being built and its tables reach the project in env vars that only executing macros
-read (``KAUDIT_RUN_ID``, ``KAUDIT_SOURCES``; ``macros/run_columns.sql``), set for the
-invocation; its only var is the warehouse. So a parse holds nothing of a run: one parse serves
-every build of the warehouse, in this process (:func:`parse_ahead`'s manifest) and in the next
-(a run's target dir starts with the newest saved parse of another run, which dbt checks).
+The warehouse, the run being built and its tables reach the project in env vars that only
+executing macros read (``KAUDIT_WAREHOUSE``, ``KAUDIT_RUN_ID``, ``KAUDIT_SOURCES``;
+``macros/run_columns.sql``), set for the invocation; no var is passed. So a parse holds nothing
+of a warehouse or a run: one parse serves every build, in this process (:func:`parse_ahead`'s
+manifest) and in the next (a run's target dir starts with the newest saved parse of the
+warehouse's runs, or else the one ``make`` saved at install: :func:`save_install_parse`; dbt
+checks either before it uses it). dbt's parse of the project in full: 2.0-2.6 s, 3.1 CPU s;
+from a saved parse 0.3 s.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -44,8 +49,9 @@ from pipelines.transform.project import project_dir
 from pipelines.transform.sources import run_sources
 
 FAILED = frozenset({"error", "fail", "runtime error"})
-RUN_ENV, SOURCES_ENV = "KAUDIT_RUN_ID", "KAUDIT_SOURCES"
+WAREHOUSE_ENV, RUN_ENV, SOURCES_ENV = "KAUDIT_WAREHOUSE", "KAUDIT_RUN_ID", "KAUDIT_SOURCES"
 SAVED_PARSE = "partial_parse.msgpack"  # dbt's saved parse, in its target dir
+INSTALL_PARSES = Path(sys.prefix) / "kaudit-dbt-parse"  # <target>/partial_parse.msgpack: make's
 PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros", "snapshots", "data-tests", "seeds",
                  "analyses")  # (dbt_project.yml's paths)
 _ONE_AT_A_TIME = threading.Lock()
@@ -58,16 +64,19 @@ _PARSES_LOCK = threading.Lock()
 def dbt_args(ctx: RunContext, target: str, command: str = "build", extra: list[str] | None = None) -> list[str]:
     """The command line handed to ``dbtRunner.invoke``: nothing in it names the run but the
     target dir (see :func:`run_env`)."""
-    root = ctx.warehouse.root
+    return _invocation(command, target, target_dir(ctx), ctx.warehouse.root / "logs" / "dbt", extra)
+
+
+def _invocation(command: str, target: str, target_path: Path, log_path: Path,
+                extra: list[str] | None = None) -> list[str]:
     project = project_dir()
     return [
         command,
         "--project-dir", str(project),
         "--profiles-dir", str(project),
         "--target", target,
-        "--vars", json.dumps({"warehouse": str(root)}),
-        "--target-path", str(target_dir(ctx)),
-        "--log-path", str(root / "logs" / "dbt"),
+        "--target-path", str(target_path),
+        "--log-path", str(log_path),
         "--log-level", "none",
         "--log-level-file", "info",
         "--no-use-colors",
@@ -83,10 +92,12 @@ def target_dir(ctx: RunContext) -> Path:
 
 @contextmanager
 def run_env(ctx: RunContext) -> Iterator[None]:
-    """The run (``KAUDIT_RUN_ID``) and its tables (``KAUDIT_SOURCES``: ``sources.run_sources``
-    as JSON) in this process's environment while a dbt invocation reads it (dbt copies the
-    environment as it starts); what was there before is put back after."""
-    values = {RUN_ENV: ctx.run_id, SOURCES_ENV: json.dumps(run_sources(ctx.warehouse, ctx.run_id))}
+    """The warehouse (``KAUDIT_WAREHOUSE``), the run (``KAUDIT_RUN_ID``) and its tables
+    (``KAUDIT_SOURCES``: ``sources.run_sources`` as JSON) in this process's environment while a
+    dbt invocation reads it (dbt copies the environment as it starts); what was there before is
+    put back after."""
+    values = {WAREHOUSE_ENV: str(ctx.warehouse.root), RUN_ENV: ctx.run_id,
+              SOURCES_ENV: json.dumps(run_sources(ctx.warehouse, ctx.run_id))}
     before = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:
@@ -149,8 +160,8 @@ def parse_ahead(ctx: RunContext) -> Future:
 
 
 def _parse_state(ctx: RunContext, target: str) -> tuple:
-    """What a parse depends on, besides dbt: ``(project dir, target)``, the warehouse (the one
-    var) and the project's files as they are now (path, size and mtime of each)."""
+    """What a parse depends on, besides dbt: ``(project dir, target)`` and the project's files
+    as they are now (path, size and mtime of each); not the warehouse."""
     project = project_dir()
     files = []
     for name in PROJECT_FILES:
@@ -159,14 +170,14 @@ def _parse_state(ctx: RunContext, target: str) -> tuple:
             if f.is_file():
                 st = f.stat()
                 files.append((str(f.relative_to(project)), st.st_size, st.st_mtime_ns))
-    return (str(project), target), str(ctx.warehouse.root), hash(tuple(files))
+    return (str(project), target), hash(tuple(files))
 
 
 def _parse(ctx: RunContext, target: str):
     try:
         from dbt.cli.main import dbtRunner
 
-        _seed_saved_parse(ctx)
+        _seed_saved_parse(ctx, target)
         with _ONE_AT_A_TIME:
             result = dbtRunner().invoke(dbt_args(ctx, target, "parse"))
         return result.result if result.success else None
@@ -175,7 +186,7 @@ def _parse(ctx: RunContext, target: str):
 
 
 def _parsed(ctx: RunContext, target: str):
-    """A copy of the manifest of :func:`parse_ahead`'s parse for this warehouse and target, when
+    """A copy of the manifest of :func:`parse_ahead`'s parse for this target, when
     the project's files are as they were then; else ``None``. A copy: a build compiles the nodes
     of the manifest it runs."""
     state = _parse_state(ctx, target)
@@ -187,14 +198,18 @@ def _parsed(ctx: RunContext, target: str):
     return manifest.deepcopy() if manifest is not None else None
 
 
-def _seed_saved_parse(ctx: RunContext) -> None:
-    """The run's target dir gets the newest saved parse among the warehouse's runs, if it is not
-    its own (a new run has none): dbt then parses only what changed since, or nothing. Any saved
-    parse may be offered: dbt checks it holds before using it."""
+def _seed_saved_parse(ctx: RunContext, target: str) -> None:
+    """The run's target dir gets the newest saved parse among the warehouse's runs, else the
+    one saved at install for ``target``, if it is not its own (a new run has none): dbt then
+    parses only what changed since, or nothing. Any saved parse may be offered: dbt checks it
+    holds before using it."""
     own = target_dir(ctx) / SAVED_PARSE
     part = own.with_name(f".{SAVED_PARSE}.{os.getpid()}.{threading.get_ident()}")
     try:
         saved = [(p.stat().st_mtime_ns, p) for p in own.parent.parent.glob(f"run_id=*/{SAVED_PARSE}")]
+        installed = INSTALL_PARSES / target / SAVED_PARSE
+        if not saved and installed.is_file():
+            saved = [(installed.stat().st_mtime_ns, installed)]
         newest = max(saved, default=None)
         if newest is None or newest[1] == own:
             return
@@ -228,7 +243,7 @@ def run_dbt(
     args = dbt_args(ctx, target, extra=extra)
     manifest = _parsed(ctx, target)
     if manifest is None:
-        _seed_saved_parse(ctx)
+        _seed_saved_parse(ctx, target)
     progress = _Progress(ctx)
     with _ONE_AT_A_TIME, run_env(ctx), ctx.progress() as bar:
         started = time.monotonic()
@@ -271,3 +286,26 @@ def _failures(run_result) -> list[str]:
 def _one_line(message: object) -> str:
     text = " ".join(str(message).split())
     return text if len(text) <= 400 else text[:397] + "..."
+
+
+
+def save_install_parse(target: str = "session") -> Path:
+    """dbt's parse of the project for ``target``, saved where the first build of every warehouse
+    starts from it (``INSTALL_PARSES``); the parse appears whole or not at all."""
+    from dbt.cli.main import dbtRunner
+
+    out = INSTALL_PARSES / target / SAVED_PARSE
+    with tempfile.TemporaryDirectory() as tmp:
+        done = dbtRunner().invoke(_invocation("parse", target, Path(tmp), Path(tmp)))
+        if not done.success:
+            sys.exit(f"dbt parse of {project_dir()} failed: {done.exception or 'see its log'}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        part = out.with_name(f".{SAVED_PARSE}.{os.getpid()}")
+        shutil.copyfile(Path(tmp) / SAVED_PARSE, part)
+        os.replace(part, out)
+    return out
+
+
+if __name__ == "__main__":
+    saved = save_install_parse()
+    print(f"dbt's saved parse: {saved} ({saved.stat().st_size} bytes)")

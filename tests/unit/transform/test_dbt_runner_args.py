@@ -61,21 +61,33 @@ def test_run_sources_mark_missing_partitions(warehouse):
 
 
 def test_the_run_reaches_dbt_in_env_vars_only_for_its_invocation(warehouse, monkeypatch):
-    """The run and its tables are in the environment while dbt runs (dbt copies it as it
-    starts), then what was there before is back: a value the user had, or none."""
+    """The warehouse, the run and its tables are in the environment while dbt runs (dbt copies
+    it as it starts), then what was there before is back: a value the user had, or none."""
     monkeypatch.setenv(dbt_runner.RUN_ENV, "the user's")
     monkeypatch.delenv(dbt_runner.SOURCES_ENV, raising=False)
+    monkeypatch.delenv(dbt_runner.WAREHOUSE_ENV, raising=False)
     warehouse.write_table("raw/log_end_offsets", "r1", SCHEMAS["raw/log_end_offsets"].empty_table())
     with dbt_runner.run_env(RunContext(warehouse, "r1", quiet=True)):
         assert os.environ[dbt_runner.RUN_ENV] == "r1"
+        assert os.environ[dbt_runner.WAREHOUSE_ENV] == str(warehouse.root)
         assert json.loads(os.environ[dbt_runner.SOURCES_ENV]) == run_sources(warehouse, "r1")
     assert os.environ[dbt_runner.RUN_ENV] == "the user's"
-    assert dbt_runner.SOURCES_ENV not in os.environ
+    assert dbt_runner.SOURCES_ENV not in os.environ and dbt_runner.WAREHOUSE_ENV not in os.environ
 
 
-def test_a_new_run_starts_from_the_newest_saved_parse_of_the_warehouse(warehouse):
+def test_a_new_run_starts_from_the_newest_saved_parse_of_the_warehouse(warehouse, tmp_path, monkeypatch):
     """A run's target dir gets the newest saved parse among the warehouse's runs (dbt checks it
-    before using it); a run whose own is the newest keeps it."""
+    before using it), else the one saved at install for its target; a run whose own is the
+    newest keeps it."""
+    monkeypatch.setattr(dbt_runner, "INSTALL_PARSES", tmp_path / "installed")
+    (tmp_path / "installed" / "session").mkdir(parents=True)
+    (tmp_path / "installed" / "session" / dbt_runner.SAVED_PARSE).write_bytes(b"installed")
+    dbt_runner._seed_saved_parse(RunContext(warehouse, "r0", quiet=True), "thrift")  # none for thrift
+    assert not warehouse.partition_dir("dbt/target", "r0").exists()
+    dbt_runner._seed_saved_parse(RunContext(warehouse, "r0", quiet=True), "session")
+    assert (warehouse.partition_dir("dbt/target", "r0") / dbt_runner.SAVED_PARSE).read_bytes() == b"installed"
+    (warehouse.partition_dir("dbt/target", "r0") / dbt_runner.SAVED_PARSE).unlink()
+
     def saved(run_id, content, mtime):
         path = warehouse.partition_dir("dbt/target", run_id) / dbt_runner.SAVED_PARSE
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -85,14 +97,14 @@ def test_a_new_run_starts_from_the_newest_saved_parse_of_the_warehouse(warehouse
 
     saved("old", b"old", 1_000_000_000)
     saved("new", b"new", 2_000_000_000)
-    dbt_runner._seed_saved_parse(RunContext(warehouse, "r3", quiet=True))
+    dbt_runner._seed_saved_parse(RunContext(warehouse, "r3", quiet=True), "session")
     assert (warehouse.partition_dir("dbt/target", "r3") / dbt_runner.SAVED_PARSE).read_bytes() == b"new"
     assert not [p for p in warehouse.partition_dir("dbt/target", "r3").iterdir() if p.name != dbt_runner.SAVED_PARSE]
 
     own = saved("own", b"own", 3_000_000_000)
-    dbt_runner._seed_saved_parse(RunContext(warehouse, "own", quiet=True))
+    dbt_runner._seed_saved_parse(RunContext(warehouse, "own", quiet=True), "session")
     assert own.read_bytes() == b"own"
-    dbt_runner._seed_saved_parse(RunContext(warehouse, "old", quiet=True))
+    dbt_runner._seed_saved_parse(RunContext(warehouse, "old", quiet=True), "session")
     assert (warehouse.partition_dir("dbt/target", "old") / dbt_runner.SAVED_PARSE).read_bytes() == b"own"
 
 
@@ -131,8 +143,8 @@ def test_dbt_args_keep_everything_under_the_warehouse(warehouse):
     assert opt["--project-dir"] == opt["--profiles-dir"] == str(project.project_dir())
     assert opt["--target-path"] == str(warehouse.root / "dbt" / "target" / "run_id=20240101T000000Z")
     assert opt["--log-path"] == str(warehouse.root / "logs" / "dbt")
-    # the one var is the warehouse: a parse holds nothing of the run (run_env)
-    assert json.loads(opt["--vars"]) == {"warehouse": str(warehouse.root)}
+    # no var: a parse holds nothing of the warehouse or the run (run_env)
+    assert "--vars" not in args
     assert "--no-send-anonymous-usage-stats" in args
 
 
