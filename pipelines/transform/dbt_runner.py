@@ -56,7 +56,7 @@ PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros", "snapsho
                  "analyses")  # (dbt_project.yml's paths)
 _ONE_AT_A_TIME = threading.Lock()
 # (project, target) -> (_parse_state, the parse's Future[Manifest | None]): the newest parse of
-# each only (a process may build in many warehouses: the suite's tests)
+# each only (a newer state of the project's files replaces it)
 _PARSES: dict[tuple[str, str], tuple[tuple, Future]] = {}
 _PARSES_LOCK = threading.Lock()
 
@@ -142,16 +142,16 @@ def _target(ctx: RunContext, target: str | None = None) -> str:
 
 
 def parse_ahead(ctx: RunContext) -> Future:
-    """``dbt parse`` of the project for the warehouse, on a thread: called as the Spark core
-    build starts, it takes dbt's import (1.4 s) and parse (2.0-2.6 s in full on the demo) off the
-    build's path, and the build then runs on its manifest (:func:`run_dbt`). The process parses
-    once per warehouse, target and state of the project's files: a second run's call (the demo's)
-    gets the same parse. The parse starts from the run's target dir with the newest saved parse
-    of the warehouse (:func:`_seed_saved_parse`), which dbt checks (vars, profile, target,
+    """``dbt parse`` of the project, on a thread: called as the Spark core build starts, it
+    takes dbt's import (1.4 s) and parse off the build's path, and the build then runs on its
+    manifest (:func:`run_dbt`). The process parses once per target and state of the project's
+    files, whatever the warehouse: a second run's call (the demo's) gets the same parse. The
+    parse starts from the run's target dir with the newest saved parse of the warehouse, or the
+    one saved at install (:func:`_seed_saved_parse`), which dbt checks (vars, profile, target,
     files) before it parses only what changed. The result is the manifest, or ``None`` whatever
     went wrong: a parse that fails here fails again, and is reported, in the build."""
     target = _target(ctx)
-    state = _parse_state(ctx, target)
+    state = _parse_state(target)
     with _PARSES_LOCK:
         known = _PARSES.get(state[0])
         if known is None or known[0] != state:
@@ -159,7 +159,7 @@ def parse_ahead(ctx: RunContext) -> Future:
         return known[1]
 
 
-def _parse_state(ctx: RunContext, target: str) -> tuple:
+def _parse_state(target: str) -> tuple:
     """What a parse depends on, besides dbt: ``(project dir, target)`` and the project's files
     as they are now (path, size and mtime of each); not the warehouse."""
     project = project_dir()
@@ -189,7 +189,7 @@ def _parsed(ctx: RunContext, target: str):
     """A copy of the manifest of :func:`parse_ahead`'s parse for this target, when
     the project's files are as they were then; else ``None``. A copy: a build compiles the nodes
     of the manifest it runs."""
-    state = _parse_state(ctx, target)
+    state = _parse_state(target)
     with _PARSES_LOCK:
         known = _PARSES.get(state[0])
     if known is None or known[0] != state:
