@@ -23,7 +23,7 @@ SUITE = Suite(
             view="ownership_moments",
             level=ERROR,
             expectation=gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", *PARTITION_KEY, "moment"]),
-            description="Issue 21: at every moment of the history (marts/ownership_history), at most one owner "
+            description="At every moment of the history (marts/ownership_history), at most one owner "
             "per (source, group, topic, partition[, broker]): no two owners at any settled moment.",
         ),
         Check(
