@@ -1,0 +1,32 @@
+"""The releases the cluster kit runs, as Maven bundles (name -> coordinates).
+
+Names: ``zookeeper-<version>`` (the server and its CLI), ``kafka-<version>`` (broker, tools and
+Java clients of one release). Add a release here and every test and ``make matrix`` can use it.
+"""
+
+from __future__ import annotations
+
+ZOOKEEPER = ("3.4.14", "3.5.10", "3.6.4", "3.8.4", "3.9.3")
+
+# what a release's server needs that its POM leaves optional: an SLF4J binding (3.5-3.7 log
+# through log4j 1.2, 3.8+ through logback) and Dropwizard metrics (3.6+'s default provider)
+_METRICS = "io.dropwizard.metrics:metrics-core:4.1.12.1"
+ZOOKEEPER_RUNTIME: dict[str, tuple[str, ...]] = {
+    "3.5.10": ("org.slf4j:slf4j-log4j12:1.7.36",),
+    "3.6.4": ("org.slf4j:slf4j-log4j12:1.7.36", _METRICS),
+    "3.8.4": (_METRICS,),
+    "3.9.3": ("ch.qos.logback:logback-classic:1.2.13", _METRICS),
+}
+
+BUNDLES: dict[str, tuple[str, ...]] = {
+    **{f"zookeeper-{v}": (f"org.apache.zookeeper:zookeeper:{v}", *ZOOKEEPER_RUNTIME.get(v, ())) for v in ZOOKEEPER},
+    **{f"kafka-{v}": (f"org.apache.kafka:kafka_2.13:{v}", f"org.apache.kafka:kafka-tools:{v}")
+       for v in ("3.9.2",)},
+    # 4.x logs through Log4j 2; its POMs leave out the SLF4J binding the release's tarball ships
+    **{f"kafka-{v}": (f"org.apache.kafka:kafka_2.13:{v}", f"org.apache.kafka:kafka-tools:{v}",
+                      "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3")
+       for v in ("4.0.2", "4.1.1", "4.2.2", "4.3.1", "4.4.0")},
+    # ZooKeeper-mode releases: 1.1 still has the old high-level consumer (kafka.consumer.*)
+    "kafka-1.1.1": ("org.apache.kafka:kafka_2.12:1.1.1",),
+    "kafka-2.8.2": ("org.apache.kafka:kafka_2.13:2.8.2",),
+}
