@@ -39,7 +39,7 @@ from clocks import best
 
 REPO = Path(__file__).resolve().parents[1]
 
-SNAPSHOT = REPO.parent / "shared" / "fixtures" / "real" / "zookeeper" / "invalidsnap" / "version-2" / "snapshot.272"
+SNAPSHOT = REPO / "tests" / "fixtures" / "real" / "zookeeper" / "invalidsnap" / "version-2" / "snapshot.272"
 # the CLI with the ahead-of-time module hidden: numba's JIT (and its cache) serve the kernels
 JIT_CLI = ("import sys\n"
            "class Hide:\n"

@@ -1,7 +1,7 @@
 """Arrow schemas of every warehouse table written outside dbt: declared once, used by
 the extractors (pyarrow), the Spark jobs (converted in ``pipelines.spark.schemas``) and tests.
 
-The contract (``../shared/CONTRACT.md``) fixes names and columns. ``run_id`` is not stored in
+The contract (``docs/contract.md``) fixes names and columns. ``run_id`` is not stored in
 the Parquet files: it is the hive partition (``<table>/run_id=<id>/``), so every engine that
 reads the table with hive partitioning sees it as a column.
 """

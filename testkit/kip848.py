@@ -5,7 +5,7 @@
   ``testkit.kraft.Buf`` for the flexible values.
 - Structs: assembled by hand, field by field, from Apache Kafka's
   ``group-coordinator/src/main/resources/common/message/ConsumerGroup*{Key,Value}.json``
-  (``../shared/schemas/kafka/group-coordinator/``), ``ShareGroup*Value.json`` and
+  (copied in ``pipelines/kafka/schemas/``), ``ShareGroup*Value.json`` and
   ``StreamsGroup*Value.json`` (the commits in ``pipelines/kafka/schemas/STREAMS_SOURCES.md``).
 - Keys: ``int16 type`` + non-flexible strings (int16 length); values: ``int16 version`` + the
   flexible struct. A tombstone is a null value (``None``).

@@ -4,7 +4,7 @@
 - Primitives: the ``kio`` package's serializers (``kio.serial.writers``: compact strings,
   unsigned varints, tagged fields, UUIDs, fixed-width ints).
 - Structs: assembled by hand, field by field, from Apache Kafka's
-  ``metadata/src/main/resources/common/metadata/*.json`` (``../shared/schemas/kafka/metadata/``)
+  ``metadata/src/main/resources/common/metadata/*.json`` (copied in ``pipelines/kraft/schemas/``)
   and the Raft control records of ``clients/src/main/resources/common/message/``
   (LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord, KRaftVersionRecord,
   VotersRecord).

@@ -9,8 +9,9 @@ import pytest
 from testkit.zk_server import ZK_HOME, start_zk
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-REAL_FIXTURES = SHARED / "fixtures" / "real"
+# Files written by real ZooKeeper servers and Kafka clusters, copied in with their sources
+# and licences (their README files)
+REAL_FIXTURES = REPO / "tests" / "fixtures" / "real"
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 headers the log-end scan already frames (no record bodies, no decompression), and the log dir's
 ``log-start-offset-checkpoint`` (``raw/log_start_checkpoints``).
 
-Sources: Apache Kafka ``DefaultRecordBatch`` / ``LegacyRecord`` (``../shared/FORMATS.md``
+Sources: Apache Kafka ``DefaultRecordBatch`` / ``LegacyRecord`` (``docs/formats.md``
 section 1), ``LogValidator`` (LogAppendTime), ``CheckpointFile`` / ``OffsetCheckpointFile``.
 
 Grammar (big-endian, header fields only)::

@@ -2,7 +2,7 @@
 
 Sources: Apache Kafka ``clients/src/main/java/org/apache/kafka/common/record/``
 (``DefaultRecordBatch``, ``DefaultRecord``, ``LegacyRecord``, ``AbstractLegacyRecordBatch``,
-``ControlRecordType``, ``KafkaLZ4BlockInputStream``), ``../shared/FORMATS.md`` section 1.
+``ControlRecordType``, ``KafkaLZ4BlockInputStream``), ``docs/formats.md`` section 1.
 
 Grammar (big-endian)::
 

@@ -7,7 +7,7 @@ generated ``*.read`` methods (flexible encoding; ``generator/.../MessageDataGene
 for the markers of nullable structs), the message JSON schemas
 (``generator/src/main/java/.../MessageSpec.java``: ``validVersions``, ``flexibleVersions``,
 ``fields`` with ``versions``, ``nullableVersions``, ``taggedVersions``, ``tag``, ``default``,
-``commonStructs``), ``clients/.../common/Uuid.java`` (text form); ``../shared/FORMATS.md``
+``commonStructs``), ``clients/.../common/Uuid.java`` (text form); ``docs/formats.md``
 sections 2, 7 and 8.
 
 Grammar (big-endian) of a flexible struct::

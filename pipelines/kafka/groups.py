@@ -7,11 +7,11 @@ Sources: Apache Kafka ``group-coordinator/src/main/resources/common/message/`` -
 ``ConsumerGroup{Metadata,PartitionMetadata,MemberMetadata,TargetAssignmentMetadata,
 TargetAssignmentMember,CurrentMemberAssignment,RegularExpression}{Key,Value}.json``,
 ``ShareGroup*Value.json`` and ``StreamsGroup*Value.json`` (copied unchanged in ``schemas/``:
-the consumer group ones from ``../shared/schemas/kafka/group-coordinator/``, the share group
+the consumer group ones from Kafka's source tree, ``schemas/SOURCES.md``, the share group
 ones from Kafka 3.9/4.0, the streams group ones from apache/kafka commits of 2024-2025 listed
 in ``schemas/STREAMS_SOURCES.md``; the streams type numbers 17-24 from their ``apiKey``);
 ``group-coordinator/.../modern/MemberState.java`` (state values);
-``../shared/FORMATS.md`` sections 2 and 8.
+``docs/formats.md`` sections 2 and 8.
 
 Grammar::
 

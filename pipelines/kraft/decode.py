@@ -2,7 +2,7 @@
 (:mod:`pipelines.kafka.flexible`) from the field tables of :mod:`pipelines.kraft.messages`.
 
 Sources: Apache Kafka ``server-common/.../serialization/AbstractApiMessageSerde.java``
-(frame); ``../shared/FORMATS.md`` section 7.
+(frame); ``docs/formats.md`` section 7.
 
 Grammar (every metadata record is flexible from version 0)::
 

@@ -1,5 +1,5 @@
 """Which files ``kaudit extract kraft`` reads: a KRaft metadata log dir (``__cluster_metadata-0/``
-or a log dir holding it) or single files (``../shared/FORMATS.md`` section 7).
+or a log dir holding it) or single files (``docs/formats.md`` section 7).
 
 - segments ``<20-digit base offset>.log``, read in base-offset order;
 - snapshots ``<20-digit end offset, exclusive>-<10-digit epoch>.checkpoint``;

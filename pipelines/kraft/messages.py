@@ -2,8 +2,8 @@
 message schemas.
 
 Sources: ``schemas/*.json`` in this package are Apache Kafka's
-``metadata/src/main/resources/common/metadata/*.json`` (Apache-2.0, copied unchanged from
-``../shared/schemas/kafka/metadata/``), read at import. Three more are transcribed below as the
+``metadata/src/main/resources/common/metadata/*.json`` (Apache-2.0, copied unchanged;
+``schemas/SOURCES.md``), read at import. Three more are transcribed below as the
 same JSON, because they are not in that copy: ``ClearElrRecord`` (apiKey 28, Kafka 3.9+) and the
 Raft control records of ``clients/src/main/resources/common/message/`` -
 ``LeaderChangeMessage``, ``SnapshotHeaderRecord``, ``SnapshotFooterRecord``,

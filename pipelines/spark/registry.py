@@ -1,7 +1,7 @@
 """The typed Kafka registry: ``raw/znodes`` -> ``core/brokers``, ``core/topic_partitions``,
 ``core/consumer_registrations``, ``core/partition_owners``, ``core/zk_offsets``, ``core/cluster``.
 
-Layouts (``../shared/FORMATS.md`` sec. 4; Kafka's ``ZkUtils`` of 0.7 and 0.8+)::
+Layouts (``docs/formats.md`` sec. 4; Kafka's ``ZkUtils`` of 0.7 and 0.8+)::
 
     path                                   0.7 value               0.8+ value
     /brokers/ids/<id>                      [creator:]host:port     {"host","port","endpoints",...}

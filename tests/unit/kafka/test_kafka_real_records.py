@@ -1,4 +1,4 @@
-"""Every real record pair of ../shared/fixtures/real/consumer_offsets_records decodes to
+"""Every real record pair of tests/fixtures/real/consumer_offsets_records decodes to
 exactly the values of its ``.ts_int.fmt`` file (parsed here, not hand-copied).
 
 The .fmt files print a null string as "" and absent/none numbers as -1; the warehouse keeps
