@@ -5,7 +5,7 @@ CLI's global callback (:mod:`pipelines.cli`); a unit test holds these names to i
 
 from __future__ import annotations
 
-GLOBAL_FLAGS = ("--quiet", "--verbose")
+GLOBAL_FLAGS = ("--quiet", "--verbose", "--version")
 GLOBAL_OPTIONS = ("--warehouse", "--run-id", "--spark-master")  # each takes a value
 
 

@@ -36,6 +36,14 @@ app.add_typer(extract_app, name="extract")
 DBT_TARGET_ENV = "KAUDIT_DBT_TARGET"  # a profiles.yml target for every dbt build (the config's dbt.target wins)
 
 
+def _print_version(value: bool | None) -> None:
+    if value:
+        from pipelines.version import version
+
+        print(f"kaudit {version()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global(
     ctx: typer.Context,
@@ -55,6 +63,10 @@ def _global(
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Tracebacks on errors; Spark's own log on stderr.")
     ] = False,
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", help="Print kaudit's version and exit.", is_eager=True, callback=_print_version),
+    ] = None,
 ) -> None:
     if run_id is not None and run_id != LATEST:
         check_run_id(run_id)  # a usage error before any work, whatever the command
