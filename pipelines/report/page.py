@@ -15,6 +15,7 @@ from pipelines.report import charts
 from pipelines.report.facts import GROUP_FINDINGS, SOURCES, Facts, Finding
 from pipelines.report.rebalances import PAST_FINDINGS
 from pipelines.tables import ASSIGNMENT_STATUSES
+from pipelines.version import version
 
 HERE = Path(__file__).resolve().parent
 FINDINGS_CSV = "findings.csv"
@@ -158,4 +159,5 @@ def render(f: Facts, generated: datetime | None = None, findings_csv: str | None
         validation_path=f.warehouse / "validation" / f"run_id={f.run_id}",
         data_docs_path=f.warehouse / "validation" / "data_docs" / "index.html",
         report_path=f.warehouse / "reports" / f"run_id={f.run_id}",
+        version=version(),
     )
