@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipelines import quarantine
 from pipelines.errors import InputError
@@ -47,6 +48,9 @@ from pipelines.zookeeper.snapshot import (
     zxid_of,
 )
 from pipelines.zookeeper.txnlog import Damage, LogReader
+
+if TYPE_CHECKING:
+    from pipelines.zookeeper.chain import History
 
 QUARANTINE_SOURCE = "zk-snapshot"
 
@@ -65,10 +69,17 @@ class OfflineRead:
     txns_applied: int = 0
     txn_digests_checked: int = 0
     txn_digest_mismatches: int = 0
+    first_txn: object | None = None  # the first txn applied (its zxid and time start the history)
+    snapshots_checked: list[str] = field(default_factory=list)  # later snapshots whose digest the replay matched
     snapshot_failed: DigestMismatch | None = None  # digests were there to check it, none matched
     digests_seen: bool = False  # the logs hold txn digests
     quarantine: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # where the replay broke off (a gap, a digest mismatch): (zxid of the first txn not applied,
+    # its file:byte, why, the lowest snapshot zxid a replay past it may start from)
+    cut: tuple[int, str, str, int] | None = None
+    beyond: tuple[int, str] | None = None  # the txn past the target the replay stopped at: zxid, file:byte
+    history: History | None = None  # the changes from the oldest snapshot the logs continue (read_dir)
 
     def quarantined(self, location: str, reason: str, raw: bytes | None = None) -> None:
         self.quarantine.append(quarantine.row(QUARANTINE_SOURCE, location, reason, raw))
@@ -146,7 +157,7 @@ def read_dir(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
                 continue
             chosen = snap
             break
-        res = _read_from(chosen, snaps, logs, at_zxid, progress)
+        res = _read_from(chosen, snaps, logs, at_zxid, progress, history=chosen is None)
         if candidates and res.snapshot_failed is not None:
             err = res.snapshot_failed
             rejected.append((err.location, f"{err.reason}; no digest in the logs matches it either"))
@@ -161,7 +172,7 @@ def read_dir(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
         res.verified_zxid = 0  # an empty start is exact: what the first txn digest then failed
     if res.unverified and res.verified_zxid is not None and res.verified_zxid < res.zxid:
         # publish the tree as of the last verified zxid: replay again up to it
-        again = _read_from(chosen, snaps, logs, res.verified_zxid, None)
+        again = _read_from(chosen, snaps, logs, res.verified_zxid, None, history=chosen is None)
         again.quarantine, again.warnings = res.quarantine, res.warnings
         again.txn_digest_mismatches, again.unverified = res.txn_digest_mismatches, res.unverified
         again.warnings.append(f"published as of zxid {again.zxid:#x}, the last zxid verified by a digest "
@@ -179,10 +190,18 @@ def read_dir(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
     if chosen is None and res.txns_applied == 0:
         why = "; ".join(f"{q['location']}: {q['reason']}" for q in res.quarantine[:2])
         raise InputError(f"{d}: no readable ZooKeeper snapshot nor transaction log to start from ({why or EXPECTED})")
+    from pipelines.zookeeper.chain import replay_history
+
+    res.history = replay_history(res, snaps, logs, progress)
     return res
 
 
-def _read_from(chosen: Snapshot | None, snaps, logs, at_zxid: int | None, progress) -> OfflineRead:
+def _read_from(chosen: Snapshot | None, snaps, logs, at_zxid: int | None, progress, *, history: bool = True,
+               checkpoints: dict | None = None) -> OfflineRead:
+    """The tree of ``chosen`` (None: the empty tree) with the logs after it replayed up to
+    ``at_zxid``; the changes are recorded (``tree.history``) when ``history``;
+    ``checkpoints`` (zxid -> (snapshot file, stored tree digest)): the digests of later
+    snapshots, compared when the replay reaches their zxid."""
     res = OfflineRead(Tree(chosen), target=at_zxid)
     snap_zxid = 0
     if chosen is not None:
@@ -195,9 +214,9 @@ def _read_from(chosen: Snapshot | None, snaps, logs, at_zxid: int | None, progre
     if chosen is not None and chosen.holds_through is not None:
         snap_zxid = chosen.holds_through  # a verified fuzzy snapshot: its window is not replayed
     res.zxid = snap_zxid
-    if chain:
+    if chain and history:
         res.tree.keep_history(snap_zxid)
-    _replay(res, chosen, chain, snap_zxid, at_zxid, progress)
+    _replay(res, chosen, chain, snap_zxid, at_zxid, progress, checkpoints or {})
     if suspect is not None and res.verified_zxid is None:
         res.snapshot_failed = suspect
         if res.unverified == NO_MATCH:  # the snapshot's own mismatch says it better
@@ -229,7 +248,8 @@ def follows(last: int, zxid: int) -> bool:
     return zxid == last + 1 or zxid >> 32 > last >> 32
 
 
-def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxid: int, at_zxid, progress) -> None:
+def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxid: int, at_zxid, progress,
+            checkpoints: dict) -> None:
     tree = res.tree
     pending = None  # a fuzzy snapshot's digest, checked when the replay reaches its zxid
     if snap is not None and snap.digest is not None and snap.digest_verified is None:
@@ -251,12 +271,14 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
                 if txn.zxid <= last:
                     continue
                 if at_zxid is not None and txn.zxid > at_zxid:
+                    res.beyond = (txn.zxid, f"{txn.file}:{txn.offset}")
                     _finish(res, log, used)
                     return
                 if not follows(last, txn.zxid):
                     reason = f"zxid gap: expected {last + 1:#x}, found {txn.zxid:#x}"
                     _damaged(res, f"{txn.file}:{txn.offset}", f"{reason}; the replay stops at {last:#x}")
                     res.unverified = f"{reason} ({txn.file}:{txn.offset})"
+                    res.cut = (txn.zxid, f"{txn.file}:{txn.offset}", reason, txn.zxid - 1)
                     _finish(res, log, used)
                     return
                 tree.apply(txn)
@@ -264,6 +286,8 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
                 last = reader.skip_through = txn.zxid
                 res.zxid = last
                 res.txns_applied += 1
+                if res.txns_applied == 1:
+                    res.first_txn = txn
                 if progress is not None:
                     progress(1)
                 if pending is not None and txn.zxid >= pending.zxid:
@@ -293,8 +317,12 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
                                   f"the log says {txn.digest[1]}")
                         _damaged(res, f"{txn.file}:{txn.offset}", reason)
                         res.unverified = f"{reason} ({txn.file}:{txn.offset})"
+                        res.cut = (txn.zxid, f"{txn.file}:{txn.offset}", reason, txn.zxid)
                         _finish(res, log, used)
                         return
+                if checkpoints and txn.zxid in checkpoints and not _checkpoint(res, txn, checkpoints, exact):
+                    _finish(res, log, used)
+                    return
         except ZkFormatError as err:  # an unreadable log header: the next log may still follow on
             _damaged(res, err.location, err.reason)
             if n == len(chain) - 1:
@@ -312,6 +340,24 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
         res.warnings.append(f"the logs end at zxid {res.zxid:#x}, before the target {at_zxid:#x}")
     if res.verified_zxid is None and res.digests_seen and snap is not None and res.unverified is None:
         res.unverified = NO_MATCH
+
+
+def _checkpoint(res: OfflineRead, txn, checkpoints: dict, exact: bool) -> bool:
+    """Compare the tree with the stored digest of a later snapshot at its zxid; False when the
+    replay cannot go on: they differ and no digest has shown the tree exact (were it exact, the
+    snapshot is what is off: quarantined, the replay goes on)."""
+    file, digest = checkpoints[txn.zxid]
+    if res.tree.digest == digest:
+        res.snapshots_checked.append(file)
+        return True
+    reason = (f"{file}: its stored tree digest of zxid {txn.zxid:#x} is {digest}, the tree the logs give there "
+              f"is {res.tree.digest}")
+    if exact:
+        _damaged(res, f"{file}:0", reason + " (the txn digests verify the logs' tree)")
+        return True
+    res.unverified = reason
+    res.cut = (txn.zxid, f"{file}:0", reason, txn.zxid)
+    return False
 
 
 def _damaged(res: OfflineRead, location: str, reason: str, raw: bytes | None = None) -> None:

@@ -43,13 +43,13 @@ ENCODER_BATCH = 1 << 16
 
 
 def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantined: list[dict],
-             changes: pa.Table | None = None) -> int:
+             changes: pa.Table | None = None, locate=None) -> int:
     """Write the ``raw/znodes`` rows (``batches``, in order, made lazily), the quarantine
     rows and (offline reads) the ``raw/znode_changes`` rows in one transaction; returns the
     number of rows written (a path that is not UTF-8 is quarantined instead). Write-behind:
     batch k+1 is made (sorted as far as it needs, gathered) while a writer thread checks
     the paths of batch k and encodes it (UTF-8 validation, Parquet encoding and compression
-    release the GIL)."""
+    release the GIL). ``locate(path bytes)``: the file:byte a node that is not UTF-8 comes from."""
     from concurrent.futures import ThreadPoolExecutor
 
     source = "zk-live" if step == LIVE_STEP else "zk-snapshot"
@@ -59,7 +59,7 @@ def _publish(ctx: RunContext, step: str, batches: Iterable[pa.Table], quarantine
                            batch_size=ENCODER_BATCH)
 
         def write(batch: pa.Table) -> int:
-            batch = to_schema(_utf8_paths(batch, quarantined, source))
+            batch = to_schema(_utf8_paths(batch, quarantined, source, locate))
             writer.write(batch)
             return batch.num_rows
 
@@ -86,9 +86,10 @@ def text(s: str) -> str:
     return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _utf8_paths(batch: pa.Table, quarantined: list[dict], source: str) -> pa.Table:
+def _utf8_paths(batch: pa.Table, quarantined: list[dict], source: str, locate=None) -> pa.Table:
     """The rows of ``batch`` whose path is valid UTF-8; the others are quarantined (a node's
-    subtree goes with it: every path below holds the same invalid bytes)."""
+    subtree goes with it: every path below holds the same invalid bytes), at the file:byte
+    ``locate`` gives (else at the path)."""
     paths = batch["path"]
     try:
         paths.validate(full=True)
@@ -102,9 +103,11 @@ def _utf8_paths(batch: pa.Table, quarantined: list[dict], source: str) -> pa.Tab
             keep.append(True)
         except UnicodeDecodeError as err:
             keep.append(False)
+            path = text(raw.decode("utf-8", "surrogateescape"))
+            where = locate(raw) if locate is not None else None
             quarantined.append(quarantine.row(
-                source, text(raw.decode("utf-8", "surrogateescape")),
-                f"znode path is not valid UTF-8 (byte {err.start} of the path: {err.reason}); "
+                source, text(where) if where else path,
+                f"znode path {path} is not valid UTF-8 (byte {err.start} of the path: {err.reason}); "
                 "the node is left out of raw/znodes", raw))
     return batch.filter(pa.array(keep))
 
@@ -203,6 +206,17 @@ def read_order(path: Path, at_zxid: int | None = None, chroot: str | None = None
     return rows, res
 
 
+def _locator(tree, chroot: str | None):
+    """path bytes as written (relative to the chroot, root ``/``) -> file:byte of the node."""
+    prefix = (normalize_chroot(chroot) or "").encode("utf-8", "surrogateescape")
+
+    def locate(raw: bytes) -> str | None:
+        full = prefix + raw if raw != b"/" else (prefix or b"")
+        return tree.origin(full)
+
+    return locate
+
+
 def _say_warnings(ctx: RunContext, warnings: list[str]) -> None:
     if warnings and not ctx.quiet:
         from rich.markup import escape
@@ -218,10 +232,14 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
         rows, res = read_order(Path(path), at_zxid, chroot, progress=lambda n: bar.advance(task, n))
     rows.sort.ahead(BATCH)  # the path sort runs while the transaction is set up
     _say_warnings(ctx, res.warnings)
-    history = res.tree.history
-    changes = (history.table(res.zxid, normalize_chroot(chroot)) if history is not None
+    history = res.history
+    changes = (history.changes.table(res.zxid, normalize_chroot(chroot)) if history is not None
                else pa.Table.from_batches([], RAW_ZNODE_CHANGES))  # not empty_table(): it imports pandas (~0.3 s)
-    nodes = _publish(ctx, SNAPSHOT_STEP, _taken(rows), res.quarantine, changes)
+    if history is not None:
+        for where, path, op in history.changes.left_out:
+            res.quarantined(text(where), f"znode path {text(path)} is not valid UTF-8; its {op} is left out of "
+                            "raw/znode_changes", path.encode("utf-8", "surrogateescape"))
+    nodes = _publish(ctx, SNAPSHOT_STEP, _taken(rows), res.quarantine, changes, _locator(res.tree, chroot))
     meta = {
         "path": text(str(path)),
         "snapshot": text(res.snapshot) if res.snapshot else None,
@@ -237,6 +255,7 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
         "txn_digest_mismatches": res.txn_digest_mismatches,
         "nodes": nodes,
         "znode_changes": changes.num_rows,
+        "history": history.meta() if history is not None else None,
         "quarantined": len(res.quarantine),
         "chroot": normalize_chroot(chroot) or "/",
         "excluded": [] if normalize_chroot(chroot) else ["/zookeeper"],
@@ -247,6 +266,10 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
         return meta
     from rich.markup import escape
 
+    if history is not None and history.snapshot is not None:
+        ctx.say(f"history from {escape(text(Path(history.snapshot).name))} (zxid {history.start_zxid:#x}) to zxid "
+                f"{history.end_zxid:#x}: {history.txns} txns, {history.snapshots} snapshot(s), "
+                f"{changes.num_rows} raw/znode_changes rows")
     verified = {True: "digest verified", None: "no digest to verify",
                 False: f"[bold red]NOT verified[/]: {escape(text(res.unverified or ''))}"}[res.digest_verified]
     ctx.say(f"{nodes} znodes at zxid {res.zxid:#x} from {escape(text(res.snapshot or 'an empty tree'))} "

@@ -1,5 +1,5 @@
 """Every change the txn-log replay makes to the znodes of consumer coordination, kept as
-``raw/znode_changes`` rows (issue 21): creates, data writes and deletes of
+``raw/znode_changes`` rows: creates, data writes and deletes of
 
 - ``/consumers/[group]/ids/[consumer]``            (kind ``consumer_ids``)
 - ``/consumers/[group]/owners/[topic]/[partition]`` (kind ``consumer_owners``)
@@ -9,12 +9,16 @@
 
 with the txn's zxid, time and session (``TxnHeader.clientId``). ``seq`` orders the changes
 of one txn (the sub-txns of a multi, the ephemerals a closeSession deletes). The nodes of
-those kinds the snapshot already holds are rows of op ``snapshot`` (zxid: the snapshot's,
-time: the node's mtime), so the history starts from a known state.
+those kinds the history's first snapshot already holds are rows of op ``snapshot`` (zxid: the
+snapshot's, time: the node's mtime), so the history starts from a known state (which snapshot
+that is: :mod:`pipelines.zookeeper.chain`).
 
 The replay itself decodes txns one by one (:mod:`pipelines.zookeeper.replay`); the recorder
-adds one substring test per change and appends to column lists. Which paths are kept, their
-kind and the chroot are decided on the Arrow columns at the end, not per change.
+adds one substring test per change and appends to column lists, which become an Arrow batch
+every :data:`CHUNK` changes (a long history is held as compact columns, not Python objects).
+Which paths are kept, their kind and the chroot are decided on the Arrow columns at the end,
+not per change. A path that is not UTF-8 (damage) cannot be a row: its change is left out and
+listed in :attr:`ChangeLog.left_out` with the file and byte it came from.
 """
 
 from __future__ import annotations
@@ -33,24 +37,46 @@ KINDS = {
     "broker_topics": r"^/brokers/topics/[^/]+$",
 }
 _MARKS = ("/consumers/", "/brokers/")
+CHUNK = 1 << 16  # changes per Arrow batch
+_COLUMNS = ("zxid", "seq", "time", "session", "op", "path", "value", "version", "ephemeral_owner")
+_TYPES = (pa.int64(), pa.int32(), pa.int64(), pa.int64(), pa.string(), pa.string(), pa.binary(), pa.int32(),
+          pa.int64())
+_SCHEMA = pa.schema(list(zip(_COLUMNS, _TYPES, strict=True)))
+
+
+def is_utf8(path: str) -> bool:
+    """Whether ``path`` (bytes decoded with surrogate escapes) was valid UTF-8."""
+    if path.isascii():
+        return True
+    try:
+        path.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 class ChangeLog:
     """Column lists the replay appends to (only paths holding ``/consumers/`` or ``/brokers/``)."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, list] = {k: [] for k in ("zxid", "seq", "time", "session", "op", "path", "value",
-                                                      "version", "ephemeral_owner")}
+        self.cols: dict[str, list] = {k: [] for k in _COLUMNS}
+        self.batches: list[pa.RecordBatch] = []
         self.baseline: pa.Table | None = None
+        self.left_out: list[tuple[str, str, str]] = []  # (file:byte, path, op): paths that are not UTF-8
         self._zxid = None
         self._seq = 0
 
     def add(self, zxid: int, time: int, session: int, op: str, path: str, value: bytes | None,
-            version: int | None, owner: int | None) -> None:
+            version: int | None, owner: int | None, where=None) -> None:
+        """One change; ``where`` (the txn: ``file``, ``offset``) locates a path that is not UTF-8."""
         if _MARKS[0] not in path and _MARKS[1] not in path:
             return
         if zxid != self._zxid:
             self._zxid, self._seq = zxid, 0
+        if not is_utf8(path):
+            self.left_out.append((f"{where.file}:{where.offset}" if where is not None else f"zxid {zxid:#x}", path, op))
+            self._seq += 1
+            return
         c = self.cols
         c["zxid"].append(zxid)
         c["seq"].append(self._seq)
@@ -62,12 +88,42 @@ class ChangeLog:
         c["version"].append(version)
         c["ephemeral_owner"].append(owner)
         self._seq += 1
+        if len(c["zxid"]) >= CHUNK:
+            self._flush()
 
-    def start_from(self, paths: pa.Array, data: pa.Array, cols: dict[str, np.ndarray], zxid: int) -> None:
-        """The snapshot's nodes (Arrow paths/data, stat columns) as ``snapshot`` rows."""
+    def _flush(self) -> None:
+        c = self.cols
+        if c["zxid"]:
+            self.batches.append(pa.record_batch([pa.array(c[k], t) for k, t in zip(_COLUMNS, _TYPES, strict=True)],
+                                                schema=_SCHEMA))
+            for v in c.values():
+                v.clear()
+
+    @property
+    def changes(self) -> int:
+        """Changes recorded (the snapshot rows aside)."""
+        return sum(b.num_rows for b in self.batches) + len(self.cols["zxid"])
+
+    def start_from(self, paths: pa.Array, data: pa.Array, cols: dict[str, np.ndarray], zxid: int,
+                   where=None) -> None:
+        """The snapshot's nodes (Arrow paths/data, stat columns) as ``snapshot`` rows;
+        ``where(i)`` is the file:byte of node ``i``, for a path that is not UTF-8 (left out)."""
         paths = paths.cast(pa.large_string())
         keep = pc.or_(pc.match_substring(paths, _MARKS[0]), pc.match_substring(paths, _MARKS[1]))
         rows = np.flatnonzero(keep.to_numpy(zero_copy_only=False))
+        picked = paths.take(pa.array(rows))
+        try:
+            picked.validate(full=True)
+        except pa.ArrowInvalid:  # damage: a path that is not UTF-8 cannot be a row
+            raw = picked.view(pa.large_binary()).to_pylist()
+            good = np.ones(len(rows), np.bool_)
+            for k, b in enumerate(raw):
+                path = b.decode("utf-8", "surrogateescape")
+                if not is_utf8(path):
+                    good[k] = False
+                    i = int(rows[k])
+                    self.left_out.append((where(i) if where is not None else f"snapshot node {i}", path, "snapshot"))
+            rows = rows[good]
         n = len(rows)
         idx = pa.array(rows)
         self.baseline = pa.table({
@@ -85,18 +141,8 @@ class ChangeLog:
     def table(self, upto: int | None = None, chroot: str | None = None) -> pa.Table:
         """The ``raw/znode_changes`` rows up to zxid ``upto`` (the published tree's), paths
         relative to ``chroot``, in (zxid, seq) order."""
-        c = self.cols
-        t = pa.table({
-            "zxid": pa.array(c["zxid"], pa.int64()),
-            "seq": pa.array(c["seq"], pa.int32()),
-            "time": pa.array(c["time"], pa.int64()),
-            "session": pa.array(c["session"], pa.int64()),
-            "op": pa.array(c["op"], pa.string()),
-            "path": pa.array(c["path"], pa.string()),
-            "value": pa.array(c["value"], pa.binary()),
-            "version": pa.array(c["version"], pa.int32()),
-            "ephemeral_owner": pa.array(c["ephemeral_owner"], pa.int64()),
-        })
+        self._flush()
+        t = pa.Table.from_batches(self.batches, _SCHEMA)
         if self.baseline is not None:
             t = pa.concat_tables([self.baseline, t])
         if upto is not None:

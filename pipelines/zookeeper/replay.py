@@ -56,6 +56,8 @@ class ReplayStats:
 
 class Tree:
     def __init__(self, snap: Snapshot | None):
+        self.file = snap.file if snap is not None else None
+        self.compressed = snap is not None and snap.compression != "none"
         if snap is not None:
             nodes = snap.nodes
             self.spans = (nodes.path_spans(), nodes.data_spans())  # copied to Arrow when a txn needs them
@@ -76,6 +78,7 @@ class Tree:
         self.index: dict[str, int] | None = None
         self.new_paths: list[str] = []
         self.new_data: dict[int, bytes | None] = {}
+        self.origins: dict[str, str] = {}  # file:byte of the txn that created a path that is not UTF-8
         self.stats = ReplayStats()
         self.history: ChangeLog | None = None
         self._txn: Txn | None = None
@@ -88,13 +91,38 @@ class Tree:
         from pipelines.zookeeper.history import ChangeLog  # and pyarrow.compute: only when logs are replayed
 
         self.history = ChangeLog()
-        self.history.start_from(self.paths, self.data, {k: v[: self.n] for k, v in self.cols.items()}, zxid)
+        self.history.start_from(self.paths, self.data, {k: v[: self.n] for k, v in self.cols.items()}, zxid,
+                                self.location_of)
         return self.history
 
     def _record(self, op: str, path: str, zxid: int, value=None, version=None, owner=None) -> None:
         if self.history is not None:
             txn = self._txn
-            self.history.add(zxid, txn.time if txn else 0, txn.client_id if txn else 0, op, path, value, version, owner)
+            self.history.add(zxid, txn.time if txn else 0, txn.client_id if txn else 0, op, path, value, version, owner,
+                             txn)
+
+    def location_of(self, i: int) -> str | None:
+        """Where node ``i`` comes from: ``file:byte`` of its record in the snapshot (of the
+        uncompressed stream when the file is compressed) or of the txn that created it."""
+        if i >= self.n_base:
+            path = self.new_paths[i - self.n_base]
+            return self.origins.get(path)
+        if self.file is None:
+            return None
+        at = f"{self.file}:{int(self.spans[0].starts[i]) - 4}"  # the path's length field starts the record
+        return at + (" (uncompressed)" if self.compressed else "")
+
+    def origin(self, path: bytes) -> str | None:
+        """:meth:`location_of` the live node whose snapshot-form path is ``path``."""
+        text = path.decode("utf-8", "surrogateescape")
+        if text in self.origins:
+            return self.origins[text]
+        import pyarrow.compute as pc
+
+        hits = np.flatnonzero(pc.equal(self._path_bytes, pa.scalar(path, pa.large_binary()))
+                              .to_numpy(zero_copy_only=False))
+        live = [int(i) for i in hits if self.alive[i]]
+        return self.location_of(live[0]) if live else None
 
     # -- storage -------------------------------------------------------------
     @cached_property
@@ -197,6 +225,11 @@ class Tree:
         self.new_paths.append(path)
         self.new_data[i] = data
         self.index[path] = i
+        if not path.isascii() and self._txn is not None:
+            from pipelines.zookeeper.history import is_utf8
+
+            if not is_utf8(path):
+                self.origins[path] = f"{self._txn.file}:{self._txn.offset}"
         self._rehash(i)
         self._record("create", path, zxid, data, 0, owner)
         return True

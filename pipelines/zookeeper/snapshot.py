@@ -23,6 +23,7 @@ from __future__ import annotations
 import gzip
 import mmap
 import re
+import struct
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -317,6 +318,29 @@ def _seal(r: Reader, buf: bytes, state: tuple[int, int] | None, what: str,
     if marker != "/":
         raise ZkFormatError(r.file, at + 8, f"{what}: expected marker '/', got {marker!r}")
     return (at, checksum)
+
+
+SEAL_MARKER = b"\x00\x00\x00\x01/"  # the ustring "/" that ends every seal
+
+
+def stored_digest(path: Path | str) -> ZxidDigest | None:
+    """The tree digest a snapshot file stores after its nodes (3.6+), read from the end of the
+    stream alone (an uncompressed file is mapped: only its last page is read), or None when it
+    has none. The trailer is recognised by its seal markers (the nodes' seal, the digest's, and
+    the last processed zxid's when there); the seals' checksums are not checked (that takes
+    every byte): a snapshot used as a start is parsed whole."""
+    buf, _ = read_bytes(Path(path))
+    n, m = len(buf), len(SEAL_MARKER)
+    # (bytes after the nodes' seal, where the seal markers end counted from the nodes' seal marker)
+    for after, ends in ((54, (m, m + 33, m + 54)), (33, (m, m + 33))):
+        if n < FILE_HEADER.size + 8 + m + after:
+            continue
+        tail = bytes(buf[n - after - m : n])
+        if all(tail[e - m : e] == SEAL_MARKER for e in ends):
+            zxid, version, digest = struct.unpack_from(">qiq", tail, m)
+            if version == DIGEST_VERSION:
+                return ZxidDigest(zxid, version, digest)
+    return None
 
 
 def check_digest(snap: Snapshot) -> None:

@@ -260,6 +260,9 @@ def test_a_path_that_is_not_utf8_is_quarantined_with_its_subtree(tmp_path):
     by = {r["path"]: r for r in znodes}
     assert by["/a"]["num_children"] == 2  # the tree as ZooKeeper holds it: the bad node is still a child
     q = pq.read_table(ctx.warehouse.partition_dir("raw/quarantine", "r")).to_pylist()
-    assert [(r["location"], r["raw"]) for r in q] == [("/a/caf\\xff", b"/a/caf\xff"),
-                                                      ("/a/caf\\xff/b", b"/a/caf\xff/b")]
-    assert all("not valid UTF-8" in r["reason"] for r in q) and meta["quarantined"] == 2
+    # each at the byte its node record starts at in the file (where the test wrote it)
+    raw = f.read_bytes()
+    bad = [b"/a/caf\xff", b"/a/caf\xff/b"]
+    assert [(r["location"], r["raw"]) for r in q] == [(f"{f}:{raw.index(node(b))}", b) for b in bad]
+    assert all("/a/caf\\xff" in r["reason"] and "not valid UTF-8" in r["reason"] for r in q)
+    assert meta["quarantined"] == 2

@@ -190,8 +190,16 @@ def test_data_dir_quarantines_corrupt_snapshot_and_log(real_fixtures, tmp_path):
     ctx, out = _ctx(tmp_path)
     meta = extract_snapshot(ctx, path=d.parent, at_zxid=None)
     q = read_arrow(ctx.warehouse, "raw/quarantine", "r1").to_pylist()
-    assert [(r["source"], r["location"]) for r in q] == [("zk-snapshot", f"{d}/snapshot.83f:4815")]
+    # the corrupt snapshot; and log.42 (a log of epoch 0x88 named 0x42) cuts the history's
+    # chain from snapshot.0 and snapshot.272 (both reach it first): the history starts at 639
+    assert [(r["source"], r["location"]) for r in q] == [("zk-snapshot", f"{d}/snapshot.83f:4815"),
+                                                         ("zk-snapshot", f"{d}/log.42:16"),
+                                                         ("zk-snapshot", f"{d}/log.42:16")]
     assert "unreasonable length 977468229" in q[0]["reason"]
+    assert ["snapshot.0 go from zxid 0x273 to 0x8800000001" in q[1]["reason"],
+            "snapshot.272 go from zxid 0x272 to 0x8800000001" in q[2]["reason"]] == [True, True]
+    assert all("starts after it, at snapshot.639" in r["reason"] for r in q[1:])
+    assert meta["history"]["snapshot"] == str(d / "snapshot.639") and meta["history"]["start_zxid"] == 0x639
     assert meta["snapshot"] == str(d / "snapshot.639") and meta["zxid"] == 0x83F
     assert meta["logs_replayed"] == [str(d / "log.274"), str(d / "log.63b")]
     assert read_arrow(ctx.warehouse, "raw/znodes", "r1").num_rows == meta["nodes"] == 2111
