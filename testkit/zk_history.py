@@ -1,18 +1,20 @@
-"""A scripted consumer-coordination history driven through a real ZooKeeper (issue 21).
+"""A scripted consumer-coordination history driven through a real ZooKeeper.
 
 :class:`Script` wraps kazoo clients (one per ZooKeeper session: a broker or a consumer) and
 records every change it makes, with the zxid and mtime the server returned, and the deletes
 ZooKeeper makes for it when a session closes (the ephemerals the script created in it). Tests
 compute the expected history from ``Script.changes``, never from kaudit.
 
-:func:`play` runs the history of the issue's test data: consumers joining and leaving, owners
-moving in the right order and in a wrong one (a partition left with the wrong owner for a
-while, then fixed), offsets written (one going back), a broker removed.
+:func:`play` runs a short history: consumers joining and leaving, owners moving in the right
+order and in a wrong one (a partition left with the wrong owner for a while, then fixed),
+offsets written (one going back), a broker removed. :func:`play_past` runs a longer one meant
+to lie in the logs before a server's newest snapshot (see its docstring).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
@@ -93,7 +95,7 @@ def registration(topic: str) -> bytes:
 
 
 def play(s: Script, topic: str = "t", group: str = "g") -> None:
-    """The issue's history on ``s`` (see the module docstring)."""
+    """The short history on ``s`` (see the module docstring)."""
     g = f"/consumers/{group}"
     for b in (0, 1):
         s.create(f"broker{b}", f"/brokers/ids/{b}",
@@ -135,3 +137,137 @@ def play(s: Script, topic: str = "t", group: str = "g") -> None:
     for p in (2, 3):
         s.create("c3", f"{g}/owners/{topic}/{p}", b"c3-0", ephemeral=True)
     s.set("c3", f"{g}/offsets/{topic}/3", b"40")
+
+
+@dataclass
+class Planted:
+    """What :func:`play_past` did, as the zxids the server returned (the test's oracle)."""
+
+    joins: list[int] = field(default_factory=list)  # zxids of consumer id creates
+    leaves: list[int] = field(default_factory=list)  # of consumer id deletes (closed sessions)
+    wrong_state: int = 0  # the zxid of the join that began the state left with wrong owners
+    wrong_owners: dict[int, str] = field(default_factory=dict)  # partition -> the owner written wrongly
+    wrong_until: int = 0  # the zxid of the trigger that ended it
+    storm: list[int] = field(default_factory=list)  # zxids of the storm's membership changes
+    rounds: list[dict[int, int]] = field(default_factory=list)  # per round: partition -> offset written
+    regression: tuple[int, int, int] = (0, 0, 0)  # (partition, from, to)
+    reset: tuple[int, int, int] = (0, 0, 0)  # (partition, from, to): back to the log start
+    stuck: tuple[int, int] = (0, 0)  # (partition, offset) written again and again
+    last_fact: int = 0  # the zxid of the last planted fact
+    filler: int = 0  # txns written after it (outside /consumers and /brokers)
+
+
+def play_past(s: Script, topic: str = "t", group: str = "g", partitions: int = 4, hold: float = 9.0,
+              filler: int = 60) -> Planted:
+    """A history whose facts a test finds again from the data dir (every zxid in the returned
+    :class:`Planted` and in ``s.changes``):
+
+    - brokers 0, 1 and topic ``topic``; c1 joins and owns every partition; c2 joins and the
+      owners move in the right order (c1 releases, c2 claims); c2 leaves (its session closes);
+    - c3 joins and the owners are written in a wrong order: c1 releases partition 1 by mistake,
+      c3 claims it and c1 keeps 2 and 3 (range gives c1 0, 1 and c3 2, 3). Nothing else
+      changes in the group for ``hold`` seconds (longer than the 0.8 consumer's settle window,
+      2 s x 4 retries), then broker 1 leaves and the rebalance it starts writes the right
+      owners;
+    - a storm: c4 joins and leaves 4 times (8 membership changes, seconds apart at most);
+    - 14 rounds of offset commits of every partition, 5 of them during the hold: partition 0
+      goes back once (a regression), partition 1 is reset to 0 (the log start) once,
+      partition 2 commits one offset from round 4 on (stuck);
+    - then ``filler`` writes outside /consumers and /brokers, so that ZooKeeper rolls at least
+      one more snapshot after the last fact (it rolls one every snapCount/2 to snapCount txns).
+    """
+    g = f"/consumers/{group}"
+    out = Planted()
+    owner = dict.fromkeys(range(partitions), "c1-0")
+    offsets = dict.fromkeys(range(partitions), 0)
+
+    def commit_round() -> None:
+        k = len(out.rounds) + 1
+        written = {}
+        for p in range(partitions):
+            if p == 2 and k >= 4:
+                value = out.stuck[1] if out.stuck[1] else offsets[p] + 40
+                out.stuck = (2, value)
+            elif p == 0 and k == 7:
+                value = offsets[p] - 25
+                out.regression = (0, offsets[p], value)
+            elif p == 1 and k == 10:
+                value = 0
+                out.reset = (1, offsets[p], 0)
+            else:
+                value = offsets[p] + 40
+            path = f"{g}/offsets/{topic}/{p}"
+            if k == 1:
+                s.create(owner[p].split("-")[0], path, str(value).encode())
+            else:
+                s.set(owner[p].split("-")[0], path, str(value).encode())
+            offsets[p] = value
+            written[p] = value
+        out.rounds.append(written)
+
+    def join(name: str) -> int:
+        s.create(name, f"{g}/ids/{name}", registration(topic), ephemeral=True)
+        out.joins.append(s.changes[-1].zxid)
+        return s.changes[-1].zxid
+
+    def leave(name: str) -> int:
+        s.close(name)
+        out.leaves.append(s.changes[-1].zxid)
+        return s.changes[-1].zxid
+
+    def claim(name: str, p: int) -> None:
+        s.create(name, f"{g}/owners/{topic}/{p}", f"{name}-0".encode(), ephemeral=True)
+        owner[p] = f"{name}-0"
+
+    def release(name: str, p: int) -> None:
+        s.delete(name, f"{g}/owners/{topic}/{p}")
+
+    for b in (0, 1):
+        s.create(f"broker{b}", f"/brokers/ids/{b}",
+                 json.dumps({"host": f"b{b}", "port": 9092, "version": 4}).encode(), ephemeral=True)
+    s.create("admin", f"/brokers/topics/{topic}",
+             json.dumps({"version": 1, "partitions": {str(p): [p % 2] for p in range(partitions)}}).encode())
+    join("c1")
+    for p in range(partitions):
+        claim("c1", p)
+    commit_round()
+    join("c2")
+    for p in (2, 3):
+        release("c1", p)
+    for p in (2, 3):
+        claim("c2", p)
+    commit_round()
+    leave("c2")
+    for p in (2, 3):
+        claim("c1", p)
+    commit_round()
+    # the wrong order, held
+    out.wrong_state = join("c3")
+    release("c1", 1)
+    claim("c3", 1)
+    out.wrong_owners = {1: "c3-0", 2: "c1-0", 3: "c1-0"}
+    for _ in range(5):
+        time.sleep(hold / 5)
+        commit_round()
+    s.close("broker1")
+    out.wrong_until = s.changes[-1].zxid
+    release("c3", 1)
+    for p in (2, 3):
+        release("c1", p)
+    claim("c1", 1)
+    for p in (2, 3):
+        claim("c3", p)
+    commit_round()
+    # the storm
+    for _ in range(4):
+        out.storm.append(join("c4"))
+        out.storm.append(leave("c4"))
+    while len(out.rounds) < 14:
+        commit_round()
+    out.last_fact = max(c.zxid for c in s.changes)
+    admin = s.client("admin")
+    admin.ensure_path("/filler")
+    for i in range(filler):
+        admin.set("/filler", str(i).encode())
+    out.filler = filler
+    return out
