@@ -9,13 +9,15 @@ from __future__ import annotations
 ZOOKEEPER = ("3.4.14", "3.5.10", "3.6.4", "3.8.4", "3.9.3")
 
 # what a release's server needs that its POM leaves optional: an SLF4J binding (3.5-3.7 log
-# through log4j 1.2, 3.8+ through logback) and Dropwizard metrics (3.6+'s default provider)
-_METRICS = "io.dropwizard.metrics:metrics-core:4.1.12.1"
+# through log4j 1.2, 3.8+ through logback), Dropwizard metrics (3.6+'s default provider) and
+# snappy-java (3.6+ name a snapshot through its stream class, compressed or not)
+_METRICS = ("io.dropwizard.metrics:metrics-core:4.1.12.1", "org.xerial.snappy:snappy-java:1.1.10.5")
 ZOOKEEPER_RUNTIME: dict[str, tuple[str, ...]] = {
     "3.5.10": ("org.slf4j:slf4j-log4j12:1.7.36",),
-    "3.6.4": ("org.slf4j:slf4j-log4j12:1.7.36", _METRICS),
-    "3.8.4": (_METRICS,),
-    "3.9.3": ("ch.qos.logback:logback-classic:1.2.13", _METRICS),
+    "3.6.4": ("org.slf4j:slf4j-log4j12:1.7.36", *_METRICS),
+    # commons-cli: TxnLogToolkit, their only reader of a txn log (LogFormatter is gone)
+    "3.8.4": (*_METRICS, "commons-cli:commons-cli:1.4"),
+    "3.9.3": ("ch.qos.logback:logback-classic:1.2.13", *_METRICS, "commons-cli:commons-cli:1.4"),
 }
 
 BUNDLES: dict[str, tuple[str, ...]] = {
