@@ -19,6 +19,7 @@ from pipelines.quality.run import VALIDATION, read_results
 from pipelines.reading import read_arrow, read_built, row_count
 from pipelines.report.lag_time import LagTimeFacts, gather_lag_time
 from pipelines.report.metadata import MetadataFacts, gather_metadata
+from pipelines.report.order import nulls_last
 from pipelines.report.rebalances import RebalanceFacts, gather_rebalances
 from pipelines.tables import (
     ASSIGNMENT_STATUSES,
@@ -249,7 +250,7 @@ def _assignment(audit: pa.Table) -> tuple[dict[str, dict[str, int]], list[GroupA
             totals[source][status] = totals[source].get(status, 0) + r["count_all"]
             per_group[(source, r["group_id"])][status] += r["count_all"]
     groups = [GroupAssignment(s, g, dict(c)) for (s, g), c in per_group.items()]
-    groups.sort(key=lambda g: (-g.problems, -g.total, g.source, str(g.group_id)))
+    groups.sort(key=lambda g: nulls_last(-g.problems, -g.total, g.source, g.group_id))
     return totals, groups
 
 
@@ -291,7 +292,7 @@ def _kafka_members(wh: Warehouse, run_id: str) -> tuple[dict, dict]:
               for r in _latest(list(at.values()), "group_id")}  # a group whose latest record is a tombstone: none
     info: dict[tuple[str, str], tuple] = {}
     current: dict[str, set] = defaultdict(set)
-    for r in sorted(members.to_pylist(), key=lambda r: (r["offsets_partition"], r["log_offset"])):
+    for r in sorted(members.to_pylist(), key=lambda r: nulls_last(r["offsets_partition"], r["log_offset"])):
         key = (r["group_id"], r["offsets_partition"], r["log_offset"])
         stamp = at[key]["state_timestamp"] if key in at else None
         host, since = info.get((r["group_id"], r["member_id"]), (None, None))
@@ -307,7 +308,7 @@ def _kafka_members(wh: Warehouse, run_id: str) -> tuple[dict, dict]:
 def _latest(rows: list[dict], *key: str) -> list[dict]:
     """The latest of ``rows`` (``GROUP_RECORD_ORDER``) for each ``key``, unless it is a tombstone."""
     last: dict[tuple, dict] = {}
-    for r in sorted(rows, key=lambda r: tuple(r[c] for c in GROUP_RECORD_ORDER)):
+    for r in sorted(rows, key=lambda r: nulls_last(*(r[c] for c in GROUP_RECORD_ORDER))):
         last[tuple(r[k] for k in key)] = r
     return [r for r in last.values() if not r["is_tombstone"]]
 
@@ -342,7 +343,7 @@ def _findings(wh: Warehouse, run_id: str, audit: pa.Table, lag: dict, kafka_info
     for r in bad:
         part = f"{r['broker_id']}-{r['partition']}" if r["broker_id"] is not None else str(r["partition"])
         owners = []
-        for name in dict.fromkeys(r["observed_owners"] or []):
+        for name in dict.fromkeys(o for o in r["observed_owners"] or [] if o is not None):
             if r["source"] == "zookeeper":
                 since = ctimes.get((r["group_id"], r["topic"], part, name))
                 known = (r["group_id"], name.rsplit("-", 1)[0]) in registered  # "<consumer id>-<thread>"
@@ -354,8 +355,8 @@ def _findings(wh: Warehouse, run_id: str, audit: pa.Table, lag: dict, kafka_info
         out.append(Finding(r["source"], r["group_id"], r["topic"], r["partition"], r["broker_id"], r["status"],
                            r["expected_owner"], owners, offsets.get("committed_offset"),
                            offsets.get("log_end_offset"), offsets.get("lag")))
-    out.sort(key=lambda f: (severity.get(f.status, 99), f.source, str(f.group_id), str(f.topic),
-                            f.broker_id if f.broker_id is not None else -1, f.partition))
+    out.sort(key=lambda f: nulls_last(severity.get(f.status, 99), f.source, f.group_id, f.topic, f.broker_id,
+                                      f.partition))
     return out
 
 
@@ -379,7 +380,8 @@ def _health(wh: Warehouse, run_id: str, lag: pa.Table | None, status: pa.Table |
     if status is not None:
         burrow = defaultdict(Counter)
         for r in status.select(["source", "group_id", "status"]).to_pylist():
-            burrow[(r["source"], r["group_id"])][r["status"]] += 1
+            if r["status"] is not None:
+                burrow[(r["source"], r["group_id"])][r["status"]] += 1
 
     by_group: dict[tuple, list[dict]] = defaultdict(list)
     for r in lag.to_pylist():
@@ -414,7 +416,7 @@ def _health(wh: Warehouse, run_id: str, lag: pa.Table | None, status: pa.Table |
         if h.negative:
             h.reasons.append(f"committed beyond the log end on {h.negative} partition(s)")
         out.append(h)
-    out.sort(key=lambda g: (not g.reasons, -g.known_lag, g.source, str(g.group_id)))
+    out.sort(key=lambda g: nulls_last(not g.reasons, -g.known_lag, g.source, g.group_id))
     return out
 
 
@@ -433,6 +435,8 @@ def _heatmap(freq: pa.Table | None) -> Heatmap | None:
         return None
     key = ["group_id", "topic", "partition"]
     freq = freq.filter(pc.is_valid(freq.column("window_start"))).select([*key, "window_start", "commits"])
+    # the mart's windows start on the hour; the heat map's columns are hours whatever a row says
+    freq = freq.set_column(3, "window_start", pc.floor_temporal(freq.column("window_start"), unit="hour"))
     if freq.num_rows == 0:
         return Heatmap([], [], {})
     distinct = pc.unique(freq.column("window_start"))
@@ -442,8 +446,7 @@ def _heatmap(freq: pa.Table | None) -> Heatmap | None:
     start = pa.scalar(first, freq.schema.field("window_start").type)
     freq = freq.filter(pc.greater_equal(freq.column("window_start"), start))
     totals = freq.group_by(key).aggregate([("commits", "sum")]).to_pylist()
-    totals.sort(key=lambda r: (-(r["commits_sum"] or 0), str(r["group_id"]), str(r["topic"]),
-                               r["partition"] if r["partition"] is not None else -1))
+    totals.sort(key=lambda r: nulls_last(-(r["commits_sum"] or 0), r["group_id"], r["topic"], r["partition"]))
     shown = [(r["group_id"], r["topic"], r["partition"]) for r in totals[:HEATMAP_ROWS]]
     row_of = {k: i for i, k in enumerate(shown)}
     index = {h: i for i, h in enumerate(hours)}
@@ -461,7 +464,7 @@ def _quarantine(q: pa.Table) -> list[dict]:
         key = (r["source"], r["reason"])
         g = groups.setdefault(key, {"source": r["source"], "reason": r["reason"], "count": 0, "example": r["location"]})
         g["count"] += 1
-    return sorted(groups.values(), key=lambda g: (-g["count"], str(g["source"]), str(g["reason"])))
+    return sorted(groups.values(), key=lambda g: nulls_last(-g["count"], g["source"], g["reason"]))
 
 
 def _expectations(wh: Warehouse, run_id: str, sample_rows: int = 5) -> list[Expectation] | None:
@@ -486,8 +489,7 @@ def _group_findings(wh: Warehouse, run_id: str) -> list[GroupFinding]:
     rows = read_arrow(wh, "core/consumer_group_findings", run_id, with_run_id=False).to_pylist()
     order = {name: i for i, name in enumerate(CONSUMER_GROUP_FINDINGS)}
     out = [GroupFinding(**r) for r in rows]
-    out.sort(key=lambda g: (order.get(g.finding, 99), g.group_id, g.topic or "",
-                            -1 if g.partition is None else g.partition, g.member_id or ""))
+    out.sort(key=lambda g: nulls_last(order.get(g.finding, 99), g.group_id, g.topic, g.partition, g.member_id))
     return out
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 
 from pipelines.reading import read_built
+from pipelines.report.order import negated, nulls_last
 from pipelines.warehouse import Warehouse
 
 # findings.csv statuses of these findings (one row per partition)
@@ -57,14 +58,15 @@ def gather_lag_time(wh: Warehouse, run_id: str) -> LagTimeFacts | None:
     loss = None
     if risk is not None:
         loss = risk.filter(pc.not_equal(risk.column("status"), "ok")).to_pylist()
-        inf = float("inf")
-        loss.sort(key=lambda r: (r["status"] != "lost", -(r["records_lost"] or 0),
-                                 inf if r["seconds_to_loss"] is None else r["seconds_to_loss"], r["group_id"]))
+        loss.sort(key=lambda r: nulls_last(r["status"] != "lost", -(r["records_lost"] or 0), r["seconds_to_loss"],
+                                           r["group_id"]))
     return LagTimeFacts(
         groups=groups,
         data_loss=loss,
-        resets=None if resets is None else sorted(resets.to_pylist(), key=lambda r: (r["committed_at"], r["group_id"])),
-        stuck=None if stuck is None else sorted(stuck.to_pylist(), key=lambda r: (-r["records_behind"], r["group_id"])),
+        resets=None if resets is None else sorted(resets.to_pylist(),
+                                                  key=lambda r: nulls_last(r["committed_at"], r["group_id"])),
+        stuck=None if stuck is None else sorted(stuck.to_pylist(),
+                                                key=lambda r: nulls_last(negated(r["records_behind"]), r["group_id"])),
     )
 
 
@@ -76,7 +78,8 @@ def finding_rows(facts: LagTimeFacts | None) -> list[dict]:
     for r in facts.data_loss or ():
         status = DATA_LOST if r["status"] == "lost" else DATA_AT_RISK
         end = r["log_end_offset"]
-        out.append({**r, "status": status, "lag": None if end is None else end - r["committed_offset"]})
+        known = end is not None and r["committed_offset"] is not None
+        out.append({**r, "status": status, "lag": end - r["committed_offset"] if known else None})
     for r in facts.resets or ():
         out.append({**r, "source": "kafka", "status": OFFSET_RESET, "log_end_offset": None, "lag": None})
     for r in facts.stuck or ():

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipelines.reading import read_built
+from pipelines.report.order import nulls_last
 from pipelines.warehouse import Warehouse
 
 KAFKA_MIN_ISR = 1
@@ -76,7 +77,7 @@ def _under_min_isr(partitions: list[dict], configs: list[dict]) -> list[dict]:
             out.append({"topic": p["topic"], "topic_id": p["topic_id"], "partition": p["partition"],
                         "leader": p["leader"], "replicas": p["replicas"] or [], "isr": isr, "min_isr": need,
                         "min_isr_from": source})
-    out.sort(key=lambda r: (len(r["isr"]) - r["min_isr"], str(r["topic"]), r["partition"]))
+    out.sort(key=lambda r: nulls_last(len(r["isr"]) - r["min_isr"], r["topic"], r["partition"]))
     return out
 
 
@@ -122,7 +123,8 @@ def _timeline(history) -> tuple[list[dict] | None, list[dict], int]:
     counts = history.group_by("event").aggregate([([], "count_all"), ("event_at", "min"), ("event_at", "max")])
     timeline = [{"event": r["event"], "count": r["count_all"], "first_at": r["event_at_min"],
                  "last_at": r["event_at_max"]} for r in counts.to_pylist()]
-    timeline.sort(key=lambda r: (NOTABLE_EVENTS.index(r["event"]) if r["event"] in NOTABLE_EVENTS else 99, r["event"]))
+    timeline.sort(key=lambda r: nulls_last(NOTABLE_EVENTS.index(r["event"]) if r["event"] in NOTABLE_EVENTS else 99,
+                                           r["event"]))
     notable = history.filter(pc.is_in(history["event"], value_set=pa.array(NOTABLE_EVENTS)))
     rows = notable.sort_by([("metadata_offset", "descending")]).slice(0, TIMELINE_ROWS).to_pylist()
     return timeline, rows, notable.num_rows
@@ -140,10 +142,10 @@ def gather_metadata(wh: Warehouse, run_id: str, read) -> MetadataFacts | None:
     topics = read(wh, "raw/kraft_topics", run_id, ["topic_id", "topic", "created_at", "deleted_at"]).to_pylist()
     commits = []
     if any(t["deleted_at"] is not None for t in topics):
-        deleted = sorted({t["topic"] for t in topics if t["deleted_at"] is not None})
+        deleted = sorted({t["topic"] for t in topics if t["deleted_at"] is not None and t["topic"] is not None})
         table = read(wh, "raw/offset_commits", run_id, ["group_id", "topic", "partition", "committed_offset",
                                                          "commit_timestamp", "is_tombstone", "txn_state"])
-        table = table.filter(pc.is_in(table["topic"], value_set=pa.array(deleted)))
+        table = table.filter(pc.is_in(table["topic"], value_set=pa.array(deleted, pa.string())))
         commits = [c for c in table.to_pylist()
                    if not c["is_tombstone"] and c["txn_state"] not in ("aborted", "pending")]
     timeline, notable, notable_total = _timeline(read_built(wh, "marts/metadata_history", run_id))

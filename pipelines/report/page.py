@@ -13,6 +13,7 @@ from markupsafe import Markup
 
 from pipelines.report import charts
 from pipelines.report.facts import GROUP_FINDINGS, SOURCES, Facts, Finding
+from pipelines.report.order import nulls_last
 from pipelines.report.rebalances import PAST_FINDINGS
 from pipelines.tables import ASSIGNMENT_STATUSES
 from pipelines.version import version
@@ -89,8 +90,8 @@ def _finding_groups(findings: list[Finding]) -> tuple[list[dict], dict[str, tupl
         else:
             g["cut"] += 1
     order = {s: i for i, s in enumerate(ASSIGNMENT_STATUSES)}
-    out = sorted(groups.values(), key=lambda g: (min(order[s] for s in g["counts"]), -sum(g["counts"].values()),
-                                                 g["source"], str(g["group_id"])))
+    out = sorted(groups.values(), key=lambda g: nulls_last(min(order.get(s, len(order)) for s in g["counts"]),
+                                                           -sum(g["counts"].values()), g["source"], g["group_id"]))
     for g in out:
         g["counts"] = [(s, g["counts"][s]) for s in ASSIGNMENT_STATUSES if g["counts"].get(s)]
     capped = {s: (shown[s], n) for s, n in totals.items() if n > shown[s]}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 
 from pipelines.reading import read_built
+from pipelines.report.order import nulls_last
 from pipelines.warehouse import Warehouse
 
 TIMELINE_ROWS = 30  # rebalances listed per group (the latest ones)
@@ -23,7 +24,7 @@ PAST, STORM = "past_", "rebalance_storm"
 
 @dataclass
 class RebalanceFacts:
-    timeline: dict[tuple[str, str], list[dict]]  # (source, group) -> its latest rebalances, oldest first
+    timeline: dict[tuple[str, str], list[dict]]  # (source, group), in order -> its latest rebalances, oldest first
     totals: dict[tuple[str, str], int]
     storms: list[dict]  # source, group_id, rebalances, peak (most in an hour), first_at, last_at
     past_wrong: list[dict]  # core/settled_audit rows not ok of states that ended before the history's end
@@ -42,7 +43,10 @@ def gather_rebalances(wh: Warehouse, run_id: str, read) -> RebalanceFacts | None
     marts = read_built(wh, "marts/rebalances", run_id)
     if marts is None or marts.num_rows == 0:
         return None
-    rows = sorted(marts.to_pylist(), key=lambda r: (r["source"], r["group_id"], r["started_at"]))
+    # a rebalance without a start time (group metadata v0/v1, KIP-848 epochs) keeps its place
+    # in the log after the timed ones of its group
+    rows = sorted(marts.to_pylist(), key=lambda r: nulls_last(r["source"], r["group_id"], r["started_at"],
+                                                              r["state_zxid"], r["offsets_partition"], r["log_offset"]))
     by_group: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in rows:
         by_group[(r["source"], r["group_id"])].append(r)
@@ -50,15 +54,17 @@ def gather_rebalances(wh: Warehouse, run_id: str, read) -> RebalanceFacts | None
     for (source, group), rs in by_group.items():
         stormy = [r for r in rs if r["is_storm"]]
         if stormy:
+            peaks = [r["rebalances_last_hour"] for r in stormy if r["rebalances_last_hour"] is not None]
+            times = [r["started_at"] for r in stormy if r["started_at"] is not None]
             storms.append({"source": source, "group_id": group, "rebalances": len(stormy),
-                           "peak": max(r["rebalances_last_hour"] for r in stormy),
-                           "first_at": stormy[0]["started_at"], "last_at": stormy[-1]["started_at"]})
+                           "peak": max(peaks, default=None), "first_at": min(times, default=None),
+                           "last_at": max(times, default=None)})
     columns = ["source", "group_id", "state_zxid", "generation", "offsets_partition", "log_offset", "topic",
                "partition", "broker_id", "expected_owner", "observed_owner", "status", "held_from", "held_until"]
     audit = read(wh, "core/settled_audit", run_id, columns)
     past = audit.filter(pc.and_(pc.not_equal(audit["status"], "ok"), pc.is_valid(audit["held_until"])))
-    past_rows = sorted(past.to_pylist(), key=lambda r: (r["held_from"] is None, r["held_from"], r["group_id"],
-                                                          r["topic"], r["partition"]))
+    past_rows = sorted(past.to_pylist(), key=lambda r: nulls_last(r["held_from"], r["group_id"], r["topic"],
+                                                                  r["partition"]))
     return RebalanceFacts(
         timeline={k: v[-TIMELINE_ROWS:] for k, v in by_group.items()},
         totals={k: len(v) for k, v in by_group.items()},
