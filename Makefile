@@ -14,28 +14,28 @@ SPARK_CLASSES := $(VENV)/kaudit-spark-classes.jsa
 SPARK_JAR := $(VENV)/kaudit-spark.jar
 DBT_PARSE := $(VENV)/kaudit-dbt-parse/session/partial_parse.msgpack
 
-.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql venv jdk zookeeper chromium airflow-venv clean distclean
+.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql docs docs-reference venv jdk zookeeper chromium airflow-venv clean distclean
 
 demo: $(VENV)/.installed $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/kaudit demo
 
-# lint first: a lint error fails `make test` before the suite starts
-test: lint $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper chromium airflow-venv
+# lint and the docs first: a lint error or a broken docs link fails `make test` before the suite starts
+test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper chromium airflow-venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 unit: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; PYTHONPATH=. $(BIN)/python $$b || exit 1; done
 
 # The corruption corpus at full size, outside the suite (which runs a few dozen cases): the
 # fault tests with FUZZ_CASES damaged inputs each, then both sweeps over the command line.
 FUZZ_CASES ?= 300
 fuzz: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) zookeeper
 	KAUDIT_FUZZ_CASES=$(FUZZ_CASES) $(BIN)/python -m pytest tests/fault $(PYTEST_ARGS)
-	$(BIN)/python tests/fault/sweep_kafka.py --cases $(FUZZ_CASES)
-	$(BIN)/python tests/fault/sweep_zk.py --cases $(FUZZ_CASES)
+	PYTHONPATH=. $(BIN)/python tests/fault/sweep_kafka.py --cases $(FUZZ_CASES)
+	PYTHONPATH=. $(BIN)/python tests/fault/sweep_zk.py --cases $(FUZZ_CASES)
 
 # ruff over the Python ([tool.ruff] in pyproject.toml), sqlfluff over the dbt project (.sqlfluff).
 lint: lint-py lint-sql
@@ -49,6 +49,16 @@ lint-py: $(VENV)/.installed-test
 # one process: `--processes 2` was slower here (100 s against 79 s, the dbt templater per process).
 lint-sql: $(VENV)/.installed-test
 	$(BIN)/sqlfluff lint models snapshots
+
+# The docs site (mkdocs.yml, docs/) into site/, offline; --strict: a broken link or anchor fails
+# (not with --quiet, which hides the warnings that --strict counts).
+docs: $(VENV)/.installed-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The generated reference pages (command line, tables) again from the code; a unit test
+# (tests/unit/core/test_docs.py) fails while a committed page is stale.
+docs-reference: $(VENV)/.installed
+	$(BIN)/python -m pipelines.docs
 
 venv: $(VENV)/.installed-test
 
@@ -136,7 +146,7 @@ chromium:
 # Run outputs (what `make demo`, `kaudit` and the tests leave in the checkout); the venvs stay.
 clean:
 	rm -rf warehouse demo-out .demo-out.staging target logs dbt_packages .pytest_cache spark-warehouse \
-		metastore_db derby.log test-artifacts
+		metastore_db derby.log test-artifacts site
 
 # ... and the venvs: the checkout as cloned.
 distclean: clean

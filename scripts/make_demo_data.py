@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-from testkit.demo.generate import generate, generate_kraft
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # testkit/ is not installed with kaudit: it is imported from the checkout
 
-DEMO = Path(__file__).resolve().parents[1] / "pipelines" / "demo"
+from testkit.demo.generate import generate, generate_kraft  # noqa: E402
+
+DEMO = REPO / "pipelines" / "demo"
 
 
 def main() -> None:
