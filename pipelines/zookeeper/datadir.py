@@ -28,6 +28,9 @@ valid snapshot at or below the target zxid, then the logs after it.
   of the last verified zxid (the replay is run again up to it). A snapshot that no digest
   ever verifies is set aside for the next older one; with none older, its mismatch is raised
   (or, when a gap or damage prevented the check, the read is published unverified).
+- History: the tree above is the newest state; its changes (``raw/znode_changes``) are replayed
+  from further back, the oldest snapshot from which the logs reach that tree unbroken
+  (:mod:`pipelines.zookeeper.chain`), and kept in :attr:`OfflineRead.history`.
 """
 
 from __future__ import annotations
