@@ -278,7 +278,14 @@ public class Driver {
         long deadline = System.currentTimeMillis() + r.path("timeout_ms").asLong(60000);
         String last = "";
         while (System.currentTimeMillis() < deadline) {
-            ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+            ConsumerGroupDescription d;
+            try {
+                d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+            } catch (ExecutionException e) {  // GroupIdNotFound: no member has joined yet
+                last = e.getCause().toString();
+                Thread.sleep(200);
+                continue;
+            }
             String state = String.valueOf(call(d, "groupState", "state"));
             Set<TopicPartition> held = new HashSet<>();
             int parts = 0;

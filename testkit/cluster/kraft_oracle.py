@@ -1,0 +1,195 @@
+"""kaudit run on a real cluster's data dirs, compared with the cluster's own answers.
+
+``audit(outcome, warehouse, run_id)`` runs the whole pipeline through kaudit's command line
+(``extract offsets``, ``extract log-end``, ``extract kraft``, ``build``, ``validate``,
+``report``), each step in this process; ``compare`` reads its tables and sets them against the
+oracle (``testkit.cluster.kraft_scenarios.Outcome``):
+
+- committed offsets: every (group, topic, partition) the cluster lists, with its offset, in the
+  latest effective commit of ``raw/offset_commits`` (tombstones delete, aborted and pending
+  transactional commits do not count) and in ``marts/consumer_lag``; nothing more;
+- lag: ``marts/consumer_lag.lag`` = the cluster's latest offset - the committed offset;
+- log start and end: ``raw/log_end_offsets`` = ``listOffsets`` earliest and latest;
+- owners: for every group the cluster reports Stable, ``core/assignment_audit`` holds each
+  partition a member is assigned, observed owner = that member id, status ``ok``, and for
+  KIP-848 members the expected owner = the member whose target holds it;
+- findings: the planted resets in ``marts/offset_resets`` (``earliest``), the planted
+  DeleteRecords losses in ``marts/data_loss_risk`` (``lost``, with the records lost); a
+  finding on a group the scenario kept healthy (a non-``ok`` audit row, a
+  ``core/consumer_group_findings`` row, a reset, a loss) is a false one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.reading import read_arrow
+from pipelines.warehouse import Warehouse
+from testkit.cluster.kraft_scenarios import Outcome
+
+
+@dataclass
+class Comparison:
+    compared: int = 0
+    mismatches: list[str] = field(default_factory=list)
+    expected: int = 0
+    found: int = 0
+    false: list[str] = field(default_factory=list)
+
+    def check(self, what: str, ours, theirs) -> None:
+        self.compared += 1
+        if ours != theirs:
+            self.mismatches.append(f"{what}: kaudit {ours!r}, cluster {theirs!r}")
+
+    def row(self) -> str:
+        return (f"records compared {self.compared}, mismatches {len(self.mismatches)}, "
+                f"findings expected {self.expected} found {self.found} false {len(self.false)}")
+
+
+def kaudit(*args: str) -> tuple[int, str]:
+    """One kaudit command in this process: (exit code, what it printed)."""
+    from pipelines.cli import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 1
+    return code, printed.getvalue()
+
+
+def audit(outcome: Outcome, warehouse: Path, run_id: str) -> dict[str, str]:
+    """Every step of the pipeline on the outcome's data dirs; raises on a step that fails."""
+    base = ["--warehouse", str(warehouse), "--run-id", run_id, "--spark-master", "local[2]"]
+    logs = [str(p) for p in outcome.log_dirs]
+    steps = {
+        "extract kraft": ["extract", "kraft", str(outcome.metadata_dir)],
+        "extract offsets": ["extract", "offsets", *logs],
+        "extract log-end": ["extract", "log-end", *logs],
+        "build": ["build"],
+        "validate": ["validate"],
+        "report": ["report"],
+    }
+    printed = {}
+    for name, args in steps.items():
+        code, out = kaudit(*base, *args)
+        printed[name] = out
+        if code != 0 or "internal error" in out:
+            raise AssertionError(f"kaudit {name} exited {code} on {outcome.version}/{outcome.scenario}:\n{out[-3000:]}")
+    return printed
+
+
+def _rows(wh: Warehouse, table: str, run_id: str) -> list[dict]:
+    return read_arrow(wh, table, run_id).to_pylist()
+
+
+def _intermediate(warehouse: Path, model: str, run_id: str) -> list[dict]:
+    """The rows of a dbt intermediate model (Parquet under ``<warehouse>/dbt/intermediate``)."""
+    import pyarrow.dataset as ds
+
+    dirs = sorted((warehouse / "dbt" / "intermediate").glob(f"**/{model}/run_id={run_id}"))
+    assert dirs, f"no {model} of run {run_id} under {warehouse}"
+    return ds.dataset(dirs[0], format="parquet").to_table().to_pylist()
+
+
+def effective_commits(rows: list[dict]) -> dict[tuple[str, str, int], int]:
+    """The latest commit of each key in log order, tombstones deleting, aborted/pending skipped."""
+    latest: dict[tuple[str, str, int], tuple[tuple[int, int], int | None]] = {}
+    for r in rows:
+        if r["txn_state"] in ("aborted", "pending"):
+            continue
+        key = (r["group_id"], r["topic"], r["partition"])
+        order = (r["offsets_partition"], r["log_offset"])
+        if key not in latest or order > latest[key][0]:
+            latest[key] = (order, None if r["is_tombstone"] else r["committed_offset"])
+    return {k: v for k, (_, v) in latest.items() if v is not None}
+
+
+def _tp(text: str) -> tuple[str, int]:
+    topic, part = text.rsplit(":", 1)
+    return topic, int(part)
+
+
+def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
+    wh = Warehouse(warehouse)
+    cmp = Comparison()
+    oracle, planted = outcome.oracle, outcome.planted
+    groups = oracle["groups"]
+
+    # committed offsets, both in the raw commits and in the lag mart
+    theirs = {(g, *_tp(tp)): off for g, d in groups.items() for tp, off in d["offsets"].items()}
+    raw = {k: v for k, v in effective_commits(_rows(wh, "raw/offset_commits", run_id)).items() if k[0] in groups}
+    lag = {(r["group_id"], r["topic"], r["partition"]): r
+           for r in _rows(wh, "marts/consumer_lag", run_id) if r["source"] == "kafka" and r["group_id"] in groups}
+    for key in sorted(set(theirs) | set(raw)):
+        cmp.check(f"raw committed offset {key}", raw.get(key), theirs.get(key))
+    for key in sorted(set(theirs) | set(lag)):
+        cmp.check(f"consumer_lag committed offset {key}", lag[key]["committed_offset"] if key in lag else None,
+                  theirs.get(key))
+        if key in lag and key in theirs:
+            latest = oracle["log_offsets"][f"{key[1]}:{key[2]}"]["latest"]
+            cmp.check(f"consumer_lag lag {key}", lag[key]["lag"], latest - theirs[key])
+
+    # log start (kaudit's: the first batch present or the log-start checkpoint, int_partition_log)
+    # and end of every partition the cluster has
+    ends = {(r["topic"], r["partition"]): r for r in _rows(wh, "raw/log_end_offsets", run_id)}
+    starts = {(r["topic"], r["partition"]): r["log_start_offset"]
+              for r in _intermediate(warehouse, "int_partition_log", run_id)}
+    for tp, o in sorted(oracle["log_offsets"].items()):
+        key = _tp(tp)
+        r = ends.get(key)
+        cmp.check(f"log start {tp}", starts.get(key), o["earliest"])
+        cmp.check(f"log end {tp}", r and r["log_end_offset"], o["latest"])
+        if o["max_timestamp"] >= 0 and r is not None and r["max_timestamp"] is not None:
+            cmp.check(f"max timestamp {tp}", int(r["max_timestamp"].timestamp() * 1000), o["max_timestamp"])
+
+    # owners of every Stable group: observed = the member the cluster names, status ok
+    audit_rows = [r for r in _rows(wh, "core/assignment_audit", run_id) if r["source"] == "kafka"]
+    by_group: dict[str, dict[tuple[str, int], dict]] = {}
+    for r in audit_rows:
+        by_group.setdefault(r["group_id"], {})[(r["topic"], r["partition"])] = r
+    for g, d in sorted(groups.items()):
+        if d["state"] != "STABLE":
+            cmp.check(f"audit rows of {d['state']} group {g}", sorted(by_group.get(g, {})), [])
+            continue
+        held = {_tp(tp): m["member_id"] for m in d["members"] for tp in m["assignment"]}
+        target = {_tp(tp): m["member_id"] for m in d["members"] for tp in m.get("target_assignment", [])}
+        ours = by_group.get(g, {})
+        cmp.check(f"owned partitions of {g}", sorted(ours), sorted(held))
+        for tp, member in sorted(held.items()):
+            r = ours.get(tp)
+            cmp.check(f"owners of {g} {tp}", r and r["observed_owners"], [member])
+            if d.get("type") == "Consumer":
+                cmp.check(f"expected owner of {g} {tp}", r and r["expected_owner"], target.get(tp))
+
+    # findings: planted ones found, none on a healthy group
+    for r in audit_rows:
+        if r["status"] != "ok":
+            cmp.false.append(f"assignment_audit {r['group_id']} {r['topic']}-{r['partition']}: {r['status']}")
+    for r in _rows(wh, "core/consumer_group_findings", run_id):
+        cmp.false.append(f"consumer_group_findings {r['group_id']} {r['member_id']} {r['finding']}: {r['detail']}")
+    resets = {(r["group_id"], r["topic"], r["partition"]): r for r in _rows(wh, "marts/offset_resets", run_id)}
+    for g, tps in planted.resets.items():
+        for topic, part in sorted(tps):
+            cmp.expected += 1
+            r = resets.pop((g, topic, part), None)
+            if r is not None and r["reset_to"] == "earliest" and r["committed_offset"] == 0:
+                cmp.found += 1
+            else:
+                cmp.mismatches.append(f"reset of {g} {topic}-{part} not found as earliest: {r}")
+    cmp.false += [f"offset_resets {k}: {r['reset_to']}" for k, r in sorted(resets.items())]
+    risk = {(r["group_id"], r["topic"], r["partition"]): r for r in _rows(wh, "marts/data_loss_risk", run_id)}
+    for key, n in planted.lost.items():
+        cmp.expected += 1
+        r = risk.pop(key, None)
+        if r is not None and r["status"] == "lost" and r["records_lost"] == n:
+            cmp.found += 1
+        else:
+            cmp.mismatches.append(f"loss of {key} ({n} records) not found: {r}")
+    cmp.false += [f"data_loss_risk {k}: {r['status']}" for k, r in sorted(risk.items()) if r["status"] != "ok"]
+    return cmp
