@@ -111,7 +111,8 @@ def read_arrow(
 
 def read_built(warehouse: Warehouse, table: str, run_id: str) -> pa.Table | None:
     """The run's ``table`` (declared columns, no ``run_id``) when a step wrote it for the run;
-    None when it did not (a mart dbt did not build, unlike a table written empty)."""
-    if not parquet_files(warehouse.partition_dir(table, run_id)):
+    None when it did not (a mart dbt did not build). A mart built with no rows is an empty
+    table: Spark's ``insert overwrite`` of no rows leaves its run's directory without files."""
+    if not warehouse.exists(table, run_id):
         return None
     return read_arrow(warehouse, table, run_id, with_run_id=False)
