@@ -12,7 +12,10 @@ must not meet kaudit's pyspark). What runs comes from one config file (``example
 - Spark steps (core tables, dbt): ``spark-submit pipelines/jobs/<step>.py`` through the Apache
   Spark provider's ``SparkSubmitHook``; the master comes from the Airflow connection named by the
   ``spark_conn_id`` param (e.g. ``spark://master:7077``, ``yarn``, ``k8s://...``, ``local[*]``).
-  With ``spark_conn_id`` empty, the config's ``spark.master`` is used through ``kaudit run``.
+  With ``spark_conn_id`` empty, or naming a connection Airflow does not have (a fresh Airflow
+  home has no ``kaudit_spark``), the config's ``spark.master`` is used through ``kaudit run``
+  (``local[*]`` in the shipped example) and the task log says so: the provider's own fallback
+  for a missing connection would be ``--master yarn``.
 - exit codes: 2 (bad config/usage) and 3 (``validate.strict`` failed) fail without retry.
 
 Deploy: put this file in the dags folder; on the workers install kaudit (``make venv`` in a
@@ -69,6 +72,19 @@ def _run(argv: list[str]) -> str:
     return proc.stdout
 
 
+def _has_connection(conn_id: str) -> bool:
+    """Whether Airflow knows the connection ``conn_id`` (metadata database, secrets backend or an
+    ``AIRFLOW_CONN_*`` variable)."""
+    from airflow.sdk import Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        Connection.get(conn_id)
+    except AirflowNotFoundException:
+        return False
+    return True
+
+
 def _kaudit_run(run_id: str, *args: str) -> str:
     kaudit = os.path.join(_venv_bin(), "kaudit")
     return _run([kaudit, "--run-id", run_id, "run", "--config", _params()["config"], *args])
@@ -88,7 +104,8 @@ def _kaudit_run(run_id: str, *args: str) -> str:
                         description="Path of the audit.yaml (on the workers)."),
         "kaudit_home": Param(KAUDIT_HOME, type="string", description="kaudit checkout/install with its .venv."),
         "spark_conn_id": Param("kaudit_spark", type="string",
-                               description="Spark connection for spark-submit; empty: the config's spark.master."),
+                               description="Spark connection for spark-submit; empty or not defined in Airflow: "
+                               "the config's spark.master."),
     },
     doc_md=__doc__,
 )
@@ -119,6 +136,10 @@ def kaudit_audit():
             raise AirflowSkipException(f"{unit} is not a step of this config")
         run_id = _run_id()
         conn_id = _params()["spark_conn_id"]
+        if conn_id and not _has_connection(conn_id):
+            print(f"no Airflow connection {conn_id!r}: {unit} runs with the config's spark.master "
+                  f"(kaudit run); create the connection to spark-submit through Airflow", flush=True)
+            conn_id = ""
         if not conn_id:
             _kaudit_run(run_id, "--only", unit)
             return
