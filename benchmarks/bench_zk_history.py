@@ -1,120 +1,138 @@
-"""Benchmark: ``raw/znode_changes`` (issue 21) - a data dir whose txn logs hold ``--txns`` offset
-commits (``setData`` of ``/consumers/g<i>/offsets/t/<p>``, written by a real ZooKeeper 3.8,
-cached under ``benchmarks/.data/``) read by ``extract zk-snapshot``, in one run against:
+"""Benchmark: the whole retained past of a ZooKeeper data dir (``raw/znode_changes``).
 
-- the I/O floor of the same rows: reading the log files' bytes and writing the rows the
-  extract wrote (``raw/znode_changes``, read back from its Parquet into memory first) with the
-  extract's writer;
-- the same extract without the history (the replay alone, as before issue 21).
+A real ZooKeeper 3.8 writes ``--txns`` offset commits (``setData`` of
+``/consumers/g<i>/offsets/t/<p>``) in ``--snapshots`` equal parts, restarted after each part
+(a server takes a snapshot when it starts, so the data dir holds exactly ``--snapshots``
+snapshots, one at zxid 0 and one after each part but the last; ``snapCount`` is set out of
+reach). Cached under ``benchmarks/.data/``. ``extract zk-snapshot`` reads the tree from the
+newest snapshot and the history from the oldest, so every txn is replayed into the history.
 
-Prints each median of ``--repeat`` runs and the ratios.
+Measured in one run, the extract in a child process (wall time, its peak RSS) and, in this
+process, the I/O floor: reading the same log files (and the snapshots the history passes),
+page cache warm as for the extract. Prints the medians of ``--repeat`` runs and their ratio.
 
-    .venv/bin/python benchmarks/bench_zk_history.py --txns 1000000
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_zk_history.py --txns 1000000 --snapshots 10 --repeat 1
 """
 
 from __future__ import annotations
 
 import argparse
-import io
+import json
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
-import pyarrow.dataset as ds
-from clocks import timed
-from rich.console import Console
-
-from pipelines.context import RunContext
-from pipelines.warehouse import Warehouse
 from pipelines.zookeeper import datadir
-from pipelines.zookeeper.extract import extract_snapshot
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 GROUPS, PARTITIONS = 100, 10
 WINDOW = 2000  # requests in flight
 
+EXTRACT = """
+import io, json, resource, sys, time
+from pathlib import Path
+from rich.console import Console
+from pipelines.context import RunContext
+from pipelines.warehouse import Warehouse
+from pipelines.zookeeper.extract import extract_snapshot
+t = time.perf_counter()
+meta = extract_snapshot(RunContext(Warehouse(Path(sys.argv[2])), "bench", console=Console(file=io.StringIO())),
+                        path=Path(sys.argv[1]))
+wall = time.perf_counter() - t
+print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "history": meta["history"], "rows": meta["znode_changes"], "nodes": meta["nodes"]}))
+"""
 
-def data_dir(txns: int) -> Path:
+
+def data_dir(txns: int, snapshots: int) -> Path:
     from kazoo.client import KazooClient
-    from zk_data import DATA, server
+    from zk_data import DATA
 
-    root = DATA / f"history-{txns}"
-    done = root / "done"
-    if done.exists():
+    from testkit.zk_server import ZkServer, free_port
+
+    root = DATA / f"history-{txns}-s{snapshots}"
+    if (root / "done").exists():
         return root / "data"
     shutil.rmtree(root, ignore_errors=True)
-    zk = server(root)
-    try:
-        client = KazooClient(hosts=zk.hosts, timeout=30)
-        client.start(timeout=60)
-        paths = [f"/consumers/g{g}/offsets/t/{p}" for g in range(GROUPS) for p in range(PARTITIONS)]
-        for path in paths:
-            client.create(path, b"0", makepath=True)
-        pending = []
-        for i in range(txns):
-            pending.append(client.set_async(paths[i % len(paths)], str(i).encode()))
-            if len(pending) >= WINDOW:
-                for r in pending:
-                    r.get(timeout=60)
-                pending.clear()
-        for r in pending:
-            r.get(timeout=60)
-        client.stop()
-    finally:
-        zk.stop()
-    done.touch()
+    root.mkdir(parents=True)
+    zk = ZkServer(root, free_port(), f"forceSync=no\nsnapCount={txns * 10}\n")
+    paths = [f"/consumers/g{g}/offsets/t/{p}" for g in range(GROUPS) for p in range(PARTITIONS)]
+    written, part = 0, -(-txns // snapshots)
+    for k in range(snapshots):
+        zk.start(timeout=600)  # loads the data dir, then writes a snapshot of it
+        try:
+            client = KazooClient(hosts=zk.hosts, timeout=30)
+            client.start(timeout=600)
+            if k == 0:
+                for path in paths:
+                    client.create(path, b"0", makepath=True)
+            pending = []
+            for i in range(written, min(txns, written + part)):
+                pending.append(client.set_async(paths[i % len(paths)], str(i).encode()))
+                if len(pending) >= WINDOW:
+                    for r in pending:
+                        r.get(timeout=60)
+                    pending.clear()
+            for r in pending:
+                r.get(timeout=60)
+            written = min(txns, written + part)
+            client.stop()
+            client.close()
+        finally:
+            zk.stop()
+        print(f"  part {k + 1}/{snapshots}: {written:,} txns written", flush=True)
+    (root / "done").touch()
     return root / "data"
 
 
-def _without_history(data: Path) -> None:
-    """The replay as before issue 21: no change is recorded."""
-    from pipelines.zookeeper.replay import Tree
+def extract(data: Path, wh: Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", EXTRACT, str(data), str(wh)], check=True, capture_output=True,
+                         text=True, cwd=REPO)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
-    keep = Tree.keep_history
-    Tree.keep_history = lambda self, zxid: None
-    try:
-        datadir.read_dir(data / "version-2")
-    finally:
-        Tree.keep_history = keep
+
+def io_floor(data: Path) -> float:
+    """Seconds to read every log file and snapshot file of the data dir once."""
+    d = data / "version-2"
+    files = [p for _, p in datadir.list_files(d, "log")] + [p for _, p in datadir.list_files(d, "snapshot")]
+    t = time.perf_counter()
+    for p in files:
+        p.read_bytes()
+    return time.perf_counter() - t
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--txns", type=int, default=200_000)
+    ap.add_argument("--snapshots", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    server_dir = data_dir(args.txns)
+    data = data_dir(args.txns, args.snapshots)
+    d = data / "version-2"
+    snaps, logs = datadir.list_files(d, "snapshot"), datadir.list_files(d, "log")
+    size = sum(p.stat().st_size for _, p in logs)
     tmp = Path(tempfile.mkdtemp(prefix="bench-zk-history-"))
-    # the logs alone (ZooKeeper snapshotted every 100k txns): the replay starts from the empty
-    # tree and every txn is history
-    data = tmp / "logs"
-    (data / "version-2").mkdir(parents=True)
-    for _, p in datadir.list_files(server_dir / "version-2", "log"):
-        (data / "version-2" / p.name).hardlink_to(p)
     try:
-        runs = {"extract with history": [], "I/O floor": [], "replay without history": []}
+        runs: dict[str, list[float]] = {"extract": [], "rss_mb": [], "I/O floor": []}
         for k in range(args.repeat):
-            wh = Warehouse(tmp / f"wh{k}")
-            ctx = RunContext(wh, "bench", console=Console(file=io.StringIO()))
-            runs["extract with history"].append(timed(lambda ctx=ctx: extract_snapshot(ctx, path=data))[0])
-            rows = ds.dataset(wh.partition_dir("raw/znode_changes", "bench"), format="parquet").to_table()
-            logs = [p for _, p in datadir.list_files(data / "version-2", "log")]
-
-            def floor(rows=rows, logs=logs, k=k):
-                for p in logs:
-                    p.read_bytes()
-                with Warehouse(tmp / f"floor{k}").transaction("bench", step="floor") as tx:
-                    tx.writer("raw/znode_changes", dictionary=["op", "kind"]).write(rows)
-
-            runs["I/O floor"].append(timed(floor)[0])
-            runs["replay without history"].append(timed(lambda: _without_history(data))[0])
+            r = extract(data, tmp / f"wh{k}")
+            runs["extract"].append(r["wall"])
+            runs["rss_mb"].append(r["rss_mb"])
+            runs["I/O floor"].append(io_floor(data))
         med = {name: statistics.median(v) for name, v in runs.items()}
-        print(f"{args.txns:,} txns, {rows.num_rows:,} raw/znode_changes rows, median of {args.repeat}:")
-        for name, v in med.items():
-            print(f"  {name:24s} {v:8.2f} s")
-        print(f"  extract / I/O floor      {med['extract with history'] / med['I/O floor']:8.2f}x")
-        print(f"  extract / replay alone   {med['extract with history'] / med['replay without history']:8.2f}x")
+        h = r["history"]
+        print(f"{len(snaps)} snapshots, {len(logs)} logs ({size / 1e6:,.0f} MB), history from "
+              f"{Path(h['snapshot']).name}: {h['txns']:,} txns, {h['snapshots']} snapshots passed "
+              f"({h['snapshots_checked']} checked by digest), {r['rows']:,} raw/znode_changes rows, "
+              f"{r['nodes']:,} znodes; median of {args.repeat}:")
+        print(f"  extract zk-snapshot       {med['extract']:8.2f} s   peak RSS {med['rss_mb']:,.0f} MB")
+        print(f"  I/O floor (read the files){med['I/O floor']:8.2f} s")
+        print(f"  extract / I/O floor       {med['extract'] / med['I/O floor']:8.1f}x")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

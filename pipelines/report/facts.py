@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -183,6 +183,7 @@ class Facts:
     group_findings: list[GroupFinding] = field(default_factory=list)
     lag_time: LagTimeFacts | None = None  # lag in time, data loss, resets, stuck (None: no mart built)
     rebalances: RebalanceFacts | None = None  # rebalance history (None: the run has none)
+    zk_history: dict | None = None  # the span of the ZooKeeper data dir's history (None: no data dir read)
 
     @property
     def audited(self) -> int:
@@ -222,7 +223,24 @@ class Facts:
             "assignment": {s: {k: self.assignment[s][k] for k in SUMMARY_STATUS_ORDER} for s in SOURCES},
             "offset_regressions": self.regression_count,
             "expectations": {"evaluated": self.expectations_evaluated, "failed": self.expectations_failed},
+            **({"history": {k: v.isoformat() if isinstance(v, datetime) else v
+                            for k, v in self.zk_history.items() if k != "cuts"}} if self.zk_history else {}),
         }
+
+
+def zk_history(wh: Warehouse, run_id: str) -> dict | None:
+    """What ``extract zk-snapshot`` replayed into raw/znode_changes: the first and last txn's
+    times, the zxids, txns and snapshots it spans, the cuts in its chain (None: no data dir)."""
+    h = wh.read_meta(run_id, "extract_zk_snapshot").get("history")
+    if not h:
+        return None
+
+    def at(ms):
+        return datetime.fromtimestamp(ms / 1000, UTC) if ms is not None else None
+
+    return {"from": at(h.get("first_txn_ms")), "to": at(h.get("last_txn_ms")), "txns": h.get("txns"),
+            "snapshots": h.get("snapshots"), "start_zxid": h.get("start_zxid"), "end_zxid": h.get("end_zxid"),
+            "cuts": h.get("cuts") or []}
 
 
 def _rows(wh: Warehouse, table: str, run_id: str) -> int:
@@ -526,4 +544,5 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         group_findings=_group_findings(wh, run_id),
         lag_time=gather_lag_time(wh, run_id),
         rebalances=gather_rebalances(wh, run_id, _read),
+        zk_history=zk_history(wh, run_id),
     )

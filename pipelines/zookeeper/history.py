@@ -44,6 +44,12 @@ _TYPES = (pa.int64(), pa.int32(), pa.int64(), pa.int64(), pa.string(), pa.string
 _SCHEMA = pa.schema(list(zip(_COLUMNS, _TYPES, strict=True)))
 
 
+def _column(values: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """A numpy column as an Arrow one from its buffer (``pa.array(ndarray)`` imports pandas)."""
+    values = np.ascontiguousarray(values, dtype=np.int32 if typ.bit_width == 32 else np.int64)
+    return pa.Array.from_buffers(typ, len(values), [None, pa.py_buffer(values)])
+
+
 def is_utf8(path: str) -> bool:
     """Whether ``path`` (bytes decoded with surrogate escapes) was valid UTF-8."""
     if path.isascii():
@@ -110,8 +116,9 @@ class ChangeLog:
         ``where(i)`` is the file:byte of node ``i``, for a path that is not UTF-8 (left out)."""
         paths = paths.cast(pa.large_string())
         keep = pc.or_(pc.match_substring(paths, _MARKS[0]), pc.match_substring(paths, _MARKS[1]))
-        rows = np.flatnonzero(keep.to_numpy(zero_copy_only=False))
-        picked = paths.take(pa.array(rows))
+        hits = pc.indices_nonzero(keep)  # uint64, no nulls; read from its buffer (to_numpy imports pandas)
+        rows = np.frombuffer(hits.buffers()[1], np.uint64, len(hits), hits.offset * 8).astype(np.int64)
+        picked = paths.take(_column(rows, pa.int64()))
         try:
             picked.validate(full=True)
         except pa.ArrowInvalid:  # damage: a path that is not UTF-8 cannot be a row
@@ -125,18 +132,18 @@ class ChangeLog:
                     self.left_out.append((where(i) if where is not None else f"snapshot node {i}", path, "snapshot"))
             rows = rows[good]
         n = len(rows)
-        idx = pa.array(rows)
-        self.baseline = pa.table({
-            "zxid": pa.array(np.full(n, zxid, np.int64)),
-            "seq": pa.array(np.zeros(n, np.int32)),
-            "time": pa.array(cols["mtime"][rows].astype(np.int64)),
-            "session": pa.array(np.zeros(n, np.int64)),
-            "op": pa.array(["snapshot"] * n, pa.string()),
-            "path": paths.take(idx).cast(pa.string()),
-            "value": data.take(idx).cast(pa.binary()),
-            "version": pa.array(cols["version"][rows].astype(np.int32)),
-            "ephemeral_owner": pa.array(cols["ephemeral_owner"][rows].astype(np.int64)),
-        })
+        idx = _column(rows, pa.int64())
+        self.baseline = pa.Table.from_arrays([  # (pa.table of a dict imports pandas)
+            _column(np.full(n, zxid), pa.int64()),
+            _column(np.zeros(n), pa.int32()),
+            _column(cols["mtime"][rows], pa.int64()),
+            _column(np.zeros(n), pa.int64()),
+            pa.array(["snapshot"] * n, pa.string()),
+            paths.take(idx).cast(pa.string()),
+            data.take(idx).cast(pa.binary()),
+            _column(cols["version"][rows], pa.int32()),
+            _column(cols["ephemeral_owner"][rows], pa.int64()),
+        ], schema=_SCHEMA)
 
     def table(self, upto: int | None = None, chroot: str | None = None) -> pa.Table:
         """The ``raw/znode_changes`` rows up to zxid ``upto`` (the published tree's), paths

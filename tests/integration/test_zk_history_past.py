@@ -219,3 +219,21 @@ def test_the_reset_and_the_stuck_partition(past, built):
     stuck = {(r["partition"], r["committed_offset"]) for r in read(built, "marts/stuck_partitions")
              if r["group_id"] == "g"}
     assert planted.stuck in stuck
+
+
+def test_the_report_states_the_history_span(past, built):
+    script, _, _, meta, snaps = past
+    from pipelines.report.facts import gather
+    from pipelines.report.page import render
+
+    facts = gather(built, RUN)
+    h = facts.summary()["history"]
+    assert (h["txns"], h["snapshots"], h["start_zxid"], h["end_zxid"]) == (meta["zxid"] - min(snaps), len(snaps),
+                                                                          min(snaps), meta["zxid"])
+    # the first txn is the session of the script's first client, just before its first write
+    first, last = (ts(f(c.mtime for c in script.changes if c.mtime)) for f in (min, max))
+    start, end = dt.datetime.fromisoformat(h["from"]), dt.datetime.fromisoformat(h["to"])
+    assert first - dt.timedelta(seconds=5) <= start <= first and end >= last
+    html = render(facts)
+    assert (f"ZooKeeper history from {start:%Y-%m-%d %H:%M:%S} UTC to {end:%Y-%m-%d %H:%M:%S} UTC, "
+            f"{h['txns']:,} txns, {len(snaps)} snapshot(s) (zxid {min(snaps):#x} to {meta['zxid']:#x})." in html)
