@@ -1,4 +1,4 @@
-"""Issue 21 on a real ZooKeeper: a scripted coordination history (testkit.zk_history: consumers
+"""The ZooKeeper history on a real ZooKeeper: a scripted coordination history (testkit.zk_history: consumers
 joining and leaving, owners moved in the right and a wrong order, offsets written and one going
 back, a broker removed) is read back from the server's own txn logs by ``extract zk-snapshot``
 into ``raw/znode_changes``, and the ZooKeeper offset writes become commits of
@@ -20,6 +20,7 @@ import yaml
 from rich.console import Console
 
 from pipelines.context import RunContext
+from pipelines.settle import SettleRule
 from pipelines.tables import SCHEMAS
 from pipelines.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
@@ -32,6 +33,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 UTC = dt.UTC
 RUN = "h1"
+# the script's changes come milliseconds apart: with the default settle window every state but
+# the last would be a transition; a window of 0 settles every state that ends with its
+# partitions owned (the settle window itself: tests/unit/spark/test_spark_settle.py, test_zk_settle.py)
+WINDOW_0 = SettleRule(window_ms=0)
 KINDS = {"ids": "consumer_ids", "owners": "consumer_owners", "offsets": "consumer_offsets"}
 
 
@@ -216,8 +221,10 @@ def script_states(script: Script, partitions: int = 4) -> list[dict]:
         expected = range_owners(sorted(live), partitions)
         audit = {p: ("ok" if owners.get(p, (None,))[0] == want else "wrong_owner" if p in owners else "unowned",
                      owners.get(p, (None,))[0]) for p, want in expected.items()}
+        # settled (window 0, WINDOW_0): it ended with every expected partition owned
         states.append({"state_zxid": start, "next_zxid": end, "expected": expected, "audit": audit,
-                       "settled": all(s == "ok" for s, _ in audit.values())})
+                       "settled": all(s != "unowned" for s, _ in audit.values()),
+                       "wrong": any(s == "wrong_owner" for s, _ in audit.values())})
     return states
 
 
@@ -225,7 +232,7 @@ def test_every_settled_state_is_audited(history, spark):
     from pipelines.spark.build import build_core
 
     script, wh, _ = history
-    build_core(RunContext(wh, RUN, quiet=True), {})
+    build_core(RunContext(wh, RUN, quiet=True), {}, WINDOW_0)
     want = script_states(script)
     got = sorted(read(wh, "core/rebalance_states"), key=lambda r: r["state_zxid"])
     assert [(r["state_zxid"], r["next_zxid"], r["settled"]) for r in got] == [
@@ -237,8 +244,8 @@ def test_every_settled_state_is_audited(history, spark):
             assert (r["expected_owner"], r["observed_owner"], r["status"]) == (s["expected"][p], owner, status)
     # the wrong owners c3 joining left in place lasted until the next trigger (the broker
     # removed), and today's owners no longer show them
-    wrong = [s for s in want if not s["settled"]]
-    assert len(wrong) == 1 and want[-1]["settled"]
+    wrong = [s for s in want if s["wrong"]]
+    assert len(wrong) == 1 and wrong[0]["settled"] and want[-1]["settled"] and not want[-1]["wrong"]
     assert {r["held_until_zxid"] for r in audit.values() if r["status"] == "wrong_owner"} == {wrong[0]["next_zxid"]}
 
     # the marts: one rebalance per state, a storm past the configured rate, the owners' history
@@ -269,7 +276,7 @@ def test_report_shows_the_timeline_the_past_wrong_owner_and_the_storm(history):
     facts = gather(wh, RUN)
     r = facts.rebalances
     assert r.totals == {("zookeeper", "g"): len(want)}
-    wrong = next(s for s in want if not s["settled"])
+    wrong = next(s for s in want if s["wrong"])
     past = {(w["partition"], w["expected_owner"], w["observed_owner"]) for w in r.past_wrong}
     assert past == {(p, wrong["expected"][p], owner) for p, (st, owner) in wrong["audit"].items() if st != "ok"}
     assert [s["group_id"] for s in r.storms] == ["g"]

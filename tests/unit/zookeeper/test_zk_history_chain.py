@@ -140,3 +140,20 @@ def test_a_path_that_is_not_utf8_is_quarantined_at_its_txn(tmp_path):
     assert {r["reason"].split(";")[1].strip() for r in q} == {"the node is left out of raw/znodes",
                                                               "its create is left out of raw/znode_changes"}
     assert meta["nodes"] == 5  # /, /consumers, /consumers/g, /consumers/g/ids and .../ok (/zookeeper left out)
+
+
+def test_a_target_zxid_ends_the_history_there(tmp_path):
+    d = tmp_path / "target" / "version-2"
+    d.mkdir(parents=True)
+    (d / "snapshot.0").write_bytes(snapshot_file(BASE))
+    paths = [*PARENTS, b"/consumers/g/ids/a", b"/consumers/g/ids/b", b"/consumers/g/ids/c"]
+    (d / "log.1").write_bytes(log_file([txn(z, "create", p) for z, p in enumerate(paths, 1)])[0])
+    (d / "snapshot.6").write_bytes(snapshot_file(BASE))  # past the target: neither the tree's start nor the history's
+    wh = Warehouse(tmp_path / "wh")
+    meta = extract_snapshot(RunContext(wh, "t", console=Console(file=io.StringIO())), path=d.parent, at_zxid=5)
+    changes = read_arrow(wh, "raw/znode_changes", "t").to_pylist()
+    assert meta["zxid"] == 5 and meta["snapshot"] == str(d / "snapshot.0")
+    assert (meta["history"]["snapshot"], meta["history"]["end_zxid"], meta["history"]["txns"]) == (
+        str(d / "snapshot.0"), 5, 5)
+    assert [(r["op"], r["path"], r["zxid"]) for r in changes] == [("create", "/consumers/g/ids/a", 4),
+                                                                  ("create", "/consumers/g/ids/b", 5)]
