@@ -220,10 +220,23 @@ def build(
         list[str] | None, typer.Option("--assignor", help="GROUP=range|roundrobin for a ZooKeeper group.")
     ] = None,
     skip_dbt: Annotated[bool, typer.Option("--skip-dbt", help="Only the Spark core tables.")] = False,
+    settle_window_ms: Annotated[
+        str | None,
+        typer.Option("--settle-window-ms", help="A group's state is settled when nothing changes it for this long "
+                     "(default 8000: rebalance.backoff.ms x rebalance.max.retries of the 0.8 consumer)."),
+    ] = None,
+    stuck_limit_ms: Annotated[
+        str | None,
+        typer.Option("--stuck-limit-ms", help="A rebalance not settled this long after it began is stuck_rebalance "
+                     "(default 60000)."),
+    ] = None,
 ) -> None:
     """Spark registry, expected assignment and audit; then dbt build of the marts."""
+    from pipelines.settle import parse
+
     assignors = steps.parse_assignors(assignor or [])
-    steps.build(_run(ctx, "step"), assignors=assignors, run_dbt=not skip_dbt)
+    settle = parse(settle_window_ms, stuck_limit_ms)
+    steps.build(_run(ctx, "step"), assignors=assignors, run_dbt=not skip_dbt, settle=settle)
 
 
 @app.command()

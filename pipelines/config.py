@@ -36,6 +36,7 @@ from pydantic import (
 
 from pipelines.errors import UsageError
 from pipelines.runs import RUN_ID, RUN_ID_RULE
+from pipelines.settle import DEFAULT_SETTLE_WINDOW_MS, DEFAULT_STUCK_LIMIT_MS, SettleRule
 from pipelines.tables import ZOOKEEPER_ASSIGNORS
 from pipelines.zookeeper.hosts import check_hosts
 
@@ -222,6 +223,24 @@ class ValidateConfig(_Model):
     strict: bool = False
 
 
+class HistoryConfig(_Model):
+    """The rebalance history's settle rule (:mod:`pipelines.settle`), in milliseconds."""
+
+    settle_window_ms: int = Field(default=DEFAULT_SETTLE_WINDOW_MS, ge=0)
+    stuck_limit_ms: int = Field(default=DEFAULT_STUCK_LIMIT_MS, ge=0)
+
+    @model_validator(mode="after")
+    def _order(self) -> HistoryConfig:
+        if self.stuck_limit_ms < self.settle_window_ms:
+            raise ValueError(f"stuck_limit_ms {self.stuck_limit_ms} is below settle_window_ms "
+                             f"{self.settle_window_ms}: a rebalance would be stuck before it could settle")
+        return self
+
+    @property
+    def rule(self) -> SettleRule:
+        return SettleRule(self.settle_window_ms, self.stuck_limit_ms)
+
+
 class AuditConfig(_Model):
     warehouse: Path | None = None
     run_id: str | None = None
@@ -230,6 +249,7 @@ class AuditConfig(_Model):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     dbt: DbtConfig = Field(default_factory=DbtConfig)
     assignors: dict[str, Literal[ZOOKEEPER_ASSIGNORS]] = Field(default_factory=dict)
+    history: HistoryConfig = Field(default_factory=HistoryConfig)
     validate_: ValidateConfig = Field(default_factory=ValidateConfig, alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

@@ -93,7 +93,7 @@ def plan_json(cfg: AuditConfig, ctx: RunContext, units: list[str]) -> str:
             "units": units,
             "extract_units": [u for u in units if u.startswith("extract:")],
             "spark_jobs": {
-                "build": job("build_core", steps.assignor_args(cfg.assignors)),
+                "build": job("build_core", [*steps.assignor_args(cfg.assignors), *cfg.history.rule.args()]),
                 "dbt": job("dbt_build", steps.dbt_job_args(ctx)),
             },
             "strict": cfg.strict,
@@ -127,7 +127,7 @@ def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
         at_time = None if kr.at_time is None else parse_time_ms(kr.at_time)
         steps.extract_kraft(ctx, paths=list(kr.paths), at_offset=kr.at_offset, at_time_ms=at_time)
     elif unit == "build":
-        steps.build(ctx, assignors=dict(cfg.assignors), run_dbt=False)
+        steps.build(ctx, assignors=dict(cfg.assignors), run_dbt=False, settle=cfg.history.rule)
     elif unit == "dbt":
         steps.dbt(ctx)
     elif unit == "validate":

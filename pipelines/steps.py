@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
+from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
 
 # what a run must hold for build to have something to audit
@@ -123,8 +124,10 @@ def dbt_job_args(ctx: RunContext) -> list[str]:
     return ["--target", ctx.dbt_target] if ctx.dbt_target else []
 
 
-def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: bool = True) -> None:
-    """Spark core tables, then :func:`dbt` (unless ``run_dbt`` is False).
+def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: bool = True,
+          settle: SettleRule = DEFAULT_RULE) -> None:
+    """Spark core tables, then :func:`dbt` (unless ``run_dbt`` is False). ``settle``: the
+    history's settle window and stuck limit.
 
     With a non-local master (``spark://``, ``yarn``, ``k8s://``) each Spark step runs as
     ``spark-submit pipelines/jobs/<step>.py`` with the package shipped (``pipelines.cluster``)."""
@@ -132,14 +135,14 @@ def build(ctx: RunContext, assignors: dict[str, str] | None = None, run_dbt: boo
     from pipelines import cluster  # (hashlib, zipfile, tempfile: not imported by the extracts)
 
     if cluster.submits(ctx):
-        cluster.submit_job(ctx, "build_core", assignor_args(assignors or {}))
+        cluster.submit_job(ctx, "build_core", [*assignor_args(assignors or {}), *settle.args()])
     else:
         from pipelines.spark.build import build_core
         from pipelines.transform.dbt_runner import parse_ahead
 
         parsed = parse_ahead(ctx) if run_dbt else None
         try:
-            build_core(ctx, assignors or {})
+            build_core(ctx, assignors or {}, settle)
         finally:
             if parsed is not None:
                 parsed.result()

@@ -493,6 +493,12 @@ CORE = {
             ("log_offset", pa.int64()),
             ("next_log_offset", pa.int64()),  # the next state's or the group's tombstone; null: the last
             ("settled_log_offset", pa.int64()),  # consumer: every targeted member reached the epoch
+            # the settle rule (pipelines.settle), both eras: a rebalance is a run of unsettled states
+            # and the state that settled it
+            ("rebalance_started_at", TS),  # the start of the rebalance this state belongs to
+            ("stuck", pa.bool_()),  # the rebalance settled after the stuck limit, or not by then
+            ("settle_window_ms", pa.int64()),  # the settle window the build used
+            ("stuck_limit_ms", pa.int64()),  # the stuck limit the build used
         ]
     ),
     "core/settled_audit": pa.schema(
@@ -516,6 +522,7 @@ CORE = {
             ("generation", pa.int32()),
             ("offsets_partition", pa.int32()),
             ("log_offset", pa.int64()),
+            ("settled", pa.bool_()),  # the state settled: only then is a status other than ok a finding
         ]
     ),
 }

@@ -44,6 +44,7 @@ from pyspark.sql import functions as F
 from pipelines import quarantine
 from pipelines.context import RunContext
 from pipelines.reading import row_count
+from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.spark import (
     assignment_kafka,
     assignment_kip848,
@@ -159,17 +160,19 @@ def _early(frame: DataFrame) -> DataFrame:
     return reused(frame, eager=True) if one_partition(frame.sparkSession) else frame
 
 
-def _zookeeper_states(spark: SparkSession, ctx: RunContext, assignors: dict[str, str]) -> list[DataFrame]:
+def _zookeeper_states(spark: SparkSession, ctx: RunContext, assignors: dict[str, str],
+                      rule: SettleRule) -> list[DataFrame]:
     """Issue 21: (``core/rebalance_states``, ``core/settled_audit``) of every state of the
     ZooKeeper groups the txn logs replayed (they need nothing else the build writes)."""
-    return [_early(frame) for frame in rebalances.build(spark, ctx, assignors)]
+    return [_early(frame) for frame in rebalances.build(spark, ctx, assignors, rule)]
 
 
 def _kafka_era_states(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame,
-                      kip848_state: tuple | None) -> list[list[DataFrame]]:
+                      kip848_state: tuple | None, rule: SettleRule) -> list[list[DataFrame]]:
     """Issue 21: the same two tables' rows of every generation (epoch) of the Kafka groups
     (:func:`generations.build`)."""
-    return [[_early(frame) for frame in pair] for pair in generations.build(spark, ctx, topic_parts, kip848_state)]
+    pairs = generations.build(spark, ctx, topic_parts, kip848_state, rule)
+    return [[_early(frame) for frame in pair] for pair in pairs]
 
 
 def _write_history(tx, zookeeper: list[DataFrame], kafka_era: list[list[DataFrame]], advance) -> None:
@@ -184,8 +187,9 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return functools.reduce(DataFrame.unionByName, frames)
 
 
-def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
-    """Builds all ``core/*`` tables of ``ctx.run_id``; returns row counts per table."""
+def build_core(ctx: RunContext, assignors: dict[str, str], rule: SettleRule = DEFAULT_RULE) -> dict[str, int]:
+    """Builds all ``core/*`` tables of ``ctx.run_id``; returns row counts per table. ``rule``:
+    the history's settle window and stuck limit (:mod:`pipelines.settle`)."""
     assignment_zk.check_assignors(assignors)
     spark = ctx.spark()
     wh, run_id = ctx.warehouse, ctx.run_id
@@ -197,7 +201,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         znodes = _znodes(spark, ctx)
         bulk = {t: side.submit("scan", _write_parsed, tx, {t: p}, znodes, advance)
                 for t, p in registry.BULK_PARSERS.items()}
-        zookeeper = side.submit("zookeeper-history", _zookeeper_states, spark, ctx, assignors)
+        zookeeper = side.submit("zookeeper-history", _zookeeper_states, spark, ctx, assignors, rule)
         # no ZooKeeper registry: the KRaft replay's tables replace the empty ones
         replacing = kraft_registry.frames(spark, ctx) if kraft_registry.used(ctx) else {}
         bad = _small_registry(tx, znodes, advance, replaced=replacing)
@@ -221,7 +225,8 @@ def build_core(ctx: RunContext, assignors: dict[str, str]) -> dict[str, int]:
         kip848_state = None
         if row_count(wh, "raw/consumer_group_metadata", run_id):
             kip848, findings, kip848_state = _kip848_groups(spark, ctx, topic_parts)
-        kafka_era = side.submit("kafka-history", _kafka_era_states, spark, ctx, topic_parts, kip848_state)
+        kafka_era = side.submit("kafka-history", _kafka_era_states, spark, ctx, topic_parts, kip848_state,
+                                rule)
         kafka = _kafka_groups(spark, ctx, topic_parts) if row_count(wh, "raw/group_metadata", run_id) else None
         others = [o for o in (roundrobin, kafka, kip848) if o is not None]
         expected = side.submit("expected", _write_expected, tx, [expected_range, *[o["expected"] for o in others]],

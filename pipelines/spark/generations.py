@@ -1,5 +1,5 @@
 """Every rebalance of the Kafka-era groups, and the audit of every settled state, from the
-``__consumer_offsets`` records of every generation (issue 21): the Kafka sibling of
+``__consumer_offsets`` records of every generation: the Kafka sibling of
 :mod:`pipelines.spark.rebalances` (ZooKeeper), into the same ``core/rebalance_states`` and
 ``core/settled_audit`` (``source = 'kafka'``, ``group_protocol`` classic | consumer, the state
 keyed by the record that began it: ``offsets_partition``, ``log_offset``). DataFrame ->
@@ -24,16 +24,22 @@ Classic groups (``raw/group_metadata``, ``raw/group_members``, ``raw/group_assig
   assignment the leader wrote is audited against them by :func:`pipelines.spark.audit.audit`
   (``duplicate_owner``: a partition in two members' assignments, counted as
   ``double_claimed_partitions``). The leader writes the whole assignment at once, so a
-  generation is settled when every row is ``ok``, at its start.
+  generation is settled (:mod:`pipelines.settle`) when nothing follows its last record for the
+  settle window (to the next state, or to the history's end: the latest group record or offset
+  commit time of the run); a generation ended by the group's deletion has no known end (not
+  settled), one without times (GroupMetadataValue v0/v1) cannot be timed (settled).
 
 KIP-848 groups (``raw/consumer_group_*``): a state is a group epoch (ConsumerGroupMetadata
 records, the same rule as generations). Expected owners: the server's target of that epoch
 (the first ConsumerGroupTargetAssignmentMetadata record of the epoch inside the state, the
-target member records as of it). Settled: the first log offset by which every targeted member
-wrote a ``STABLE`` current assignment at the epoch or later (``settled_log_offset``; a stable
-member holds its target, ``modern/MemberState.java``); never, if one did not before the next
-epoch. The audit compares the target with what each member held at the
-end of the state (current assignment plus partitions pending revocation). The records carry no
+target member records as of it) of the members still in the group at the state's end: a
+member whose records are tombstoned left cleanly and is never an expected owner. Settled: the
+assignment epoch equals the group epoch (that target metadata record) and every such member
+wrote a current assignment at the epoch or later holding exactly its target (assigned plus
+pending revocation): ``settled_log_offset`` is the later of the two; never, if one did not
+before the next epoch; at its start, when every member left. The audit compares the target
+with what each member held at the end of the state (current assignment plus partitions
+pending revocation). The records carry no
 time of their own: ``started_at`` is the batch time of the ConsumerGroupMetadata record that began
 the epoch (``batch_timestamp``: the first timestamp of its batch in ``__consumer_offsets``, the
 append time for LogAppendTime; null when the batch has none), ``settled_at`` that of the
@@ -50,9 +56,11 @@ from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
 from pipelines.reading import row_count
+from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.spark import assignment_kafka, assignment_kip848
 from pipelines.spark.audit import audit
 from pipelines.spark.io import read_spark, reused
+from pipelines.spark.settling import millis, rebalance_runs
 from pipelines.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
@@ -175,17 +183,19 @@ def _state_key(protocol: str) -> list[Column | str]:
 
 
 def _states_table(states: DataFrame, summary: DataFrame, protocol: str, settled: Column,
-                  settled_at: Column, settled_offset: Column) -> DataFrame:
-    """``core/rebalance_states`` rows (the ZooKeeper columns null)."""
+                  settled_at: Column, settled_offset: Column, rule: SettleRule) -> DataFrame:
+    """``core/rebalance_states`` rows (the ZooKeeper columns null), with their rebalances
+    (:func:`~pipelines.spark.settling.rebalance_runs`). ``states`` has ``_end_at``: the latest
+    time the run's records of these groups show (the end of their history)."""
     rows = states.join(summary, STATE, "left").withColumn("_ok", F.coalesce("_ok", F.lit(True)))
     zero = F.lit(0)
-    return rows.select(
+    table = rows.select(
         *_state_key(protocol),
         "started_at",
         "trigger",
         "next_log_offset",
         "next_at",
-        settled.alias("settled"),
+        F.coalesce(settled, F.lit(False)).alias("settled"),
         settled_offset.alias("settled_log_offset"),
         settled_at.alias("settled_at"),
         F.coalesce("expected_partitions", zero).alias("expected_partitions"),
@@ -195,12 +205,22 @@ def _states_table(states: DataFrame, summary: DataFrame, protocol: str, settled:
         F.coalesce("unowned_at_end", zero).alias("unowned_at_end"),
         F.coalesce("unexpected_partitions", zero).alias("unexpected_partitions"),
         "assignor",
+        "_end_at",
     )
+    # an unsettled state lasted to the next state, or to the end of the history when it is the
+    # group's last (a state ended by the group's deletion has no known end)
+    until = F.coalesce("next_at", F.when(F.col("next_log_offset").isNull(), F.col("_end_at")))
+    runs = rebalance_runs(table, ["group_id"], _log_order(), rule, until, F.col("trigger") == "first")
+    return reused(runs.drop("_end_at"))
 
 
-def _audit_table(audited: DataFrame, states: DataFrame, protocol: str) -> DataFrame:
-    """``core/settled_audit`` rows (the ZooKeeper columns null)."""
-    return audited.join(states.select(*STATE, "generation", "started_at", "next_at"), STATE).select(
+def _audit_table(audited: DataFrame, table: DataFrame, protocol: str) -> DataFrame:
+    """``core/settled_audit`` rows (the ZooKeeper columns null) of ``audited``, with the
+    ``settled`` flag of their state's row in ``table`` (:func:`_states_table`)."""
+    keyed = table.select(F.col("offsets_partition").alias("state_partition"),
+                         F.col("log_offset").alias("state_offset"), "group_id", "generation", "started_at", "next_at",
+                         "settled")
+    return audited.join(keyed, STATE).select(
         *_state_key(protocol),
         "topic",
         "partition",
@@ -210,22 +230,40 @@ def _audit_table(audited: DataFrame, states: DataFrame, protocol: str) -> DataFr
         "status",
         F.col("started_at").alias("held_from"),
         F.col("next_at").alias("held_until"),
+        "settled",
     )
 
 
+def _commit_times(commits: DataFrame | None) -> list[tuple[DataFrame, str]]:
+    return [] if commits is None else [(commits, "commit_timestamp")]
+
+
+def _latest_time(*frames: tuple[DataFrame, str]) -> DataFrame:
+    """One row, ``_end_at``: the latest of the ``(frame, time column)`` pairs' times."""
+    times = [df.select(F.col(c).alias("_t")) for df, c in frames]
+    union = times[0]
+    for t in times[1:]:
+        union = union.unionByName(t)
+    return union.agg(F.max("_t").alias("_end_at"))
+
+
 def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_assignments: DataFrame,
-                   partitions: DataFrame) -> tuple[DataFrame, DataFrame]:
+                   partitions: DataFrame, rule: SettleRule = DEFAULT_RULE,
+                   commits: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``) rows of the classic groups' generations.
-    ``partitions``: :func:`assignment_kafka.topic_partitions` of the run."""
+    ``partitions``: :func:`assignment_kafka.topic_partitions` of the run; ``rule``: the settle
+    window and stuck limit; ``commits``: ``raw/offset_commits``, whose times extend the
+    history's end past the last group record."""
     consumer = group_metadata.where(F.col("is_tombstone") | (F.col("protocol_type") == "consumer"))
     records = consumer.select(*KEY, "generation", "protocol", "state_timestamp",
                               F.coalesce("is_tombstone", F.lit(False)).alias("is_tombstone"))
     starts = reused(_timed(state_starts(records, "generation"), "state_timestamp"))
-    # the generation's last record: what the state ended with
+    # the generation's last record: what the state ended with, and since when
     last = _of_state(records, starts).groupBy(*STATE).agg(
-        F.max(F.struct(*_log_order(), "protocol")).alias("_last")
+        F.max(F.struct(*_log_order(), "protocol", "state_timestamp")).alias("_last")
     ).select(*STATE, F.col("_last.log_offset").alias("log_offset"),
-             F.col("_last.offsets_partition").alias("offsets_partition"), F.col("_last.protocol").alias("protocol"))
+             F.col("_last.offsets_partition").alias("offsets_partition"), F.col("_last.protocol").alias("protocol"),
+             F.col("_last.state_timestamp").alias("_changed_at"), F.col("_last.log_offset").alias("_changed_offset"))
     of_last = last.select(*STATE, *KEY)
     folded = last.select(_fold().alias("group_id"), "offsets_partition", "log_offset", "protocol")
 
@@ -250,12 +288,20 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
         F.array_sort(F.collect_list(F.concat_ws("=", "owner", "_t"))).alias("_subs"),
     )
     assignors = _unfold(expected).groupBy(*STATE).agg(F.first("assignor", ignorenulls=True).alias("assignor"))
-    states = reused(_with_triggers(starts.join(sets, STATE, "left")).join(assignors, STATE, "left"))
-    summary = _summary(audited, expected)
-    ok = F.coalesce("_ok", F.lit(True))
-    table = _states_table(states, summary, "classic", ok, F.when(ok, F.col("started_at")),
-                          F.when(ok, F.col("state_offset")))
-    return table, _audit_table(audited, states, "classic")
+    end_at = _latest_time((records, "state_timestamp"), *_commit_times(commits))
+    states = reused(
+        _with_triggers(starts.join(sets, STATE, "left")).join(assignors, STATE, "left")
+        .join(last.select(*STATE, "_changed_at", "_changed_offset"), STATE, "left").crossJoin(F.broadcast(end_at))
+    )
+    # the leader writes the whole assignment at once: settled when nothing follows it for the
+    # settle window (records without times, before GroupMetadataValue v2, cannot be timed: settled)
+    changed_at = F.coalesce("_changed_at", "started_at")
+    quiet = millis(F.coalesce("next_at", F.when(F.col("next_log_offset").isNull(), F.col("_end_at")))) - millis(
+        changed_at)
+    settled = F.coalesce(quiet >= rule.window_ms, changed_at.isNull())
+    table = _states_table(states, _summary(audited, expected), "classic", settled,
+                          F.when(settled, changed_at), F.when(settled, F.col("_changed_offset")), rule)
+    return table, _audit_table(audited, table, "classic")
 
 
 def _place() -> Column:
@@ -281,8 +327,21 @@ def _as_of(records: DataFrame, bounds: DataFrame, before: str, inclusive: bool) 
     return rows.withColumn("_last", F.max(order).over(w)).where((order == F.col("_last")) & ~F.col("is_tombstone"))
 
 
-def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
-                    state: dict[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
+def _partition_set(*lists: Column) -> Column:
+    """The sorted ``topic_id:partition`` strings of list<struct<topic_id, partitions>> columns
+    (null lists: none), to compare two holdings."""
+    def flat(tps: Column) -> Column:
+        return F.flatten(F.transform(F.coalesce(tps, F.array()), lambda t: F.transform(
+            F.coalesce(t["partitions"], F.array()), lambda p: F.concat_ws(":", t["topic_id"], p.cast("string")))))
+
+    out = flat(lists[0])
+    for more in lists[1:]:
+        out = F.concat(out, flat(more))
+    return F.array_sort(out)
+
+
+def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame, state: dict[str, DataFrame],
+                    rule: SettleRule = DEFAULT_RULE, commits: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``) rows of the KIP-848 groups' epochs.
     ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`; ``state``: their
     :func:`assignment_kip848.state` (the build's, shared with the findings and the audit)."""
@@ -299,9 +358,13 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
         .withColumn("_target_at", F.col("_target.at"))
     )
     names = assignment_kip848.topic_names(topic_parts, raw["raw/consumer_group_partition_metadata"])
-    targets = reused(_as_of(raw["raw/consumer_group_target_assignments"], target_at, "_target_at", inclusive=True))
+    # a member whose records are tombstoned by the end of the state left it: never an expected owner
+    live = _as_of(raw["raw/consumer_group_members"], starts, "next_log_offset", inclusive=False).select(
+        *STATE, "member_id")
+    targets = _as_of(raw["raw/consumer_group_target_assignments"], target_at, "_target_at", inclusive=True)
+    targets = reused(targets.join(live, [*STATE, "member_id"], "left_semi"))
     target = reused(assignment_kip848.named(_pairs(targets, "topic_partitions"), names))
-    # what each member held at the end of the state, and when it was stable at the epoch
+    # what each member held at the end of the state, and when its holding matched its target
     current = raw["raw/consumer_group_current_assignments"]
     held_rows = _as_of(current, starts, "next_log_offset", inclusive=False)
     held = reused(assignment_kip848.named(
@@ -310,20 +373,33 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
     ))
     targeted = targets.select(*STATE, "member_id")
     span = starts.select(*STATE, "generation", "next_log_offset")
+    wants = targets.select(*STATE, "member_id", _partition_set(F.col("topic_partitions")).alias("_want"))
+    holds = _partition_set(F.col("assigned_partitions"), F.col("partitions_pending_revocation"))
     reached = (
         current.where(~F.col("is_tombstone")).join(span, "group_id")
         .where((F.col("log_offset") >= F.col("state_offset")) & (F.col("member_epoch") >= F.col("generation"))
-               & (F.col("state") == "STABLE")
                & (F.col("next_log_offset").isNull() | (F.col("log_offset") < F.col("next_log_offset"))))
+        .join(wants, [*STATE, "member_id"])
+        .where(holds == F.col("_want"))
         .groupBy(*STATE, "member_id").agg(F.min(_place()).alias("_reached"))
     )
     epochs = (
         targeted.join(reached, [*STATE, "member_id"], "left").groupBy(*STATE)
         .agg(F.count(F.lit(1)).alias("_n"), F.count("_reached").alias("_r"), F.max("_reached").alias("_last"))
     )
-    settle = target_at.join(epochs, STATE, "left").select(
-        *STATE, F.when(F.coalesce("_n", F.lit(0)) == F.coalesce("_r", F.lit(0)),
-                       F.greatest("_target", "_last")).alias("_settled")
+    # settled: the assignment epoch reached the group epoch (its target metadata) and every
+    # member still in the group holds exactly its target; a state whose members all left has
+    # nothing to reconcile (settled at its start)
+    present = live.select(*STATE).distinct().withColumn("_present", F.lit(True))
+    settle = (
+        starts.select(*STATE, "batch_timestamp").join(target_at, STATE, "left").join(epochs, STATE, "left")
+        .join(present, STATE, "left")
+    ).select(
+        *STATE,
+        F.when(F.col("_present").isNull(),
+               F.struct(F.col("state_offset").alias("at"), F.col("batch_timestamp").alias("time")))
+        .when(F.col("_target").isNotNull() & (F.coalesce("_n", F.lit(0)) == F.coalesce("_r", F.lit(0))),
+              F.greatest("_target", "_last")).alias("_settled"),
     )
     # the members that made the epoch: those registered at its record (a later join is a later epoch)
     members = reused(_as_of(raw["raw/consumer_group_members"], starts, "state_offset", inclusive=True))
@@ -353,30 +429,36 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame,
         F.max(F.col("server_assignor").isNull().cast("int")).alias("_default"),
     ).withColumn("assignor", F.concat(
         F.when(F.col("_default") == 1, F.lit("uniform")).otherwise(F.col("_assignor")), F.lit(": server target")))
-    states = reused(_with_triggers(starts.join(sets, STATE, "left")).join(settle, STATE, "left"))
+    end_at = _latest_time(*[(raw[t], "batch_timestamp") for t in assignment_kip848.RAW_TABLES],
+                          *_commit_times(commits))
+    states = reused(_with_triggers(starts.join(sets, STATE, "left")).join(settle, STATE, "left").crossJoin(
+        F.broadcast(end_at)))
     settled = F.col("_settled").isNotNull()
     table = _states_table(states, _summary(audited, expected), "consumer", settled, F.col("_settled.time"),
-                          F.col("_settled.at"))
-    return table, _audit_table(audited, states, "consumer")
+                          F.col("_settled.at"), rule)
+    return table, _audit_table(audited, table, "consumer")
 
 
 def build(spark, ctx: RunContext, topic_parts: DataFrame,
-          kip848: tuple[dict[str, DataFrame], dict[str, DataFrame]] | None) -> list[tuple[DataFrame, DataFrame]]:
+          kip848: tuple[dict[str, DataFrame], dict[str, DataFrame]] | None,
+          rule: SettleRule = DEFAULT_RULE) -> list[tuple[DataFrame, DataFrame]]:
     """(``core/rebalance_states``, ``core/settled_audit``) frames of the run's classic and
     KIP-848 groups, as many pairs as the run has kinds of group records; the ZooKeeper-era
     columns (``tables.ZOOKEEPER_STATE_COLUMNS``) are left to the writer (``io.conform``). ``kip848``:
     the KIP-848 raw frames and their :func:`assignment_kip848.state` (None: the run has no
     KIP-848 group records)."""
     wh, run_id = ctx.warehouse, ctx.run_id
-    out = []
-    if row_count(wh, "raw/group_metadata", run_id):
-        def read(t: str) -> DataFrame:
-            return read_spark(spark, wh, t, run_id)
 
+    def read(t: str) -> DataFrame:
+        return read_spark(spark, wh, t, run_id)
+
+    out = []
+    commits = read("raw/offset_commits") if row_count(wh, "raw/offset_commits", run_id) else None
+    if row_count(wh, "raw/group_metadata", run_id):
         partitions = assignment_kafka.topic_partitions(topic_parts, read("raw/log_end_offsets"))
         out.append(classic_states(read("raw/group_metadata"), read("raw/group_members"),
-                                  read("raw/group_assignments"), partitions))
+                                  read("raw/group_assignments"), partitions, rule, commits))
     if kip848 is not None:
         raw, state = kip848
-        out.append(consumer_states(raw, topic_parts, state))
+        out.append(consumer_states(raw, topic_parts, state, rule, commits))
     return out

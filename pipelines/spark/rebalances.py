@@ -1,5 +1,5 @@
 """Every rebalance of the ZooKeeper-era groups, and the audit of every settled state, from
-``raw/znode_changes`` (issue 21). DataFrame -> DataFrame, no UDF.
+``raw/znode_changes``. DataFrame -> DataFrame, no UDF.
 
 - Intervals: each create/set/snapshot row of a path holds from its zxid until the next row of
   that path (a set, a delete), or to the end of the history (``until_zxid`` null).
@@ -16,11 +16,15 @@
   folded into the group and topic names (``group \\x01 zxid``), so one call computes every
   state of every group, and the names are unfolded afterwards.
 - The owners a state ends with (the owner interval of each partition live at its end) are
-  audited against them (``ok``, ``wrong_owner``, ``unowned``, ``unexpected_partition``). A state
-  whose every partition ends with its expected owner and no other partition owned settled at
-  the latest zxid among: each expected partition's final owner interval start, the end of every
-  other owner interval inside the state; else it never settled (the rebalance lasted until the
-  next trigger).
+  audited against them (``ok``, ``wrong_owner``, ``unowned``, ``unexpected_partition``).
+- Settled (:mod:`pipelines.settle`): the state ended with every expected partition owned, and
+  those owners were not changed for the settle window before the next trigger (or the end of
+  the history): the seed's rebalance releases every owned partition before it writes the new
+  owners, so a partition without an owner is a rebalance still at work. ``settled_zxid/at``:
+  the last owner change of the state (its trigger when there was none): the latest among each
+  final owner interval's start and the end of every other owner interval inside the state.
+  A state that never settled is a transition: its audit rows are no finding. Rebalances and
+  the stuck ones: :mod:`pipelines.spark.settling`.
 - ``unowned_partitions``: expected partitions that had no owner at some moment of the state
   (before it settled, or until its end); ``double_claimed_partitions`` is 0 in ZooKeeper (one
   znode per partition), kept for the Kafka era's generations (dbt, ``marts/rebalances``).
@@ -33,9 +37,11 @@ from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
 from pipelines.reading import row_count
+from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.spark import assignment_zk, registry
 from pipelines.spark.assignors import roundrobin_assign
 from pipelines.spark.io import empty, read_spark, reused, row_group_bounds
+from pipelines.spark.settling import millis, rebalance_runs
 
 SEP = "\x01"
 NO_END = (1 << 63) - 1  # the end of an interval that lasts to the end of the history
@@ -160,10 +166,10 @@ def expected_states(states: DataFrame, registrations: DataFrame, topics: DataFra
     ))
 
 
-def settled_states(changes: DataFrame, assignors: dict[str, str],
-                   last: int) -> tuple[DataFrame, DataFrame, DataFrame]:
+def settled_states(changes: DataFrame, assignors: dict[str, str], last: int,
+                   rule: SettleRule = DEFAULT_RULE) -> tuple[DataFrame, DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``, owner intervals) of the run. ``last``:
-    the greatest zxid of ``changes``."""
+    the greatest zxid of ``changes``; ``rule``: the settle window and stuck limit."""
     registrations = reused(_parsed(intervals(changes, "consumer_ids"), registry.parse_registrations))
     topics = reused(_parsed_topics(intervals(changes, "broker_topics")))
     owners = reused(_parsed(intervals(changes, "consumer_owners"), registry.parse_owners))
@@ -217,7 +223,6 @@ def settled_states(changes: DataFrame, assignors: dict[str, str],
     ))
 
     settle = audit.groupBy("group_id", "state_zxid").agg(
-        F.bool_and(F.col("status") == "ok").alias("settled"),
         F.sum((F.col("expected_owner").isNotNull()).cast("int")).alias("expected_partitions"),
         F.sum(F.col("had_no_owner").cast("int")).alias("unowned_partitions"),
         F.sum((F.col("status") == "wrong_owner").cast("int")).alias("wrong_owner_partitions"),
@@ -226,39 +231,51 @@ def settled_states(changes: DataFrame, assignors: dict[str, str],
         F.max(F.greatest(F.col("owner_since"), F.col("_last_release"))).alias("_settle"),
         F.first("assignor", ignorenulls=True).alias("assignor"),
     )
-    rebalance_states = (
+    # settled: every expected partition owned at the end, and the owners the state ended with
+    # unchanged for the settle window (to the next trigger, or to the end of the history)
+    end_at = changes.agg(F.max("time").alias("_end_at"))
+    changed = times.select(F.col("zxid").alias("_changed_zxid"), F.col("at").alias("_changed_at"))
+    quiet = millis(F.coalesce("next_at", "_end_at")) - millis(F.col("_changed_at"))
+    timed = (
         states.join(settle, ["group_id", "state_zxid"], "left")
-        .withColumn("settled", F.coalesce("settled", F.lit(True)))
-        .withColumn("settled_zxid", F.when(F.col("settled"), F.greatest("_settle", "state_zxid")))
-        .join(times.select(F.col("zxid").alias("settled_zxid"), F.col("at").alias("settled_at")), "settled_zxid",
-              "left")
-        .select(
-            F.lit(assignment_zk.SOURCE).alias("source"), "group_id", "state_zxid", "started_at", "trigger",
-            "trigger_op", "trigger_path", "next_zxid", "next_at", "settled", "settled_zxid", "settled_at",
-            F.coalesce("expected_partitions", F.lit(0)).alias("expected_partitions"),
-            F.coalesce("unowned_partitions", F.lit(0)).alias("unowned_partitions"),
-            F.lit(0).alias("double_claimed_partitions"),
-            F.coalesce("wrong_owner_partitions", F.lit(0)).alias("wrong_owner_partitions"),
-            F.coalesce("unowned_at_end", F.lit(0)).alias("unowned_at_end"),
-            F.coalesce("unexpected_partitions", F.lit(0)).alias("unexpected_partitions"),
-            "assignor",
-        )
+        .withColumn("_changed_zxid", F.greatest(F.coalesce("_settle", "state_zxid"), "state_zxid"))
+        .join(changed, "_changed_zxid", "left")
+        .crossJoin(F.broadcast(end_at))
+        .withColumn("settled", F.coalesce((F.coalesce("unowned_at_end", F.lit(0)) == 0) & (quiet >= rule.window_ms),
+                                          F.lit(False)))
+        .withColumns({"settled_zxid": F.when(F.col("settled"), F.col("_changed_zxid")),
+                      "settled_at": F.when(F.col("settled"), F.col("_changed_at"))})
     )
+    runs = rebalance_runs(timed, ["group_id"], ["state_zxid"], rule, F.coalesce("next_at", "_end_at"),
+                          F.col("trigger") == "snapshot")
+    rebalance_states = reused(runs.select(
+        F.lit(assignment_zk.SOURCE).alias("source"), "group_id", "state_zxid", "started_at", "trigger",
+        "trigger_op", "trigger_path", "next_zxid", "next_at", "settled", "settled_zxid", "settled_at",
+        F.coalesce("expected_partitions", F.lit(0)).alias("expected_partitions"),
+        F.coalesce("unowned_partitions", F.lit(0)).alias("unowned_partitions"),
+        F.lit(0).alias("double_claimed_partitions"),
+        F.coalesce("wrong_owner_partitions", F.lit(0)).alias("wrong_owner_partitions"),
+        F.coalesce("unowned_at_end", F.lit(0)).alias("unowned_at_end"),
+        F.coalesce("unexpected_partitions", F.lit(0)).alias("unexpected_partitions"),
+        "assignor", "rebalance_started_at", "stuck", "settle_window_ms", "stuck_limit_ms",
+    ))
     held_from = times.select(F.col("zxid").alias("owner_since"), F.col("at").alias("held_from"))
     settled_audit = audit.join(
-        states.select("group_id", "state_zxid", "started_at", "next_zxid", "next_at"), ["group_id", "state_zxid"]
+        rebalance_states.select("group_id", "state_zxid", "next_zxid", "next_at", "settled"), ["group_id", "state_zxid"]
     ).join(held_from, "owner_since", "left").select(
         F.lit(assignment_zk.SOURCE).alias("source"), *key, "expected_owner", "observed_owner", "status",
         "owner_since", "held_from", F.col("next_zxid").alias("held_until_zxid"), F.col("next_at").alias("held_until"),
+        "settled",
     )
     return rebalance_states, settled_audit, states
 
 
-def build(spark, ctx: RunContext, assignors: dict[str, str]) -> tuple[DataFrame, DataFrame]:
+def build(spark, ctx: RunContext, assignors: dict[str, str],
+          rule: SettleRule = DEFAULT_RULE) -> tuple[DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``) of the run; empty without history."""
     if not row_count(ctx.warehouse, "raw/znode_changes", ctx.run_id):
         return tuple(empty(spark, t) for t in ("core/rebalance_states", "core/settled_audit"))
     changes = read_spark(spark, ctx.warehouse, "raw/znode_changes", ctx.run_id)
     last = max(row_group_bounds(ctx.warehouse, "raw/znode_changes", ctx.run_id, "zxid"), default=0)
-    states, audit, _ = settled_states(changes, assignors, last)
+    states, audit, _ = settled_states(changes, assignors, last, rule)
     return states, audit

@@ -136,7 +136,7 @@ def test_empty_config_is_all_defaults(tmp_path):
          "sources.kafka.workers: input should be greater than or equal to 1, got 0"),
         ("sources:\n  kafka: {log_dirs: a}\n", "sources.kafka.log_dirs: input should be a valid list, got 'a'"),
         ("source: {}\n",
-         "source: unknown key (allowed: warehouse, run_id, steps, sources, spark, dbt, assignors, validate)"),
+         "source: unknown key (allowed: warehouse, run_id, steps, sources, spark, dbt, assignors, history, validate)"),
         ("spark: {master: 'foo'}\n",
          "spark.master: expected local[*], local[N], spark://H:P, yarn or k8s://URL, got 'foo'"),
         ("spark: {conf: {executor.memory: 2g}}\n",
@@ -170,6 +170,32 @@ def test_bad_config_names_key_and_problem(tmp_path, text, message):
     assert str(err.value).startswith("audit.yaml: ")
     assert "\n" not in str(err.value)
     assert err.value.exit_code == 2
+
+
+def test_history_keys_reach_the_build_rule(tmp_path):
+    from pipelines.settle import SettleRule
+
+    assert load_config(write(tmp_path, "{}\n")).history.rule == SettleRule()
+    cfg = load_config(write(tmp_path, "history: {settle_window_ms: 500, stuck_limit_ms: 2000}\n"))
+    assert cfg.history.rule == SettleRule(500, 2000)
+    assert cfg.history.rule.args() == ["--settle-window-ms=500", "--stuck-limit-ms=2000"]
+    for bad, says in (("history: {settle_window_ms: -1}\n", "history.settle_window_ms"),
+                      ("history: {settle_window_ms: 9000, stuck_limit_ms: 8000}\n", "below settle_window_ms"),
+                      ("history: {window: 1}\n", "history.window")):
+        with pytest.raises(UsageError, match=says):
+            load_config(write(tmp_path, bad))
+
+
+def test_build_settle_options_are_checked_before_any_work(tmp_path, capsys):
+    from pipelines.cli import main
+
+    for args, says in ((["--settle-window-ms", "soon"], "--settle-window-ms 'soon'"),
+                       (["--settle-window-ms", "9000", "--stuck-limit-ms", "100"], "below --settle-window-ms")):
+        with pytest.raises(SystemExit) as done:
+            main(["--warehouse", str(tmp_path / "wh"), "build", *args])
+        err = capsys.readouterr().err.strip()
+        assert done.value.code == 2 and says in err and len(err.splitlines()) == 1, err
+        assert not (tmp_path / "wh").exists()
 
 
 def test_missing_config_file(tmp_path):
@@ -288,7 +314,8 @@ def test_cli_plan_json(tmp_path, capsys):
     assert out["extract_units"] == ["extract:offsets", "extract:log-end"]
     assert out["spark_jobs"]["build"]["application"].endswith("pipelines/jobs/build_core.py")
     assert out["spark_jobs"]["build"]["application_args"] == [
-        "--warehouse", str(tmp_path / "wh"), "--run-id", "r7", "--assignor=g=roundrobin"
+        "--warehouse", str(tmp_path / "wh"), "--run-id", "r7", "--assignor=g=roundrobin",
+        "--settle-window-ms=8000", "--stuck-limit-ms=60000",
     ]
     assert out["spark_jobs"]["dbt"]["application_args"] == ["--warehouse", str(tmp_path / "wh"), "--run-id", "r7"]
 

@@ -59,12 +59,15 @@ def test_classic_generations_triggers_and_audit(spark):
     tp = spark.createDataFrame([], table_schema("core/topic_partitions", True))
     states, audited = G.classic_states(meta, members, assigns, topic_partitions(tp, log_ends))
     states, audited = states.collect(), audited.collect()
+    # settled: nothing followed the generation's last record for the settle window (8 s; the
+    # records are a minute apart); the generation ended by the group's deletion has no known end
+    # (a tombstone carries no time), and the last one ends the history (no time after it)
     assertDataFrameEqual(_cols(states, STATE_COLS), [
         ("g", 1, 1, "first", 2, True, 1, 4, 0, 0, 0),
-        ("g", 2, 2, "member_joined", 4, True, 2, 4, 0, 0, 0),
-        ("g", 3, 4, "same_members", 5, False, None, 4, 1, 0, 0),
+        ("g", 2, 2, "member_joined", 4, True, 3, 4, 0, 0, 0),
+        ("g", 3, 4, "same_members", 5, True, 4, 4, 1, 0, 0),
         ("g", 4, 5, "members_replaced", 6, False, None, 4, 0, 1, 1),
-        ("g", 0, 7, "first", None, True, 7, 4, 0, 0, 0),
+        ("g", 0, 7, "first", None, False, None, 4, 0, 0, 0),
     ])
     # started_at is the record's state timestamp; the state before the tombstone has no end time
     naive = T0.replace(tzinfo=None)  # collect() gives UTC wall times
@@ -76,6 +79,8 @@ def test_classic_generations_triggers_and_audit(spark):
         ("g", 5, 1, "b2", "c", "wrong_owner"),
         ("g", 5, 2, "c", None, "unowned"),
     ])
+    # the double claim lasted a settled minute: a finding; the unsettled state's rows are not
+    assert {(r["log_offset"], r["settled"]) for r in audited if r["status"] != "ok"} == {(4, True), (5, False)}
     # state 2 is audited with its last record's members (b2, not b)
     assert {r["observed_owner"] for r in audited if r["log_offset"] == 2} == {"a", "b2"}
 
@@ -88,6 +93,28 @@ def _place(lo, tombstone=False):
     return (tombstone, None if tombstone else 0, 0, lo, "f.log", None, "r1")
 
 
+def _epochs(spark, meta, members, tmeta, targets, current, partitions: int):
+    """(``core/rebalance_states``, ``core/settled_audit``) rows, collected, of the KIP-848
+    records given over orders (id o, ``partitions`` partitions)."""
+    raw = {
+        "raw/consumer_group_metadata": _df(spark, "raw/consumer_group_metadata", meta),
+        "raw/consumer_group_partition_metadata": _df(spark, "raw/consumer_group_partition_metadata", []),
+        "raw/consumer_group_members": _df(spark, "raw/consumer_group_members", members),
+        "raw/consumer_group_target_metadata": _df(spark, "raw/consumer_group_target_metadata", tmeta),
+        "raw/consumer_group_target_assignments": _df(spark, "raw/consumer_group_target_assignments", targets),
+        "raw/consumer_group_current_assignments": _df(spark, "raw/consumer_group_current_assignments", current),
+        "raw/consumer_group_regexes": _df(spark, "raw/consumer_group_regexes", []),
+    }
+    tp = _df(spark, "core/topic_partitions",
+             [("orders", p, None, [1], 1, 0, [1], "o", None, None, "r1") for p in range(partitions)])
+    states, audited = G.consumer_states(raw, tp, assignment_kip848.state(raw, tp))
+    return states.collect(), audited.collect()
+
+
+def _member(m: str, lo: int) -> tuple:
+    return ("k", m, None, None, "c", "/h", ["orders"], None, 30000, "uniform", None, *_place(lo))
+
+
 def test_kip848_epochs_settle_when_every_targeted_member_is_stable(spark):
     """Group k over orders (id o, 2 partitions). Epoch 1: m1 targeted 0-1, stable at lo 13.
     Epoch 2 (m2 joined): target m1 0, m2 1; m1 revokes 1 (lo 23), m2 waits (lo 24), both stable
@@ -95,10 +122,7 @@ def test_kip848_epochs_settle_when_every_targeted_member_is_stable(spark):
     acknowledges, so partition 1 ends held by both."""
     meta = [("k", 1, *_place(10)), ("k", 2, *_place(20)), ("k", 3, *_place(30))]
 
-    def member(m, lo):
-        return ("k", m, None, None, "c", "/h", ["orders"], None, 30000, "uniform", None, *_place(lo))
-
-    members = [member("m1", 9), member("m2", 19)]
+    members = [_member("m1", 9), _member("m2", 19)]
     tmeta = [("k", 1, *_place(12)), ("k", 2, *_place(22)), ("k", 3, *_place(32))]
     targets = [("k", "m1", _tp({"o": [0, 1]}), *_place(11)),
                ("k", "m1", _tp({"o": [0]}), *_place(21)), ("k", "m2", _tp({"o": [1]}), *_place(21)),
@@ -113,19 +137,7 @@ def test_kip848_epochs_settle_when_every_targeted_member_is_stable(spark):
                cur("m1", 25, 2, "STABLE", {"o": [0]}),
                cur("m2", 26, 2, "STABLE", {"o": [1]}),
                cur("m1", 33, 3, "STABLE", {"o": [0, 1]})]
-    raw = {
-        "raw/consumer_group_metadata": _df(spark, "raw/consumer_group_metadata", meta),
-        "raw/consumer_group_partition_metadata": _df(spark, "raw/consumer_group_partition_metadata", []),
-        "raw/consumer_group_members": _df(spark, "raw/consumer_group_members", members),
-        "raw/consumer_group_target_metadata": _df(spark, "raw/consumer_group_target_metadata", tmeta),
-        "raw/consumer_group_target_assignments": _df(spark, "raw/consumer_group_target_assignments", targets),
-        "raw/consumer_group_current_assignments": _df(spark, "raw/consumer_group_current_assignments", current),
-        "raw/consumer_group_regexes": _df(spark, "raw/consumer_group_regexes", []),
-    }
-    tp = _df(spark, "core/topic_partitions",
-             [("orders", p, None, [1], 1, 0, [1], "o", None, None, "r1") for p in range(2)])
-    states, audited = G.consumer_states(raw, tp, assignment_kip848.state(raw, tp))
-    states, audited = states.collect(), audited.collect()
+    states, audited = _epochs(spark, meta, members, tmeta, targets, current, 2)
     assertDataFrameEqual(_cols(states, STATE_COLS), [
         ("k", 1, 10, "first", 20, True, 13, 2, 0, 0, 0),
         ("k", 2, 20, "member_joined", 30, True, 26, 2, 0, 0, 0),
@@ -136,3 +148,53 @@ def test_kip848_epochs_settle_when_every_targeted_member_is_stable(spark):
         ("k", 30, 1, "m1", "m1, m2", "duplicate_owner"),
     ])
     assert sum(r["log_offset"] == 20 for r in audited) == 2
+
+
+def test_kip848_members_that_left_cleanly_are_no_expected_owners(spark):
+    """Group k over orders (id o, 3 partitions). Epoch 1: m1, m2, m3 targeted 0, 1, 2 and
+    holding them. m2 and m3 leave cleanly: their current assignment, target and member records
+    tombstoned (lo 21-26); epoch 2 (lo 30) targets m1 0-2, which m1 holds at lo 33. Nobody is
+    expected to own what m2 and m3 gave up: no row but ok, both epochs settled, nothing stuck."""
+    meta = [("k", 1, *_place(10)), ("k", 2, *_place(30))]
+
+    def gone(m, lo):
+        return ("k", m, None, None, None, None, None, None, None, None, None, *_place(lo, tombstone=True))
+
+    members = [_member("m1", 1), _member("m2", 2), _member("m3", 3), gone("m2", 23), gone("m3", 26)]
+    tmeta = [("k", 1, *_place(12)), ("k", 2, *_place(32))]
+    targets = [("k", "m1", _tp({"o": [0]}), *_place(11)), ("k", "m2", _tp({"o": [1]}), *_place(11)),
+               ("k", "m3", _tp({"o": [2]}), *_place(11)),
+               ("k", "m2", None, *_place(22, tombstone=True)), ("k", "m3", None, *_place(25, tombstone=True)),
+               ("k", "m1", _tp({"o": [0, 1, 2]}), *_place(31))]
+
+    def cur(m, lo, epoch, assigned):
+        return ("k", m, epoch, epoch - 1, "STABLE", _tp(assigned), _tp({}), *_place(lo))
+
+    def cur_gone(m, lo):
+        return ("k", m, None, None, None, None, None, *_place(lo, tombstone=True))
+
+    current = [cur("m1", 13, 1, {"o": [0]}), cur("m2", 14, 1, {"o": [1]}), cur("m3", 15, 1, {"o": [2]}),
+               cur_gone("m2", 21), cur_gone("m3", 24), cur("m1", 33, 2, {"o": [0, 1, 2]})]
+    states, audited = _epochs(spark, meta, members, tmeta, targets, current, 3)
+    # epoch 1 settled when m1, the member still there at its end, held its target (lo 13)
+    assertDataFrameEqual(_cols(states, STATE_COLS), [
+        ("k", 1, 10, "first", 30, True, 13, 1, 0, 0, 0),
+        ("k", 2, 30, "member_left", None, True, 33, 3, 0, 0, 0),
+    ])
+    assert [r["status"] for r in audited if r["status"] != "ok"] == []
+    assert sorted((r["log_offset"], r["partition"], r["expected_owner"]) for r in audited) == [
+        (10, 0, "m1"), (30, 0, "m1"), (30, 1, "m1"), (30, 2, "m1")]
+    assert not any(r["stuck"] for r in states)
+
+
+def test_kip848_epoch_settles_when_every_holding_matches_its_target(spark):
+    """A STABLE record whose holding differs from its target does not settle the epoch: m1 is
+    targeted 0-1 but writes STABLE holding 0 only (lo 13), then 0-1 (lo 15): settled at 15."""
+    meta = [("k", 1, *_place(10))]
+    members = [_member("m1", 9)]
+    tmeta = [("k", 1, *_place(12))]
+    targets = [("k", "m1", _tp({"o": [0, 1]}), *_place(11))]
+    current = [("k", "m1", 1, 0, "STABLE", _tp({"o": [0]}), _tp({}), *_place(13)),
+               ("k", "m1", 1, 0, "STABLE", _tp({"o": [1, 0]}), _tp({}), *_place(15))]
+    (state,), _ = _epochs(spark, meta, members, tmeta, targets, current, 2)
+    assert (state["settled"], state["settled_log_offset"]) == (True, 15)
