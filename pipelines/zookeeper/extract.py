@@ -206,6 +206,12 @@ def read_order(path: Path, at_zxid: int | None = None, chroot: str | None = None
     return rows, res
 
 
+def _utc(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _locator(tree, chroot: str | None):
     """path bytes as written (relative to the chroot, root ``/``) -> file:byte of the node."""
     prefix = (normalize_chroot(chroot) or "").encode("utf-8", "surrogateescape")
@@ -266,10 +272,12 @@ def extract_snapshot(ctx: RunContext, *, path: Path, at_zxid: int | None = None,
         return meta
     from rich.markup import escape
 
-    if history is not None and history.snapshot is not None:
-        ctx.say(f"history from {escape(text(Path(history.snapshot).name))} (zxid {history.start_zxid:#x}) to zxid "
-                f"{history.end_zxid:#x}: {history.txns} txns, {history.snapshots} snapshot(s), "
-                f"{changes.num_rows} raw/znode_changes rows")
+    if history is not None:
+        span = (f"from {_utc(history.first_time)} to {_utc(history.last_time)}" if history.first_time is not None
+                else "with no txn")
+        start = escape(text(Path(history.snapshot).name)) if history.snapshot else "the empty tree"
+        ctx.say(f"history {span}: {history.txns} txns, {history.snapshots} snapshot(s) (from {start}, zxid "
+                f"{history.start_zxid:#x} to {history.end_zxid:#x}), {changes.num_rows} raw/znode_changes rows")
     verified = {True: "digest verified", None: "no digest to verify",
                 False: f"[bold red]NOT verified[/]: {escape(text(res.unverified or ''))}"}[res.digest_verified]
     ctx.say(f"{nodes} znodes at zxid {res.zxid:#x} from {escape(text(res.snapshot or 'an empty tree'))} "
