@@ -14,7 +14,7 @@ from pipelines.report.facts import Finding, GroupFinding, gather
 from pipelines.report.lag_time import LagTimeFacts, finding_rows
 from pipelines.report.metadata import MetadataFacts
 from pipelines.report.page import FINDINGS_CSV, render
-from pipelines.report.rebalances import PAST, STORM, RebalanceFacts, state_name
+from pipelines.report.rebalances import PAST, STORM, STUCK, RebalanceFacts, state_name
 
 REPORTS = "reports"
 CSV_COLUMNS = ("source", "group_id", "topic", "partition", "broker_id", "status", "expected_owner", "observed_owners",
@@ -38,9 +38,11 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
     ``stuck_partition`` (committed offset, and the log end / head with the lag where known); then
     the KIP-848 group findings: ``status`` is the finding's name, ``observed_owners`` its member,
     ``detail`` what it found; then the rebalance history: ``past_<status>`` per partition whose
-    owner was not ok at the end of a past state (the owner written, since when, and in
-    ``detail`` the state and when it ended), and ``rebalance_storm`` per group (``detail``: how
-    many, the most in one hour, from when to when)."""
+    owner was not ok at the end of a past settled state (the owner written, since when, and in
+    ``detail`` the state, when it ended and how long it lasted), ``stuck_rebalance`` per
+    rebalance that did not settle within the stuck limit (``detail``: when it began, settled and
+    how long it took), and ``rebalance_storm`` per group (``detail``: how many, the most in one
+    hour, from when to when)."""
     with path.open("w", newline="", encoding="utf-8") as out:
         w = csv.writer(out)
         w.writerow(CSV_COLUMNS)
@@ -72,7 +74,13 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
             w.writerow([p["source"], p["group_id"], p["topic"], p["partition"],
                         "" if p["broker_id"] is None else p["broker_id"], PAST + p["status"], p["expected_owner"] or "",
                         p["observed_owner"] or "", "", _iso(p["held_from"]), "", "", "", "",
-                        f"{state_name(p)} until {_iso(p['held_until'])}"])
+                        f"{state_name(p)} until {_iso(p['held_until'])}"
+                        + ("" if p.get("lasted_ms") is None else f", lasted {p['lasted_ms']} ms")])
+        for s in rebalances.stuck if rebalances else ():
+            settled = f"settled {_iso(s['ended_at'])}" if s["settled"] else "not settled"
+            took = "" if s["rebalance_ms"] is None else f", {s['rebalance_ms']} ms"
+            w.writerow([s["source"], s["group_id"], "", "", "", STUCK, "", "", "", "", "", "", "", "",
+                        f"rebalance began {_iso(s['rebalance_started_at'])}, {settled}{took}"])
         for s in rebalances.storms if rebalances else ():
             w.writerow([s["source"], s["group_id"], "", "", "", STORM, "", "", "", "", "", "", "", "",
                         f"{s['rebalances']} rebalance(s) in a storm, up to {s['peak']} in one hour, "

@@ -18,5 +18,8 @@ select
     group_protocol,
     generation,
     offsets_partition,
-    log_offset
+    log_offset,
+    rebalance_started_at,
+    stuck,
+    settle_window_ms
 from {{ source('history_core', 'rebalance_states') }}
