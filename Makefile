@@ -14,14 +14,26 @@ SPARK_CLASSES := $(VENV)/kaudit-spark-classes.jsa
 SPARK_JAR := $(VENV)/kaudit-spark.jar
 DBT_PARSE := $(VENV)/kaudit-dbt-parse/session/partial_parse.msgpack
 
-.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql docs docs-reference venv jdk zookeeper chromium airflow-venv clean distclean
+.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql docs docs-reference venv jdk zookeeper chromium airflow-venv cluster-jars matrix clean distclean
 
 demo: $(VENV)/.installed $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/kaudit demo
 
 # lint and the docs first: a lint error or a broken docs link fails `make test` before the suite starts
-test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper chromium airflow-venv
+test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper chromium airflow-venv cluster-jars
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Jars of the real Kafka/ZooKeeper releases the suite starts (testkit/cluster/versions.py), from
+# Maven Central into .venv/kaudit-jars (testkit/cluster/maven.py); `make matrix` fetches them all.
+CLUSTER_JARS ?= kafka-4.1.1
+cluster-jars: $(VENV)/.installed-test
+	$(BIN)/python -m testkit.cluster.maven $(CLUSTER_JARS)
+
+# The real-cluster matrix: every (release, scenario) case, the suite's subset included.
+MATRIX_TESTS ?= tests/integration/test_real_kraft.py
+matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
+	$(BIN)/python -m testkit.cluster.maven
+	$(BIN)/python -m pytest -m "matrix or not matrix" $(MATRIX_TESTS) $(PYTEST_ARGS)
 
 unit: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)

@@ -8,7 +8,8 @@ oracle (``testkit.cluster.kraft_scenarios.Outcome``):
 - committed offsets: every (group, topic, partition) the cluster lists, with its offset, in the
   latest effective commit of ``raw/offset_commits`` (tombstones delete, aborted and pending
   transactional commits do not count) and in ``marts/consumer_lag``; nothing more;
-- lag: ``marts/consumer_lag.lag`` = the cluster's latest offset - the committed offset;
+- lag: ``marts/consumer_lag.lag`` = the cluster's latest offset - the committed offset, and
+  committed offset, log end and lag as ``kafka-consumer-groups --describe`` prints them;
 - log start and end: ``raw/log_end_offsets`` = ``listOffsets`` earliest and latest;
 - owners: for every group the cluster reports Stable, ``core/assignment_audit`` holds each
   partition a member is assigned, observed owner = that member id, status ``ok``, and for
@@ -88,15 +89,6 @@ def _rows(wh: Warehouse, table: str, run_id: str) -> list[dict]:
     return read_arrow(wh, table, run_id).to_pylist()
 
 
-def _intermediate(warehouse: Path, model: str, run_id: str) -> list[dict]:
-    """The rows of a dbt intermediate model (Parquet under ``<warehouse>/dbt/intermediate``)."""
-    import pyarrow.dataset as ds
-
-    dirs = sorted((warehouse / "dbt" / "intermediate").glob(f"**/{model}/run_id={run_id}"))
-    assert dirs, f"no {model} of run {run_id} under {warehouse}"
-    return ds.dataset(dirs[0], format="parquet").to_table().to_pylist()
-
-
 def effective_commits(rows: list[dict]) -> dict[tuple[str, str, int], int]:
     """The latest commit of each key in log order, tombstones deleting, aborted/pending skipped."""
     latest: dict[tuple[str, str, int], tuple[tuple[int, int], int | None]] = {}
@@ -135,15 +127,26 @@ def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
             latest = oracle["log_offsets"][f"{key[1]}:{key[2]}"]["latest"]
             cmp.check(f"consumer_lag lag {key}", lag[key]["lag"], latest - theirs[key])
 
-    # log start (kaudit's: the first batch present or the log-start checkpoint, int_partition_log)
-    # and end of every partition the cluster has
+    # the release's own kafka-consumer-groups --describe: offsets, log ends and lags
+    for row in oracle.get("cli_describe", []):
+        key = (row["group"], row["topic"], row["partition"])
+        r = lag.get(key)
+        cmp.check(f"kafka-consumer-groups {key}", r and (r["committed_offset"], r["log_end_offset"], r["lag"]),
+                  (row["current_offset"], row["log_end_offset"], row["lag"]))
+
+    # log start: the first batch present or the log-start checkpoint, whichever is further (the
+    # rule of int_partition_log), and where a group commits, data_loss_risk's; log end
     ends = {(r["topic"], r["partition"]): r for r in _rows(wh, "raw/log_end_offsets", run_id)}
-    starts = {(r["topic"], r["partition"]): r["log_start_offset"]
-              for r in _intermediate(warehouse, "int_partition_log", run_id)}
+    checkpoints = {(r["topic"], r["partition"]): r["log_start_offset"]
+                   for r in _rows(wh, "raw/log_start_checkpoints", run_id)}
+    risk_starts = {(r["topic"], r["partition"]): r["log_start_offset"]
+                   for r in _rows(wh, "marts/data_loss_risk", run_id) if r["source"] == "kafka"}
     for tp, o in sorted(oracle["log_offsets"].items()):
         key = _tp(tp)
         r = ends.get(key)
-        cmp.check(f"log start {tp}", starts.get(key), o["earliest"])
+        cmp.check(f"log start {tp}", r and max(r["log_start_offset"], checkpoints.get(key, -1)), o["earliest"])
+        if key in risk_starts:
+            cmp.check(f"data_loss_risk log start {tp}", risk_starts[key], o["earliest"])
         cmp.check(f"log end {tp}", r and r["log_end_offset"], o["latest"])
         if o["max_timestamp"] >= 0 and r is not None and r["max_timestamp"] is not None:
             cmp.check(f"max timestamp {tp}", int(r["max_timestamp"].timestamp() * 1000), o["max_timestamp"])

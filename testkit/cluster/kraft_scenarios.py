@@ -23,6 +23,7 @@ Scenarios:
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +163,23 @@ def kip848(c: KafkaCluster, d: Driver) -> tuple[list[str], Planted, bool]:
 SCENARIOS = {"classic": classic, "kip848": kip848}
 
 
+def cli_describe(cluster: KafkaCluster) -> list[dict]:
+    """``kafka-consumer-groups --describe --all-groups``: one row per (group, partition) with a
+    committed offset: the release's own tool's offsets, log end and lag."""
+    out = tool(cluster, GROUP_COMMAND, "--bootstrap-server", cluster.bootstrap, "--describe", "--all-groups")
+    rows, header = [], None
+    for line in out.splitlines():
+        cells = line.split()
+        if cells[:2] == ["GROUP", "TOPIC"]:
+            header = cells
+        elif header and len(cells) >= 6 and cells[3] != "-" and cells[2].isdigit():
+            r = dict(zip(header, cells, strict=False))
+            rows.append({"group": r["GROUP"], "topic": r["TOPIC"], "partition": int(r["PARTITION"]),
+                         "current_offset": int(r["CURRENT-OFFSET"]), "log_end_offset": int(r["LOG-END-OFFSET"]),
+                         "lag": int(r["LAG"])})
+    return rows
+
+
 def run_scenario(bundle: str, scenario: str, root: Path, brokers: int = 1) -> Outcome:
     """Start the cluster, run ``scenario``, dump the oracle, stop (or kill) the brokers."""
     t0 = time.monotonic()
@@ -172,6 +190,7 @@ def run_scenario(bundle: str, scenario: str, root: Path, brokers: int = 1) -> Ou
             groups, planted, kill = SCENARIOS[scenario](cluster, d)
             time.sleep(1.5)  # the checkpoints of the last DeleteRecords reach the disk
             oracle = d.do("describe", groups=groups)
+            oracle["cli_describe"] = cli_describe(cluster)
             if kill:
                 cluster.kill()
             else:
@@ -179,8 +198,24 @@ def run_scenario(bundle: str, scenario: str, root: Path, brokers: int = 1) -> Ou
             requests = list(d.requests)
     finally:
         cluster.close()
-    return Outcome(cluster.version, scenario, oracle, planted, cluster.log_dirs, cluster.metadata_dir, kill,
-                   requests, time.monotonic() - t0)
+    outcome = Outcome(cluster.version, scenario, oracle, planted, cluster.log_dirs, cluster.metadata_dir, kill,
+                      requests, time.monotonic() - t0)
+    (Path(root) / "outcome.json").write_text(json.dumps(as_json(outcome), indent=1, sort_keys=True) + "\n")
+    return outcome
+
+
+def load(root: Path) -> Outcome:
+    """The outcome ``run_scenario`` left in ``root`` (to compare a kept run again)."""
+    d = json.loads((Path(root) / "outcome.json").read_text())
+    p = d["planted"]
+    planted = Planted(
+        resets={g: {(t, n) for t, n in v} for g, v in p["resets"].items()},
+        lost={(g, t, n): k for g, t, n, k in p["lost"]},
+        deleted_topics=p["deleted_topics"], aborted_offsets=p["aborted_offsets"], healthy=p["healthy"],
+    )
+    nodes = sorted(Path(root).glob("node-*"), key=lambda n: int(n.name.split("-")[1]))
+    return Outcome(d["version"], d["scenario"], d["oracle"], planted, [n / "logs" for n in nodes],
+                   nodes[0] / "metadata" / "__cluster_metadata-0", d["killed"], d["requests"], 0.0)
 
 
 def as_json(outcome: Outcome) -> dict:
