@@ -15,6 +15,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from testkit.cluster.kafka import JVM_OPTS, KafkaCluster
@@ -85,10 +86,18 @@ class OldConsumer:
             raise ConsumerError(f"{self.registry_id} {command}: {line or f'exited {self.proc.wait()}'}")
         return line.split()[1:]
 
-    def consume(self, n: int) -> dict[int, int]:
-        """Read up to ``n`` messages: ``{partition: offset after the last one read}``."""
-        words = self._ask(f"consume {n}")
-        return {int(p): int(o) for p, o in (w.split(":") for w in words[1:])}
+    def consume(self, n: int, timeout: float = 60) -> dict[int, int]:
+        """Read ``n`` messages: ``{partition: offset after the last one read}`` (raises if they do
+        not all come within ``timeout`` s)."""
+        read: dict[int, int] = {}
+        got, deadline = 0, time.monotonic() + timeout
+        while got < n:
+            if time.monotonic() > deadline:
+                raise ConsumerError(f"{self.registry_id} read {got} of {n} messages in {timeout} s")
+            words = self._ask(f"consume {n - got}")
+            got += int(words[0])
+            read.update({int(p): int(o) for p, o in (w.split(":") for w in words[1:])})
+        return read
 
     def commit(self) -> None:
         self._ask("commit")

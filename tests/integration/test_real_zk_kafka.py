@@ -1,25 +1,17 @@
-"""A ZooKeeper-era Kafka cluster written by the real code, audited end to end: ZooKeeper 3.4.14,
-a Kafka 1.1.1 broker, and Kafka 1.1.1's old high-level consumer (``ZookeeperConsumerConnector``,
-:mod:`testkit.cluster.kafka_zk`):
+"""A ZooKeeper-era Kafka cluster written by the real code (ZooKeeper 3.4.14, Kafka 1.1.1 and its
+old high-level consumer: :mod:`testkit.cluster.kafka_zk_scenario` plays it and reads the
+cluster's answers), audited end to end: ``kaudit`` runs every step on its data dirs (extract
+zk-snapshot, offsets, log-end, build, validate, report), and each table is compared with the
+cluster's answer: the registry, owners and ZooKeeper offsets with the tree read through
+ZooKeeper and with what the script committed; the Kafka offsets of the dual-committing group
+with the broker's ``OffsetFetch``; log start and end with ``ListOffsets``; lag per partition
+with ``ConsumerGroupCommand --describe``; the planted regression (an ``ImportZkOffsets``) found
+and nothing else.
 
-- ``zk-range``: offsets in ZooKeeper, range assignment; two consumers that read and commit;
-  then an operator's ``ImportZkOffsets`` sets one partition's offset back (the planted fault);
-- ``dual-rr``: ``offsets.storage=kafka`` with ``dual.commit.enabled`` (each commit goes to
-  ``__consumer_offsets`` and to ZooKeeper), roundrobin; one consumer is killed (``kill -9``):
-  its session expires and the other takes its partitions, reads on and commits.
-
-The oracle is the cluster's own answer before it stops: the tree read through ZooKeeper (ids,
-owners, offsets), ``ConsumerGroupCommand --describe`` from the same jars (ZooKeeper offsets,
-log end and lag per partition), ``OffsetFetch`` and ``ListOffsets`` answered by the broker
-(kafka-python), and what the script did (what each consumer read and committed, which one it
-killed, the offset it imported). Then ZooKeeper is killed (``kill -9``: the consumers are still
-registered in its data dir), the consumers killed, the broker stopped (clean, or ``kill -9``),
-and ``kaudit`` runs every step on the data dirs: extract zk-snapshot, offsets, log-end, build,
-validate, report.
-
-Two message formats: the broker's default (v2), and ``0.9.0`` (``inter.broker.protocol.version``
-and ``log.message.format.version``): records without timestamps (magic 0), group metadata
-value v0 and offset commit value v1, as 0.9 brokers wrote them.
+The default run: Kafka 1.1.1 in its own message format (v2), stopped clean. ``-m matrix`` adds
+the 0.9.0 format (records without timestamps, group metadata value v0, offset commit value v1,
+as 0.9 brokers wrote them) and a Kafka 2.8.2 broker (the 1.1.1 old consumer against it), brokers
+stopped clean or with ``kill -9``: every step must still finish.
 """
 
 from __future__ import annotations
@@ -27,178 +19,20 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
 
-from testkit.cluster.kafka import KafkaCluster
-from testkit.cluster.kafka_zk import OldConsumer
-from testkit.cluster.kraft_driver import tool
-from testkit.cluster.zookeeper import start_zookeeper
+from testkit.cluster.kafka_zk_scenario import TOPICS, run
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 KAUDIT = REPO / ".venv" / "bin" / "kaudit"
 RUN = "zk-era"
-TOPICS = {"orders": 4, "clicks": 2}
-FORMATS = {"v2": {}, "v0": {"inter.broker.protocol.version": "0.9.0", "log.message.format.version": "0.9.0"}}
 STEPS = [["extract", "zk-snapshot", "{zk}"], ["extract", "offsets", "{logs}"], ["extract", "log-end", "{logs}"],
          ["build"], ["validate"], ["report"]]
-
-
-def _produce(bootstrap: str, topic: str, per_partition: int) -> None:
-    from kafka import KafkaProducer
-
-    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
-    for partition in range(TOPICS[topic]):
-        for i in range(per_partition):
-            p.send(topic, value=f"{topic}-{partition}-{i}".encode(), partition=partition)
-    p.flush()
-    p.close()
-
-
-def _tree(hosts: str) -> dict[str, bytes]:
-    """path -> data of every node under /consumers, read through the server."""
-    from kazoo.client import KazooClient
-
-    zk = KazooClient(hosts=hosts)
-    zk.start()
-    try:
-        out, todo = {}, ["/consumers"]
-        while todo:
-            path = todo.pop()
-            data, _ = zk.get(path)
-            out[path] = data
-            todo += [f"{path}/{c}" for c in zk.get_children(path)]
-        return out
-    finally:
-        zk.stop()
-        zk.close()
-
-
-def _owners_settle(hosts: str, group: str, topic: str, want: dict[int, str], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    prefix = f"/consumers/{group}/owners/{topic}/"
-    while time.monotonic() < deadline:
-        got = {int(p[len(prefix):]): v.decode() for p, v in _tree(hosts).items() if p.startswith(prefix)}
-        if got == want:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{group}'s owners of {topic} never became {want}: {got}")
-
-
-def _describe(cluster: KafkaCluster, *args: str) -> dict[tuple[str, int], dict]:
-    """``ConsumerGroupCommand --describe``'s table: (topic, partition) -> {column: value}."""
-    out = tool(cluster, "kafka.admin.ConsumerGroupCommand", *args, "--describe")
-    lines = [ln.split() for ln in out.splitlines() if ln.strip()]
-    head = next(i for i, ln in enumerate(lines) if ln[:2] == ["TOPIC", "PARTITION"])
-    cols = lines[head]
-    rows = {}
-    for ln in lines[head + 1:]:
-        row = dict(zip(cols, ln, strict=False))
-        rows[(row["TOPIC"], int(row["PARTITION"]))] = row
-    return rows
-
-
-def _kafka_answers(bootstrap: str, group: str) -> tuple[dict, dict, dict]:
-    """(committed offsets of ``group`` in Kafka, log start, log end) as the broker answers."""
-    from kafka import KafkaConsumer, TopicPartition
-    from kafka.admin import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    committed = {(tp.topic, tp.partition): m.offset for tp, m in admin.list_group_offsets(group)[group].items()}
-    admin.close()
-    c = KafkaConsumer(bootstrap_servers=bootstrap)
-    tps = [TopicPartition(t, p) for t, n in TOPICS.items() for p in range(n)]
-    start = {(tp.topic, tp.partition): o for tp, o in c.beginning_offsets(tps).items()}
-    end = {(tp.topic, tp.partition): o for tp, o in c.end_offsets(tps).items()}
-    c.close()
-    return committed, start, end
-
-
-def _scenario(root: Path, fmt: str, broker_stop: str) -> dict:
-    zk = start_zookeeper("3.4.14", root / "zk")
-    cluster = KafkaCluster("kafka-1.1.1", root, zookeeper=zk.hosts,
-                           config={"controlled.shutdown.enable": "false", **FORMATS[fmt]})
-    consumers: list[OldConsumer] = []
-    did: dict = {"committed": defaultdict(dict)}  # (group) -> {(topic, partition): offset}
-
-    def consumer(group, cid, topic, **props):
-        c = OldConsumer(cluster, zk.hosts, group, cid, topic, **props).start()
-        consumers.append(c)
-        return c
-
-    def commit(c, read):
-        c.commit()
-        for p, o in read.items():
-            did["committed"][c.group][(c.topic, p)] = o
-
-    try:
-        cluster.start()
-        from kafka.admin import KafkaAdminClient, NewTopic
-
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
-        admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
-        admin.close()
-        _produce(cluster.bootstrap, "orders", 10)
-        _produce(cluster.bootstrap, "clicks", 6)
-
-        # zk-range: c1 alone reads everything, c2 joins (range: c1 0-1, c2 2-3), more is produced,
-        # both read some of it and commit
-        zk_props = {"offsets_storage": "zookeeper", "partition_assignment_strategy": "range"}
-        c1 = consumer("zk-range", "c1", "orders", **zk_props)
-        commit(c1, c1.consume(40))
-        c2 = consumer("zk-range", "c2", "orders", **zk_props)
-        _owners_settle(zk.hosts, "zk-range", "orders",
-                       {0: "zk-range_c1-0", 1: "zk-range_c1-0", 2: "zk-range_c2-0", 3: "zk-range_c2-0"})
-        _produce(cluster.bootstrap, "orders", 4)
-        commit(c2, c2.consume(8))
-        commit(c1, c1.consume(3))
-
-        # dual-rr: d1 and d2 (roundrobin: one partition each) read and commit to both stores;
-        # d2 is killed, d1 takes clicks-1 once d2's session expires, reads on and commits
-        dual_props = {"offsets_storage": "kafka", "dual_commit_enabled": "true",
-                      "partition_assignment_strategy": "roundrobin"}
-        d1 = consumer("dual-rr", "d1", "clicks", **dual_props)
-        d2 = consumer("dual-rr", "d2", "clicks", **dual_props)
-        _owners_settle(zk.hosts, "dual-rr", "clicks", {0: "dual-rr_d1-0", 1: "dual-rr_d2-0"})
-        commit(d1, d1.consume(6))
-        commit(d2, d2.consume(6))
-        d2.kill()
-        did["killed"] = d2.registry_id
-        _owners_settle(zk.hosts, "dual-rr", "clicks", {0: "dual-rr_d1-0", 1: "dual-rr_d1-0"})
-        _produce(cluster.bootstrap, "clicks", 3)
-        commit(d1, d1.consume(6))
-
-        # the planted fault: an operator imports an offset below the committed one
-        back = did["committed"]["zk-range"][("orders", 0)] - 7
-        imported = root / "import.txt"
-        imported.write_text(f"/consumers/zk-range/offsets/orders/0:{back}\n")
-        tool(cluster, "kafka.tools.ImportZkOffsets", "--zkconnect", zk.hosts, "--input-file", str(imported))
-        did["regression"] = ("zk-range", "orders", 0, did["committed"]["zk-range"][("orders", 0)], back)
-        did["committed"]["zk-range"][("orders", 0)] = back
-
-        # the cluster's answers
-        oracle = {
-            "tree": _tree(zk.hosts),
-            "describe_zk": {g: _describe(cluster, "--zookeeper", zk.hosts, "--group", g)
-                            for g in ("zk-range", "dual-rr")},
-            "kafka": _kafka_answers(cluster.bootstrap, "dual-rr"),
-            "did": did,
-        }
-        zk.stop(kill=True)
-    finally:
-        for c in consumers:
-            c.kill()
-        if broker_stop == "kill -9":
-            cluster.kill()
-        cluster.stop()
-        zk.stop(kill=True)
-    oracle["zk_data"], oracle["logs"] = zk.data_dir, cluster.node(1).log_dir
-    return oracle
 
 
 def _kaudit(wh: Path, step: list[str], **paths) -> subprocess.CompletedProcess:
@@ -212,20 +46,26 @@ def _read(wh: Path, table: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module", params=[
-    pytest.param(("v2", "clean"), id="1.1.1-v2-clean"),
-    pytest.param(("v0", "kill -9"), id="1.1.1-v0-kill9", marks=pytest.mark.matrix),
+    pytest.param(("kafka-1.1.1", "v2", "clean"), id="1.1.1-v2-clean"),
+    pytest.param(("kafka-1.1.1", "v0", "kill -9"), id="1.1.1-v0-kill9", marks=pytest.mark.matrix),
+    pytest.param(("kafka-2.8.2", "v0", "clean"), id="2.8.2-v0-clean", marks=pytest.mark.matrix),
+    pytest.param(("kafka-2.8.2", "v2", "kill -9"), id="2.8.2-v2-kill9", marks=pytest.mark.matrix),
 ])
 def audited(request, tmp_path_factory):
-    fmt, broker_stop = request.param
+    broker, fmt, broker_stop = request.param
     root = tmp_path_factory.mktemp(f"zk-era-{fmt}")
-    oracle = _scenario(root, fmt, broker_stop)
+    t0 = time.monotonic()
+    oracle = run(root, fmt, broker_stop, broker)
+    print(f"scenario {fmt}: {time.monotonic() - t0:.1f} s")
     wh = root / "warehouse"
     outputs = {}
     for step in STEPS:
+        t0 = time.monotonic()
         proc = _kaudit(wh, step, zk=oracle["zk_data"], logs=oracle["logs"])
+        print(f"kaudit {' '.join(step[:2])}: {time.monotonic() - t0:.1f} s")
         outputs[" ".join(step[:2])] = proc
         assert proc.returncode == 0, f"{' '.join(step)}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
-    return fmt, oracle, wh, outputs
+    return (broker, fmt), oracle, wh, outputs
 
 
 def test_registry_owners_and_zookeeper_offsets(audited):
@@ -260,8 +100,9 @@ def test_kafka_offsets_log_ends_and_lag(audited):
     last = {}
     for r in sorted(_read(wh, "raw/offset_commits"), key=lambda r: (r["offsets_partition"], r["log_offset"])):
         last[(r["group_id"], r["topic"], r["partition"])] = r["committed_offset"]
-    assert last == {("dual-rr", t, p): o for (t, p), o in committed.items()}
-    assert committed == oracle["did"]["committed"]["dual-rr"]
+    assert last == committed
+    did = oracle["did"]["committed"]
+    assert committed == {(g, t, p): o for g in ("dual-rr", "py-range") for (t, p), o in did[g].items()}
     ends = {(r["topic"], r["partition"]): (r["log_start_offset"], r["log_end_offset"])
             for r in _read(wh, "raw/log_end_offsets") if r["topic"] in TOPICS}
     assert ends == {tp: (start[tp], end[tp]) for tp in end}
@@ -274,13 +115,13 @@ def test_kafka_offsets_log_ends_and_lag(audited):
         for (t, p), row in rows.items():
             want[("zookeeper", group, t, p)] = (int(row["CURRENT-OFFSET"]), int(row["LOG-END-OFFSET"]),
                                                 int(row["LAG"]))
-    for (t, p), o in committed.items():
-        want[("kafka", "dual-rr", t, p)] = (o, end[(t, p)], end[(t, p)] - o)
+    for (g, t, p), o in committed.items():
+        want[("kafka", g, t, p)] = (o, end[(t, p)], end[(t, p)] - o)
     assert lag == want
 
 
 def test_planted_regression_found_and_healthy_groups_clean(audited):
-    _, oracle, wh, outputs = audited
+    (broker, fmt), oracle, wh, outputs = audited
     group, topic, partition, before, after = oracle["did"]["regression"]
     regressions = [(r["source"], r["group_id"], r["topic"], r["partition"], r["previous_committed_offset"],
                     r["committed_offset"]) for r in _read(wh, "marts/offset_regressions")]
@@ -290,6 +131,14 @@ def test_planted_regression_found_and_healthy_groups_clean(audited):
     assert audit and {r["status"] for r in audit} == {"ok"}, [r for r in audit if r["status"] != "ok"]
     assert {(r["group_id"], r["topic"], r["partition"]) for r in audit} == {
         (g, t, p) for g, t in (("zk-range", "orders"), ("dual-rr", "clicks")) for p in range(TOPICS[t])}
+    # the Kafka group: its generations as the coordinator wrote them, the last one Empty
+    meta = sorted((r for r in _read(wh, "raw/group_metadata") if r["group_id"] == "py-range"),
+                  key=lambda r: r["log_offset"])
+    assert oracle["groups"]["py-range"]["state"] == "Empty" and meta
+    assert meta[-1]["protocol"] is None and meta[-2]["protocol"] == "range"
+    assert meta[-2]["leader"] == oracle["did"]["py-range"]["member_id"]
+    # 0.9.0's format: value v0 (no rebalance timeout, no state timestamp); 1.1: v1; 2.8: v3
+    assert {r["value_version"] for r in meta} == ({0} if fmt == "v0" else {1} if broker == "kafka-1.1.1" else {3})
     # dual commit: both stores agree at the end
     drift = [r for r in _read(wh, "marts/offset_storage_drift") if r["drift"] not in (0, None)]
     assert drift == []
