@@ -1,4 +1,4 @@
-"""Batch timestamps of a data-topic partition (issue 21, ``raw/batch_timestamps``): kaudit's
+"""Batch timestamps of a data-topic partition (``raw/batch_timestamps``): kaudit's
 header-only framing (``kafka/log_end.scan_partition``: the numba framing kernel with no CRC,
 bodies skipped by their length) and the Arrow table of ``kafka/batch_times.batch_table``, vs
 kafka-python's ``DefaultRecordBatch`` reading the same batches' headers (base offset, last

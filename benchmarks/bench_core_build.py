@@ -1,4 +1,4 @@
-"""Benchmark: the Spark core part of ``kaudit build`` on the demo (issue 22), without dbt.
+"""Benchmark: the Spark core part of ``kaudit build`` on the demo, without dbt.
 
 Extracts the demo's two clusters once into a fresh warehouse (run ``bench``, then
 ``bench-kraft``), then builds their ``core/*`` tables ``--rounds`` times in one session (the
@@ -28,7 +28,7 @@ from pipelines.context import RunContext
 from pipelines.spark.build import build_core
 from pipelines.warehouse import Warehouse
 
-TARGET = 25.0  # seconds, issue 22: the whole ``build`` on the demo
+TARGET = 25.0  # seconds: the target of the whole ``build`` on the demo
 
 
 def extracted(root: Path, master: str | None) -> tuple[RunContext, RunContext]:

@@ -1,6 +1,6 @@
-"""Benchmark: ``kaudit demo`` (issue 22) - both runs (ZooKeeper-era cluster, and ``<run>-kraft``
+"""Benchmark: ``kaudit demo`` - both runs (ZooKeeper-era cluster, and ``<run>-kraft``
 beside it) in a fresh warehouse, in this process, as after an install. Prints each step's
-seconds next to its target (issue 22: the whole demo <= 45 s, ``build`` <= 25 s, ``validate``
+seconds next to its target (the whole demo <= 45 s, ``build`` <= 25 s, ``validate``
 <= 8 s, on an idle 2-core machine) with the ratio, and the load average before and after (the
 machine is shared: compare figures only with the load they were taken at).
 
@@ -26,7 +26,7 @@ from pipelines.context import RunContext
 from pipelines.demo import run_demo
 from pipelines.warehouse import Warehouse
 
-TARGETS = {"build": 25.0, "validate": 8.0, "total": 45.0}  # seconds, issue 22
+TARGETS = {"build": 25.0, "validate": 8.0, "total": 45.0}  # seconds: the targets
 
 
 def load() -> str:

@@ -1,4 +1,4 @@
-"""Benchmark: the history (issue 21) through build - ``--groups x --events`` rebalances of
+"""Benchmark: the history through build - ``--groups x --events`` rebalances of
 ZooKeeper groups in ``raw/znode_changes`` and ``--commits`` Kafka offset commits in
 ``raw/offset_commits`` - each part against the I/O floor of the same rows, in one run (the
 ``bench_assignment`` method: medians of ``--repeat`` interleaved runs in one JVM, ratio printed).
@@ -28,26 +28,9 @@ advancing 100 records, with a reset to latest and a stuck partition in every 17t
 group; log ends and one batch header per 1,000 records (``raw/log_end_offsets``,
 ``raw/batch_timestamps``).
 
-Figures, 2026-11-23, dev size (63,411 txns -> 1,100 states, 11,000 audit rows; 200,000
-commits), local[2] on the shared 2-core machine (1-min load average 13-25 during the runs, i.e.
-~1/8 of the cores each process's):
-
-- (a) Spark: warm run 24.8 s vs. floor 3.2 s = 7.8x (first run of the JVM 103 s vs. 3.0 s;
-  ``--repeat 1`` under load 18-25: 137 s vs. 4.4 s = 31x).
-- (b) dbt: 254.5 s vs. floor 10.2 s = 25x (``--repeat 1``, load 18-25; the run's first sight of
-  the marts' code). Per model (4 dbt threads side by side): offset_resets 180 s,
-  stuck_partitions 165 s, commit_lag_history 156 s (the three over the view
-  ``int_commit_positions``, each recomputing it), data_loss_risk 107 s, offset_regressions and
-  offset_drift_history 56 s, commit_frequency 47 s, rebalances 29 s, ownership_history 22 s.
-- (a) full size (1,061,101 txns -> 18,000 states, 180,000 audit rows; ``--no-dbt --repeat 2``,
-  load 8-11): runs 84.6 s and 63.5 s vs. floor 3.8 s and 4.5 s: warm 14x, median 74.1 s vs.
-  4.1 s = 18x (CPU 50 s vs. 2 s). An earlier ``--repeat 1`` under load 14-17: 148.2 s vs. 5.9 s.
-- (b) full size (5M commits): not run yet (the dev size's dbt part alone took 4 min under this
-  load).
-- Profile of (a): the time is not the rows (16x the rows: 2.6x the dev size's warm time); a
-  warm run is mostly the jobs' fixed costs. Caching the parsed registration, topic and owner
-  intervals (read by several jobs) changed nothing (dev warm 27.8 s, CPU 27 s vs. 28 s): not
-  kept.
+Figures: docs/benchmarks.md. A warm run's time is mostly the Spark jobs' fixed costs, not the
+rows; caching the parsed registration, topic and owner intervals (read by several jobs)
+changed nothing and was not kept.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Hand-written kernels against the library that does the same job, on the same data in the
-same run (issue 19: a kernel is kept only where this shows the library is the bottleneck).
+same run (a kernel is kept only where this shows the library is the bottleneck).
 
 - ZooKeeper node digest (``zookeeper/kernels.walk_nodes``: CRC-32 of each node's path, data
   and stat, slice-by-8, in the node walk) vs ``zlib.crc32`` per node from Python (the

@@ -8,77 +8,13 @@ times
 - a kafka-python decoder (``MemoryRecords`` + ``kafka.protocol`` structs per record) writing
   the same ``raw/offset_commits`` Parquet,
 
-and prints both rates, the ratio (target >= 25x, issue 22) and the 1-minute load average
+and prints both rates, the ratio (target >= 25x) and the 1-minute load average
 before and after each side (the machine is shared: compare figures of similar load).
 
     .venv/bin/python benchmarks/bench_offsets.py [--records 5000000] [--data DIR]
 
-Issue 22: >= 25x kafka-python (met since s12-offs) and >= 3.5M records/s, i.e. <= 1.43 s of
-wall for these 5M records (412 MB, 10 partitions of one 41 MB segment each, 2 workers). Passes
-``offspeed`` .. ``s12-offs`` took the CLI from 7.1 to 2.7 CPU s (one decode of each file, private
-mmap, kernels built ahead of time, no numba/pandas/pyarrow.compute in the process, dictionary
-arrays written as they are). Their last idle figure (load 1.9): 1.50 s, 3.32M records/s, 44x,
-2.77 CPU s. Branch ``s13-offs`` (before = main cbcfe90, the CLI and the benchmark run alternately
-on both trees; CPU = user + sys of every process, the figure to read at these loads; "after
-(-1)" = before its last commit, the decode_flat slot counts):
-
-    ===================  ===========  =======  ============  ======  =====  ==========  =========
-    run                  kaudit wall  M rec/s  kafka-python  ratio   CPU    CPU ratio   load
-    ===================  ===========  =======  ============  ======  =====  ==========  =========
-    bench, before        5.27 s       0.95     114.8 s       21.8x   2.60   26.1x       7.1-8.1
-    bench, after (-1)    5.64 s       0.89     103.6 s       18.4x   2.30   29.5x       7.6-7.9
-    bench, after         5.28 s       0.95     110.3 s       20.9x   2.37   29.4x       7.2-7.5
-    bench, before        4.84 s       1.03     88.8 s        18.4x   2.67   28.3x       6.1-6.3
-    bench, after         2.74 s       1.83     70.2 s        25.7x   2.70   25.6x       3.0-3.1
-    bench, before        4.19 s       1.19     118.3 s       28.2x   2.60   30.9x       2.2-4.6
-    ===================  ===========  =======  ============  ======  =====  ==========  =========
-
-    The CLI alone, alternating (4-5 runs each): load 6.6-7.2, CPU 2.72-2.88 s before against
-    2.44-2.59 after; load 5.0-5.9, 2.71-3.14 against 2.42-2.78; load 3.0-3.2 (the machine
-    nearly idle for a minute), wall 1.57-1.87 s (CPU 2.88-3.36) before against 1.36-1.54 s
-    (2.46-2.67), 3.25-3.68M records/s, median 1.42 s = 3.5M; in the minute before it (load
-    3.3-3.4) both took 1.56-1.84 s (CPU 2.90-3.20). So the 3.5M records/s target was reached in
-    one window of runs and not shown steadily: the machine was never idle long enough (load
-    3-8, other helpers' Spark JVMs), and a single benchmark run is the scheduler's.
-
-Idle, the final tree of session 13 (all three branches merged): this script at load 1.4,
-1.33 s, 3.75M records/s, 50.7x (CPU 2.31 s, 29.2x); the CLI alone, 5 runs at load 1.5,
-1.23-1.39 s wall (3.6-4.1M records/s), 2.19-2.40 CPU s.
-
-Where the time goes (a timeline of each process, CPU s by ``time.process_time``, load 5.5;
-before -> after (-1)): the parent imports for 0.23-0.29 s of wall (0.24-0.27 CPU s: interpreter 0.02,
-numpy + pyarrow 0.12-0.14, pyarrow.parquet 0.02, the CLI 0.03-0.04, the extract modules
-0.05), forks the 2 workers and waits (0.04 CPU s to the end: results, quarantine, publish). Each
-worker takes 5 of the 10 files as they come (``ProcessPoolExecutor.map``, one file a job); both
-finished within 0.07 s (before) / 0.002 s (after) of each other, so no byte-range split is
-needed for equal files. Per file: 0.21 -> 0.18 CPU s (decode 0.13 -> 0.12, Parquet write 0.078
--> 0.060); a worker's first file costs 0.07 more (0.26-0.29 s: 40,700 page faults, 0.06-0.09
-system s, growing the heap that the next files reuse; 35,800 since decode_flat allocates its int
-and string tables by their own slot counts, 5 files in one process 1.23-1.29 -> 1.20-1.24 CPU s;
-pre-faulting the heap with MADV_POPULATE_WRITE cost as much as the faults it saved, THP
-(glibc.malloc.hugetlb=1) 0.6 more system s).
-
-One worker's profile after (cProfile, CPU clock, ``_worker_start``'s malloc settings, 5 files,
-per file): Parquet write 0.058, decode_flat 0.031 (keys + values), dictionary_spans
-0.027 (group + topic; metadata 0.010 -> 0.001: all-empty spans skip the kernel), scan_batches
-0.015, walk_records 0.012, numpy glue of ``_commits`` 0.009 / ``walk_segment`` 0.005 /
-``_Keys`` 0.003 / ``_records`` 0.003. (Without those malloc settings decode_flat shows twice
-that: its outputs page-faulted on every call.)
-
-Parquet settings, one 500,000-row part of raw/offset_commits (CPU s, best of 7-9, load 3-5):
-zstd throughout (before) 0.075 / 4.14 MB; LZ4 0.055 / 5.22; snappy 0.062 / 5.35; none 0.056 /
-15.3; LZ4 with zstd for ``committed_offset`` (kept: the one column zstd shrinks, 4.0 -> 3.0 MB)
-0.058 / 4.19; the same with data page v2 0.059; ``committed_offset`` BYTE_STREAM_SPLIT 0.056 /
-3.71 (not kept: Spark's reading of it not checked); no statistics 0.054; statistics only where
-they prune 0.057; a part is one row group (500,000 rows, the default holds 1M); 8 MB pages no
-change; dictionary for every column 0.129 / 5.93; 65,536 rows per write batch (kept) 0.055-0.057
-against 0.058. Perf of the writer: definition levels of the 18 nullable columns 14%, validity
-bits of the dictionary columns 9%, dictionary indices 8%, delta packing 5%.
-
-Left: Parquet encoding (~0.58 CPU s of the 5M: the levels of nullable columns without nulls are
-Arrow's, and the schema contract keeps the columns nullable), the byte-walk kernels (~0.8 CPU s),
-the serial start of the parent (0.25 s of wall with one core idle) and each worker's first-file
-page faults (~0.06 s of wall); the 10 equal files already keep both workers busy to the end.
+Targets: >= 25x kafka-python and >= 3.5M records/s, i.e. <= 1.43 s of wall for these 5M records
+(412 MB, 10 partitions of one 41 MB segment each, 2 workers). Method and figures: docs/benchmarks.md.
 """
 
 from __future__ import annotations
