@@ -29,7 +29,7 @@ def signatures() -> dict:
     i64, table = out(t.int64), out(t.int64, 2, "F")
     return {
         "scan_batches": out(t.int64, 2)(u1, t.boolean, ro(t.int64, 2), ro(t.int64, 2), t.int64, t.int64, t.boolean),
-        "walk_records": t.Tuple((out(t.int64, 2, "A"), i64))(u1, ro(t.int64, 2), ro(t.int64, 2)),
+        "walk_records": t.Tuple((out(t.int64, 2, "A"), i64, i64))(u1, ro(t.int64, 2), ro(t.int64, 2)),
         "decode_flat": t.Tuple((i64, table, table, table, i64))(u1, i8, i8, ro(t.int64, 3), i8, t.int64, t.int64),
         "gather_strings": t.Tuple((i64, out(t.uint8)))(u1, i8, i8),
         "dictionary_spans": t.Tuple((out(t.int32), i64, out(t.uint8)))(u1, i8, i8),

@@ -64,6 +64,7 @@ from pipelines.kafka.errors import (
     OffsetMismatch,
     OffsetOutOfOrder,
     OffsetOutOfRange,
+    RecordCountMismatch,
     TruncatedBatch,
     UnknownMagic,
     UnsupportedCodec,
@@ -272,9 +273,9 @@ def framing_error(row: np.ndarray, bounds: OffsetBounds = NO_BOUNDS) -> FramingE
         return CrcMismatch(f"{kind} mismatch in magic-{magic} batch of {claimed} bytes")
     first, last, count = int(row[K.B_BASE_OFFSET]), int(row[K.B_LAST_OFFSET]), int(row[K.B_COUNT])
     span = f"offsets {first}-{last}" if magic == 2 else f"offset {last}"
+    if code == K.E_RECORD_COUNT:
+        return RecordCountMismatch(f"magic-2 batch claims {count} records with lastOffsetDelta {last - first}")
     if code == K.E_OFFSET_RANGE:
-        if magic == 2 and last - first + 1 < count:
-            return OffsetOutOfRange(f"magic-2 batch of {count} records with lastOffsetDelta {last - first}")
         return OffsetOutOfRange(f"{span} outside the segment's range {bounds_text(bounds)}")
     if code == K.E_OFFSET_ORDER:
         return OffsetOutOfOrder(f"{span} do not follow the offsets of the batches around it")
@@ -287,6 +288,7 @@ def bounds_text(bounds: OffsetBounds) -> str:
 
 
 def records_error(code: int) -> DecodeError:
+    """The typed error of a region whose records stop at error ``code`` (no record of it read)."""
     if code == K.E_NESTED:
         return CorruptRecords("compressed message inside a compressed wrapper")
     if code == K.E_INNER_CRC:
@@ -296,6 +298,22 @@ def records_error(code: int) -> DecodeError:
     if code == K.E_OFFSET_ORDER:
         return OffsetOutOfOrder("inner offsets of a compressed wrapper do not follow the batch before it")
     return CorruptRecords("records of a CRC-valid batch do not parse")
+
+
+def partial_error(code: int, claimed: int, read: int, first: int | None, last: int | None,
+                  left: int = 0) -> DecodeError:
+    """The typed error of a magic-2 batch whose records were read up to error ``code``: the
+    ``read`` records before it (offsets ``first``-``last``) are kept, the rest quarantined
+    (``left``: bytes after the last record read)."""
+    kept = f"{read} record(s) before it read (offsets {first}-{last})" if read else "no record before it"
+    if code == K.E_RECORD_COUNT and left:
+        return RecordCountMismatch(f"magic-2 batch claims {claimed} records; {left} bytes follow them; {kept}")
+    if code == K.E_RECORD_COUNT:
+        return RecordCountMismatch(f"magic-2 batch claims {claimed} records, its bytes hold {read}"
+                                   + (f" (offsets {first}-{last}, read)" if read else ""))
+    if code == K.E_OFFSET_DELTAS:
+        return OffsetMismatch(f"a record's offset does not increase up to the batch's last offset; {kept}")
+    return CorruptRecords(f"a record of a CRC-valid batch does not parse; {kept}")
 
 
 @dataclass
@@ -327,6 +345,9 @@ def walk_segment(buf: np.ndarray, check_crc: bool = True, bounds: OffsetBounds =
     """Frame, verify, decompress and walk the records of one segment's bytes."""
     file_size = len(buf)
     batches = scan(buf, check_crc, bounds)
+    # a recordCount the batch's offsets cannot hold: its records are read all the same (the
+    # walk reports how many are there and quarantines the claim)
+    batches[batches[:, K.B_ERR] == K.E_RECORD_COUNT, K.B_ERR] = K.OK
     bad: list[tuple[int, DecodeError, bytes]] = []
     ok = batches[:, K.B_ERR] == K.OK
     for row in batches[~ok]:
@@ -381,14 +402,34 @@ def walk_segment(buf: np.ndarray, check_crc: bool = True, bounds: OffsetBounds =
     if blobs:
         buf = np.concatenate([buf, *blobs])
 
-    records, errs = native.kernels().walk_records(buf, regions, K.CRC32_TABLE)
+    records, errs, stops = native.kernels().walk_records(buf, regions, K.CRC32_TABLE)
     records = _wrapper_order(records, errs, regions, batches, bounds[0])
     for r in np.flatnonzero(errs):
         row = batches[regions[r, K.R_BATCH]]
         p = int(row[K.B_POS])
-        bad.append((p, records_error(int(errs[r])), _raw(buf, p, int(row[K.B_SIZE]))))
+        if stops[r] < 0:  # nothing of the region read
+            bad.append((p, records_error(int(errs[r])), _raw(buf, p, int(row[K.B_SIZE]))))
+        else:
+            bad.append(_partial(buf, records, regions, r, int(errs[r]), int(stops[r]), row))
     bad.sort(key=lambda x: x[0])
     return SegmentWalk(buf, batches, records, regions[:, K.R_BATCH].copy(), bad, file_size=file_size)
+
+
+def _partial(buf: np.ndarray, records: np.ndarray, regions: np.ndarray, r: int, code: int, stop: int,
+             row: np.ndarray) -> tuple[int, DecodeError, bytes]:
+    """The quarantine entry of magic-2 region ``r``, read up to ``stop`` (records before it
+    kept): (file position, error, raw). More records claimed than the bytes hold is the
+    batch's fault (its header: position and raw); the bytes from ``stop`` on (a record that
+    does not parse, bytes after the records claimed) are at their own position in the file
+    (in a compressed batch: the batch's), raw up to the end of the records."""
+    mine = records[records[:, K.C_REGION] == r, K.C_OFFSET]
+    first, last = (int(mine[0]), int(mine[-1])) if len(mine) else (None, None)
+    end = int(regions[r, K.R_END])
+    err = partial_error(code, int(row[K.B_COUNT]), len(mine), first, last, end - stop)
+    p = int(row[K.B_POS])
+    if stop == end:
+        return p, err, _raw(buf, p, V2_HEADER_SIZE)
+    return (p if regions[r, K.R_FILE_POS] >= 0 else stop), err, _raw(buf, stop, end - stop)
 
 
 def _wrapper_order(

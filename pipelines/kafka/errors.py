@@ -44,6 +44,10 @@ class OffsetMismatch(CorruptRecords):
     """Record offsets that disagree with their batch's."""
 
 
+class RecordCountMismatch(CorruptRecords):
+    """A magic-2 batch whose recordCount its offsets or its bytes cannot hold."""
+
+
 class UnsupportedCodec(DecodeError):
     pass
 

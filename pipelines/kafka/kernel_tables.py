@@ -25,6 +25,7 @@ E_OFFSET_RANGE = 14  # base/last offset outside the segment's range, or lastOffs
 E_OFFSET_ORDER = 15  # offsets not after those of the batches before it (no longest chain keeps it)
 E_OFFSET_DELTAS = 16  # record offsets not increasing, or past the batch's last offset
 E_BAD_TAG = 17  # a tagged field the op table reads (a uuid) of the wrong size
+E_RECORD_COUNT = 18  # a magic-2 recordCount its offsets or bytes cannot hold (the records present are read)
 
 # --- batch table columns (scan_batches) ------------------------------------------------------
 B_POS, B_SIZE, B_MAGIC, B_BASE_OFFSET, B_LAST_OFFSET, B_ATTRS, B_PRODUCER_ID, B_PRODUCER_EPOCH = range(8)

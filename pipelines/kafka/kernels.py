@@ -65,6 +65,7 @@ from pipelines.kafka.kernel_tables import (  # noqa: F401 - the kernels' constan
     E_OFFSET_DELTAS,
     E_OFFSET_ORDER,
     E_OFFSET_RANGE,
+    E_RECORD_COUNT,
     E_RECORDS,
     E_SHORT_TAIL,
     E_STRUCT_SHORT,
@@ -401,7 +402,10 @@ def check_offsets(bt, lo, hi, newest):
     """Mark the good rows of a batch table whose offsets cannot hold (B_ERR, in place).
 
     - range: ``lo <= baseOffset`` and ``lastOffset < hi`` (the segment's file-name base offset
-      and the next segment's, capped at base + 2**31), ``recordCount <= lastOffsetDelta + 1``;
+      and the next segment's, capped at base + 2**31);
+    - count: ``0 <= recordCount <= lastOffsetDelta + 1``, else E_RECORD_COUNT once the order is
+      judged (its offsets take part in it: the records present are still read, by
+      :func:`walk_records`, which says how many there are);
     - order: offsets strictly increase from batch to batch. Where they do not, the batches
       kept are those of the longest increasing chain (a chain may skip up to ORDER_WINDOW
       batches in a row), ties going to the chain with more contiguous neighbours
@@ -413,20 +417,29 @@ def check_offsets(bt, lo, hi, newest):
     as unknown (any gap before it is contiguous)."""
     m = bt.shape[0]
     idx = np.empty(m, dtype=np.int64)
+    miscounted = np.zeros(m, dtype=np.bool_)
     c = 0
     for r in range(m):
         row = bt[r]
         if row[B_ERR] != OK:
             continue
         first, last = row[B_BASE_OFFSET], row[B_LAST_OFFSET]
-        bad = first < lo or last >= hi or last < first
-        if row[B_MAGIC] == 2 and (row[B_COUNT] < 0 or row[B_COUNT] > last - first + 1):
-            bad = True
-        if bad:
+        if first < lo or last >= hi or last < first:
             row[B_ERR] = E_OFFSET_RANGE
         else:
+            miscounted[r] = row[B_MAGIC] == 2 and (row[B_COUNT] < 0 or row[B_COUNT] > last - first + 1)
             idx[c] = r
             c += 1
+    _order(bt, idx, c, lo, newest)
+    for r in range(m):
+        if miscounted[r] and bt[r, B_ERR] == OK:
+            bt[r, B_ERR] = E_RECORD_COUNT
+
+
+@njit(cache=True, nogil=True)
+def _order(bt, idx, c, lo, newest):
+    """The order check of :func:`check_offsets` over the ``c`` rows ``idx`` whose offsets are
+    in range: the rows off the kept chain become E_OFFSET_ORDER."""
     # fast path: already in order (and the newest segment starts at its base)
     ordered = True
     for j in range(1, c):
@@ -515,50 +528,60 @@ def _uvarint(b, p, end):
 
 @njit(cache=True, nogil=True)
 def _walk_v2(b, start, end, count, base_offset, last_delta, out, k, region, file_pos):
-    """Records of one magic-2 batch; returns the new row count, -1 if they do not parse, -2 if
-    their offset deltas do not increase within ``[0, lastOffsetDelta]``."""
+    """Records of one magic-2 batch, up to ``count`` of them and the end of its bytes. Returns
+    (row count, error code, position where the walk stopped). The records before an error
+    are kept (the batch's CRC vouches for its bytes): E_RECORDS at the first record that does
+    not parse; E_OFFSET_DELTAS at the first record whose offset delta does not increase within
+    ``[0, lastOffsetDelta]``; E_RECORD_COUNT at the end when the bytes end before ``count``
+    records (a negative count: every record up to the end, then this error), or where bytes
+    remain after ``count`` records (Kafka's reader refuses both)."""
     p = start
     prev_delta = np.int64(-1)
-    for _ in range(count):
+    n = 0
+    while count < 0 or n < count:
+        if p == end:
+            return k, E_RECORD_COUNT, p
+        at = p
         rec_len, p = _varint(b, p, end)
         if p < 0 or rec_len < 6 or p + rec_len > end:
-            return -1
+            return k, E_RECORDS, at
         rec_pos = p
         rec_end = p + rec_len
         p += 1  # attributes
         _, p = _varint(b, p, rec_end)  # timestampDelta
         if p < 0:
-            return -1
+            return k, E_RECORDS, at
         off_delta, p = _varint(b, p, rec_end)
         if p < 0:
-            return -1
+            return k, E_RECORDS, at
         klen, p = _varint(b, p, rec_end)
         if p < 0 or klen < -1 or p + max(klen, 0) > rec_end:
-            return -1
+            return k, E_RECORDS, at
         kpos = p
         p += max(klen, 0)
         vlen, p = _varint(b, p, rec_end)
         if p < 0 or vlen < -1 or p + max(vlen, 0) > rec_end:
-            return -1
+            return k, E_RECORDS, at
         vpos = p
         p += max(vlen, 0)
         nh, p = _varint(b, p, rec_end)
         if p < 0 or nh < 0:
-            return -1
+            return k, E_RECORDS, at
         for _h in range(nh):
             hk, p = _varint(b, p, rec_end)
             if p < 0 or hk < 0 or p + hk > rec_end:
-                return -1
+                return k, E_RECORDS, at
             p += hk
             hv, p = _varint(b, p, rec_end)
             if p < 0 or hv < -1 or p + max(hv, 0) > rec_end:
-                return -1
+                return k, E_RECORDS, at
             p += max(hv, 0)
         if p != rec_end:
-            return -1
+            return k, E_RECORDS, at
         if off_delta <= prev_delta or off_delta > last_delta:
-            return -2
+            return k, E_OFFSET_DELTAS, at
         prev_delta = off_delta
+        n += 1
         out[C_REGION, k] = region
         out[C_OFFSET, k] = base_offset + off_delta
         out[C_KEY_POS, k] = kpos
@@ -568,8 +591,8 @@ def _walk_v2(b, start, end, count, base_offset, last_delta, out, k, region, file
         out[C_REC_POS, k] = file_pos if file_pos >= 0 else rec_pos
         k += 1
     if p != end:
-        return -1
-    return k
+        return k, E_RECORD_COUNT, p
+    return k, OK, p
 
 
 @njit(cache=True, nogil=True)
@@ -624,32 +647,28 @@ def _walk_legacy(b, start, end, relative, wrapper_offset, check_crc, t32, out, k
 
 
 @njit(cache=True, nogil=True)
-def _walk_regions(b, regions, t32, need, r, out, k, errs):
+def _walk_regions(b, regions, t32, need, r, out, k, errs, stops):
     """:func:`walk_records` from region ``r`` on, while the next region's rows fit in ``out``;
     returns (next region, row count). No array grows in this loop (numba keeps ``out`` in
     registers: 4x faster than growing it in place)."""
     while r < regions.shape[0]:
         reg = regions[r]
-        if need[r] < 0:
-            r += 1
-            continue
         if k + need[r] > out.shape[1]:
             return r, k
         if reg[R_KIND] == KIND_V2:
             last_delta = reg[R_LAST_OFFSET] - reg[R_OFFSET]
-            res = _walk_v2(b, reg[R_START], reg[R_END], reg[R_COUNT], reg[R_OFFSET], last_delta, out, k, r,
-                           reg[R_FILE_POS])
-            if res == -1:
-                res = -E_RECORDS
-            elif res == -2:
-                res = -E_OFFSET_DELTAS
+            k, code, stop = _walk_v2(b, reg[R_START], reg[R_END], reg[R_COUNT], reg[R_OFFSET], last_delta, out, k,
+                                     r, reg[R_FILE_POS])
+            if code != OK:
+                errs[r] = code
+                stops[r] = stop
         else:
             res = _walk_legacy(b, reg[R_START], reg[R_END], reg[R_KIND] == KIND_LEGACY_RELATIVE, reg[R_OFFSET],
                                reg[R_CHECK_CRC] != 0, t32, out, k, r, reg[R_FILE_POS])
-        if res < 0:
-            errs[r] = -res
-        else:
-            k = res
+            if res < 0:
+                errs[r] = -res
+            else:
+                k = res
         r += 1
     return r, k
 
@@ -657,30 +676,31 @@ def _walk_regions(b, regions, t32, need, r, out, k, errs):
 @njit(cache=True, nogil=True)
 def walk_records(b, regions, t32):
     """Records of every region (R_* columns). Returns (records table [rows, C_FIELDS], its
-    columns contiguous; error code per region); a region with an error contributes no rows."""
+    columns contiguous; error code per region; where the walk of each region with an error
+    stopped, -1 for the others). A legacy region with an error contributes no rows; a
+    magic-2 one keeps the records before its error (:func:`_walk_v2`), and its stop is the
+    position in ``b`` of the first byte not read."""
     m = regions.shape[0]
     errs = np.zeros(m, dtype=np.int64)
-    need = np.zeros(m, dtype=np.int64)  # the most rows of each region (-1: its count is impossible)
+    stops = np.full(m, -1, dtype=np.int64)
+    need = np.zeros(m, dtype=np.int64)  # the most rows of each region
     total = 0
     for r in range(m):
         reg = regions[r]
         span = reg[R_END] - reg[R_START]
-        bound = span // 7 + 1 if reg[R_KIND] == KIND_V2 else span // 26 + 1
-        if reg[R_KIND] == KIND_V2 and (reg[R_COUNT] < 0 or reg[R_COUNT] > bound):
-            errs[r] = E_RECORDS
-            need[r] = -1
-        else:
-            need[r] = reg[R_COUNT] if reg[R_KIND] == KIND_V2 else bound
-            total += need[r]
+        bound = span // 7 + 1 if reg[R_KIND] == KIND_V2 else span // 26 + 1  # a record is 7 bytes or more
+        count = reg[R_COUNT]
+        need[r] = min(count, bound) if reg[R_KIND] == KIND_V2 and count >= 0 else bound
+        total += need[r]
     # the declared counts, up to a row per 8 bytes of the file (a batch that lies about its
     # count is walked after the table grows). Filled column by column (out[C_*] contiguous) and
     # returned transposed: a column of the (rows, C_FIELDS) table is a contiguous array, no copy
     out = np.empty((C_FIELDS, max(16, min(total, b.shape[0] // 8))), dtype=np.int64)
     r, k = 0, 0
     while True:
-        r, k = _walk_regions(b, regions, t32, need, r, out, k, errs)
+        r, k = _walk_regions(b, regions, t32, need, r, out, k, errs, stops)
         if r == m:
-            return out[:, :k].T, errs
+            return out[:, :k].T, errs, stops
         grown = np.empty((C_FIELDS, out.shape[1] * 2), dtype=np.int64)
         grown[:, : out.shape[1]] = out
         out = grown
