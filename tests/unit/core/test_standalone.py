@@ -66,3 +66,21 @@ def test_a_clone_with_nothing_beside_it_imports_kaudit_and_reads_its_fixtures(tm
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert re.search(r"\b(\d+) passed\b", done.stdout) and " failed" not in done.stdout
+
+
+def test_testkit_is_not_in_the_wheel_and_kaudit_never_imports_it():
+    import ast
+    import tomllib
+
+    from setuptools import find_namespace_packages
+
+    find = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
+    packages = set(find_namespace_packages(where=str(REPO), include=find["find"]["include"]))
+    assert "pipelines" in packages and not any(p.split(".")[0] == "testkit" for p in packages)
+    imports = []
+    for path in (REPO / "pipelines").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            imports += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] == "testkit"]
+    assert imports == []
