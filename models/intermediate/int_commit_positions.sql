@@ -1,12 +1,17 @@
--- Every effective Kafka commit (tombstones aside) with where the log was when it was made:
+-- Every effective commit of either store (int_all_commits: Kafka's in log order, ZooKeeper's
+-- offset-znode writes in zxid order; tombstones aside) with where the log was when it was made:
 -- the head at commit time = one past the last batch whose timestamp (maxTimestamp: the append
 -- time under LogAppendTime, the greatest create time otherwise) is at or before the commit,
 -- and that batch's timestamp; the timestamp of the record at the committed offset
 -- (int_offset_record_times); the previous commit of the same offset generation. Lag at
 -- commit: head - committed (records) and head_at - record_at (seconds), 0 when caught up.
+-- A 0.7-layout ZooKeeper offset (broker_id set) is a byte position in a broker's log, not a
+-- record offset: it has no place among the records and is left out.
 with commits as (
-    select * from {{ ref('int_effective_commits') }}
-    where not is_tombstone
+    select * from {{ ref('int_all_commits') }}
+    where
+        not is_tombstone
+        and broker_id is null
 ),
 
 events as (
@@ -17,6 +22,7 @@ events as (
         0 as kind,
         last_offset + 1 as end_offset,
         max_timestamp as batch_at,
+        cast(null as string) as source,
         cast(null as string) as group_id,
         cast(null as bigint) as commit_seq
     from {{ ref('stg_kafka__batch_timestamps') }}
@@ -29,6 +35,7 @@ events as (
         1 as kind,
         cast(null as bigint) as end_offset,
         cast(null as timestamp) as batch_at,
+        source,
         group_id,
         commit_seq
     from commits
@@ -36,6 +43,7 @@ events as (
 
 heads as (
     select
+        source,
         group_id,
         topic,
         `partition`,
@@ -52,6 +60,7 @@ heads as (
 
 positioned as (
     select
+        commits.source,
         commits.group_id,
         commits.topic,
         commits.`partition`,
@@ -59,6 +68,7 @@ positioned as (
         commits.offset_generation,
         commits.offsets_partition,
         commits.log_offset,
+        commits.zxid,
         commits.committed_offset,
         commits.committed_at,
         heads.head_offset,
@@ -70,6 +80,7 @@ positioned as (
     inner join heads
         on
             heads.kind = 1
+            and commits.source = heads.source
             and commits.group_id = heads.group_id
             and commits.topic = heads.topic
             and commits.`partition` = heads.`partition`
@@ -93,4 +104,4 @@ select
     lag(committed_at) over w as previous_committed_at,
     lag(record_at) over w as previous_record_at
 from positioned
-window w as (partition by group_id, topic, `partition`, offset_generation order by commit_seq)
+window w as (partition by source, group_id, topic, `partition`, offset_generation order by commit_seq)

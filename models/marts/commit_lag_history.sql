@@ -1,12 +1,14 @@
--- Every effective Kafka commit with how far behind the head it was when made
--- (int_commit_positions): lag in records and in seconds at commit time.
+-- Every effective commit (Kafka's, and ZooKeeper's offset-znode writes) with how far behind
+-- the head it was when made (int_commit_positions): lag in records and in seconds at commit time.
 select
     run_id,
+    source,
     group_id,
     topic,
     `partition`,
     offsets_partition,
     log_offset,
+    zxid,
     commit_seq,
     committed_offset,
     committed_at,

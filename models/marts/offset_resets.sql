@@ -19,9 +19,13 @@ with steps as (
                 when positions.committed_offset > positions.previous_committed_offset
                     then positions.committed_offset - positions.previous_committed_offset
             end, 0.5
-        ) over (partition by positions.group_id, positions.topic, positions.`partition`) as median_step,
+        ) over (
+            partition by positions.source, positions.group_id, positions.topic, positions.`partition`
+        ) as median_step,
         count(case when positions.committed_offset > positions.previous_committed_offset then 1 end)
-            over (partition by positions.group_id, positions.topic, positions.`partition`) as forward_steps
+            over (
+                partition by positions.source, positions.group_id, positions.topic, positions.`partition`
+            ) as forward_steps
     from {{ ref('int_commit_positions') }} as positions
     left join {{ ref('int_partition_log') }} as partition_log
         on
@@ -64,11 +68,13 @@ classified as (
 
 select
     run_id,
+    source,
     group_id,
     topic,
     `partition`,
     offsets_partition,
     log_offset,
+    zxid,
     candidate as reset_to,
     previous_committed_offset,
     committed_offset,

@@ -12,16 +12,17 @@ numbered as (
     select
         *,
         sum(moved) over (
-            partition by group_id, topic, `partition`, offset_generation
+            partition by source, group_id, topic, `partition`, offset_generation
             order by commit_seq rows between unbounded preceding and current row
         ) as run_number,
-        max(commit_seq) over (partition by group_id, topic, `partition`) as latest_commit_seq
+        max(commit_seq) over (partition by source, group_id, topic, `partition`) as latest_commit_seq
     from marked
 ),
 
 runs as (
     select
         run_id,
+        source,
         group_id,
         topic,
         `partition`,
@@ -36,11 +37,12 @@ runs as (
         max_by(lag_seconds_at_commit, commit_seq) as lag_seconds_at_end,
         max(commit_seq) = max(latest_commit_seq) as still_stuck
     from numbered
-    group by run_id, group_id, topic, `partition`, offset_generation, run_number
+    group by run_id, source, group_id, topic, `partition`, offset_generation, run_number
 )
 
 select
     run_id,
+    source,
     group_id,
     topic,
     `partition`,
