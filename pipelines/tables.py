@@ -195,6 +195,43 @@ RAW_GROUP_COORDINATOR_RECORDS = pa.schema(  # share (9-15) and streams (17-24) g
     ]
 )
 
+# --- share groups' state (KIP-932): the __share_group_state topic, one row per record --------
+# ShareSnapshot: the whole state of a share-partition; ShareUpdate: the state batches changed
+# since (start_offset -1: unchanged; state_epoch, create/write_timestamp null). Delivery states
+# 0 AVAILABLE, 1 ACQUIRED, 2 ACKNOWLEDGED, 4 ARCHIVED. is_replayable: at or after the
+# share-partition's first ShareSnapshot in the files (the coordinator prunes the topic below its
+# latest snapshot). value: the bytes of a value that did not decode (also in raw/quarantine).
+SHARE_STATE_BATCHES = pa.list_(pa.struct([
+    ("first_offset", pa.int64()), ("last_offset", pa.int64()), ("delivery_state", pa.int8()),
+    ("delivery_state_name", pa.string()), ("delivery_count", pa.int16()),
+]))
+RAW_SHARE_PARTITION_STATES = pa.schema(
+    [
+        ("record_type", pa.string()),  # ShareSnapshot | ShareUpdate
+        ("group_id", pa.string()),
+        ("topic_id", pa.string()),
+        ("partition", pa.int32()),
+        ("is_tombstone", pa.bool_()),
+        ("value_version", pa.int16()),
+        ("snapshot_epoch", pa.int32()),
+        ("state_epoch", pa.int32()),
+        ("leader_epoch", pa.int32()),
+        ("start_offset", pa.int64()),
+        ("delivery_complete_count", pa.int32()),  # tag 0 (Kafka 4.2+); -1 when the writer did not set it
+        ("create_timestamp", TS),
+        ("write_timestamp", TS),
+        ("state_batches", SHARE_STATE_BATCHES),
+        ("unknown_tagged_fields", pa.string()),
+        ("value", pa.binary()),
+        ("is_replayable", pa.bool_()),
+        ("state_partition", pa.int32()),  # the __share_group_state partition
+        ("log_offset", pa.int64()),
+        ("segment_file", pa.string()),
+        ("batch_timestamp", TS),
+        ("batch_offset", pa.int64()),
+    ]
+)
+
 RAW_LOG_END_OFFSETS = pa.schema(
     [
         ("topic", pa.string()),
@@ -373,6 +410,7 @@ RAW = {
     "raw/consumer_group_current_assignments": RAW_CONSUMER_GROUP_CURRENT_ASSIGNMENTS,
     "raw/consumer_group_regexes": RAW_CONSUMER_GROUP_REGEXES,
     "raw/group_coordinator_records": RAW_GROUP_COORDINATOR_RECORDS,
+    "raw/share_partition_states": RAW_SHARE_PARTITION_STATES,
     "raw/log_end_offsets": RAW_LOG_END_OFFSETS,
     "raw/batch_timestamps": RAW_BATCH_TIMESTAMPS,
     "raw/log_start_checkpoints": RAW_LOG_START_CHECKPOINTS,

@@ -22,6 +22,8 @@ from pipelines.kafka.log_end import SOURCE as LOG_END_SOURCE
 from pipelines.kafka.log_end import read_offsets_file, read_topic_configs, scan_partition
 from pipelines.kafka.offsets import TABLES, decode_file_to_parts
 from pipelines.kafka.paths import data_partition_dirs, offsets_segments
+from pipelines.kafka.share_state import TABLE as SHARE_STATE_TABLE
+from pipelines.kafka.share_state import decode_paths as decode_share_state
 from pipelines.procs import die_with
 from pipelines.tables import RAW_LOG_END_OFFSETS, RAW_TOPIC_CONFIGS, TS
 
@@ -124,6 +126,12 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
                             for scope, found in markers.items() if found}
                 decode([(i, segments[i], by_scope[segments[i].scope], staging, f"part-{STEP_OFFSETS}-{i:05d}")
                         for i in later])
+            # the share coordinator's __share_group_state partitions of the same log dirs
+            share, share_bad, share_stats = decode_share_state(paths)
+            tx.write(SHARE_STATE_TABLE, share)
+            tx.write("raw/quarantine", quarantine.table(share_bad))
+            tx.writer(SHARE_STATE_TABLE)
+            stats.update(share_stats)
             for t in TABLES:
                 if not counts[t] or t == "raw/quarantine":
                     tx.writer(t)  # every table gets its partition, empty or not
@@ -144,7 +152,10 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
                                                   "group_assignments", "coordinator_records"))
         + f", {sum(counts[t] for t in GROUP_TABLES)} KIP-848/share/streams group rows"
     )
-    return {**short, **stats}
+    if stats["share_state_files"]:
+        ctx.say(f"offsets: {stats['share_state_records']} share-partition state records (__share_group_state) "
+                f"from {stats['share_state_files']} segment files")
+    return {**short, "share_partition_states": stats["share_state_records"], **stats}
 
 
 def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | None,

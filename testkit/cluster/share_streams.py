@@ -1,0 +1,82 @@
+"""Share-group scenarios on real Kafka 4.x brokers (``java/ShareScenario.java``).
+
+``run_share_scenario(bundle, root)`` starts a one-node KRaft cluster of ``bundle`` (share groups
+on by default from Kafka 4.2), compiles the scenario against the release's jars (once per
+source, in the jar cache), runs it: a topic, a healthy share group and one that releases a
+poison record until the broker archives it. It keeps the program's answer (what it did and the
+cluster's answers while both groups still had their members: ``describeShareGroups``,
+``listShareGroupOffsets`` with the broker's lag, log end offsets, topic ids), stops the broker
+cleanly, then ends the program without its members leaving. The data dir then holds what the
+answers describe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from testkit.cluster.kafka import JVM_OPTS, KafkaCluster
+from testkit.cluster.kraft_driver import DriverError, _client_logging
+from testkit.cluster.maven import CACHE
+
+SHARE_SOURCE = Path(__file__).with_name("java") / "ShareScenario.java"
+# small, fast share groups: the poison record is archived after this many deliveries
+SHARE_BROKER = {"group.share.delivery.count.limit": "3", "share.coordinator.state.topic.num.partitions": "1",
+                "share.coordinator.state.topic.replication.factor": "1",
+                "share.coordinator.state.topic.min.isr": "1"}
+
+
+@dataclass
+class ShareOutcome:
+    cluster: KafkaCluster
+    answer: dict  # the program's JSON: did, groups, log_end_offsets, topic_ids
+
+    @property
+    def log_dir(self) -> Path:
+        return self.cluster.log_dirs[0]
+
+
+def compiled(cluster: KafkaCluster, source: Path, main: str) -> Path:
+    """The directory of ``<main>.class`` built from ``source`` against ``cluster``'s release."""
+    src = source.read_bytes()
+    out = CACHE / cluster.bundle / f"{main.lower()}-{hashlib.sha256(src).hexdigest()[:12]}"
+    if (out / f"{main}.class").exists():
+        return out
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    javac = str(Path(cluster.java).with_name("javac")) if "/" in cluster.java else "javac"
+    proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cluster.classpath, "-d", str(tmp),
+                           str(source)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise DriverError(f"javac {source.name} against {cluster.bundle}:\n{proc.stderr[-3000:]}")
+    tmp.rename(out)
+    return out
+
+
+def run_share_scenario(bundle: str, root: Path, topic: str = "orders", partitions: int = 2,
+                       per_partition: int = 20, poison_partition: int = 0) -> ShareOutcome:
+    cluster = KafkaCluster(bundle, root, config=dict(SHARE_BROKER))
+    cluster.start()
+    try:
+        classes = compiled(cluster, SHARE_SOURCE, "ShareScenario")
+        cmd = [cluster.java, *JVM_OPTS, *_client_logging(cluster, "share"), "-cp",
+               f"{cluster.classpath}:{classes}", "ShareScenario", cluster.bootstrap, topic, str(partitions),
+               str(per_partition), str(poison_partition)]
+        with open(cluster.root / "clients" / "share.stderr", "ab") as err:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                    start_new_session=True)
+            try:
+                line = proc.stdout.readline()
+                if not line:
+                    raise DriverError(f"ShareScenario exited {proc.wait()}: see {err.name}")
+                answer = json.loads(line)
+                cluster.stop()  # the members are still in their groups
+            finally:
+                proc.kill()
+                proc.wait()
+    finally:
+        cluster.close()
+    return ShareOutcome(cluster, answer)
