@@ -91,6 +91,7 @@ def test_registry_owners_and_zookeeper_offsets(audited):
     # ... which are what the script committed (and imported)
     did = oracle["did"]["committed"]
     assert offsets == {(g, t, p): o for g, by in did.items() for (t, p), o in by.items()}
+    print(f"compared: {len(want_ids)} registrations, {len(owners)} owners, {len(offsets)} ZooKeeper offsets")
 
 
 def test_kafka_offsets_log_ends_and_lag(audited):
@@ -118,6 +119,7 @@ def test_kafka_offsets_log_ends_and_lag(audited):
     for (g, t, p), o in committed.items():
         want[("kafka", g, t, p)] = (o, end[(t, p)], end[(t, p)] - o)
     assert lag == want
+    print(f"compared: {len(last)} Kafka offsets, {len(ends)} log start/end, {len(lag)} lags")
 
 
 def test_planted_regression_found_and_healthy_groups_clean(audited):

@@ -14,13 +14,17 @@ written) runs with a small ``snapCount``, so the data dir holds several logs and
 snapshots; beside it the script writes what the coordination paths do not use (sequential,
 container and TTL nodes, a multi, null data, an ACL, a deleted subtree). One server is
 stopped clean, the next with ``kill -9``. The default suite runs the oldest and the newest
-release; ``-m matrix`` all of them.
+release; ``-m matrix`` all of them. With ``KAUDIT_ZK_FIXTURES=DIR`` each release's data dir and the
+answers it matched are kept in ``DIR/<release>/`` (``tests/fixtures/zk-real/``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import re
+import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -132,6 +136,23 @@ def _ts(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, UTC)
 
 
+def _write_fixture(out: Path, data_dir: Path, tree: dict, changes: list[Change]) -> None:
+    """The data dir and the answers it was compared with: the tree the server served and the
+    script's changes (``tests/unit/zookeeper/test_real_zk_fixtures.py``)."""
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(data_dir, out / "data")
+    fields = ("czxid", "mzxid", "pzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeralOwner",
+              "dataLength", "numChildren")
+    oracle = {
+        "tree": {p: {"data": None if d is None else d.hex(), **{f: getattr(st, f) for f in fields}}
+                 for p, (d, st) in sorted(tree.items())},
+        "changes": sorted([c.zxid, c.op, c.path, None if c.value is None else c.value.hex(), c.session]
+                          for c in changes),
+    }
+    (out / "oracle.json").write_text(json.dumps(oracle, indent=1) + "\n")
+
+
 @pytest.mark.parametrize(("release", "stop"), _releases())
 def test_release_data_dir_matches_the_server(release, stop, tmp_path):
     server = start_zookeeper(release, tmp_path / "zk", snap_count=10)
@@ -202,3 +223,8 @@ def test_release_data_dir_matches_the_server(release, stop, tmp_path):
     assert logged and logged == {(r["zxid"], r["op"], r["path"]) for r in changes if txns[r["zxid"]][0] in ops}
     for r in changes:
         assert txns[r["zxid"]][0] in (*ops, "multi", "closeSession"), r
+    if os.environ.get("KAUDIT_ZK_FIXTURES"):  # keep this run as a regression fixture
+        _write_fixture(Path(os.environ["KAUDIT_ZK_FIXTURES"]) / release, server.data_dir, tree,
+                       [c for c in script.changes if c.zxid > base])
+    print(f"ZooKeeper {release} ({stop}): {len(tree)} znodes x 12 fields, {len(changes)} changes "
+          f"({len(logged)} also in the release's log reader), {len(alive)} snapshot rows compared")
