@@ -43,10 +43,17 @@ bench: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; PYTHONPATH=. $(BIN)/python $$b || exit 1; done
 
 # The corruption corpus at full size, outside the suite (which runs a few dozen cases): the
-# fault tests with FUZZ_CASES damaged inputs each, then both sweeps over the command line.
+# fault tests with FUZZ_CASES damaged inputs each, then both sweeps over the command line; and
+# the contract property tests (tests/property/) with more runs drawn than the suite's: report
+# runs, validation runs (Spark, GX) and builds (Spark, dbt).
 FUZZ_CASES ?= 300
-fuzz: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) zookeeper
+FUZZ_REPORTS ?= 500
+FUZZ_VALIDATIONS ?= 40
+FUZZ_BUILDS ?= 10
+fuzz: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper
 	KAUDIT_FUZZ_CASES=$(FUZZ_CASES) $(BIN)/python -m pytest tests/fault $(PYTEST_ARGS)
+	KAUDIT_PROPERTY_EXAMPLES=$(FUZZ_REPORTS) KAUDIT_PROPERTY_SPARK_EXAMPLES=$(FUZZ_VALIDATIONS) \
+	KAUDIT_PROPERTY_BUILD_EXAMPLES=$(FUZZ_BUILDS) $(BIN)/python -m pytest tests/property $(PYTEST_ARGS)
 	PYTHONPATH=. $(BIN)/python tests/fault/sweep_kafka.py --cases $(FUZZ_CASES)
 	PYTHONPATH=. $(BIN)/python tests/fault/sweep_zk.py --cases $(FUZZ_CASES)
 
