@@ -58,6 +58,10 @@ from pipelines.tables import (
 )
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
+# the share and streams group schemas of the newest release the cluster kit runs (copied from
+# its kafka-group-coordinator jar, schemas/kafka-4.2.2/SOURCES.md); a value is read with these
+# first, then with the earlier copies in SCHEMA_DIR (the 3.9/4.0 previews)
+RELEASE_SCHEMA_DIR = SCHEMA_DIR / "kafka-4.2.2"
 
 # key type -> (record name, key has a member id)
 RECORD_TYPES = {
@@ -105,12 +109,23 @@ def record_name(key_type: int) -> str:
 
 
 @cache
+def value_layouts(key_type: int, version: int) -> tuple[Layout, ...]:
+    """The field tables of a record's value, the release's copy first; empty when no schema
+    here knows it."""
+    out = []
+    for d in (RELEASE_SCHEMA_DIR, SCHEMA_DIR):
+        path = d / f"{record_name(key_type)}Value.json"
+        if path.is_file():
+            layout = message(read_schema(path)).layout(version)
+            if layout is not None:
+                out.append(layout)
+    return tuple(out)
+
+
 def value_layout(key_type: int, version: int) -> Layout | None:
-    """The field table of a record's value; None when no schema here knows it."""
-    path = SCHEMA_DIR / f"{record_name(key_type)}Value.json"
-    if not path.is_file():
-        return None
-    return message(read_schema(path)).layout(version)
+    """The first field table of a record's value; None when no schema here knows it."""
+    layouts = value_layouts(key_type, version)
+    return layouts[0] if layouts else None
 
 
 def decode_key(key_type: int, key: bytes) -> tuple[str, str | None]:
@@ -128,10 +143,15 @@ def decode_value(key_type: int, value: bytes) -> tuple[int, dict | None]:
     if len(value) < 2:
         raise DecodeError(f"value of {len(value)} bytes has no version")
     version = int.from_bytes(value[:2], "big", signed=True)
-    layout = value_layout(key_type, version) if version >= 0 else None
-    if layout is None:
+    layouts = value_layouts(key_type, version) if version >= 0 else ()
+    if not layouts:
         return version, None
-    return version, decode_struct(value, 2, layout, f"{record_name(key_type)}Value v{version}")
+    for layout in layouts[:-1]:  # a layout that does not read the whole value: the next one
+        try:
+            return version, decode_struct(value, 2, layout, f"{record_name(key_type)}Value v{version}")
+        except DecodeError:
+            pass
+    return version, decode_struct(value, 2, layouts[-1], f"{record_name(key_type)}Value v{version}")
 
 
 def _topic_partitions(items: list[dict] | None) -> list[dict]:

@@ -304,8 +304,9 @@ def _generic(key_type, record_type, group, member, place, *, fields=None, value=
     )
 
 
-def _tasks(tasks: dict[str, list[int]]) -> list[dict]:
-    return [{"subtopologyId": s, "partitions": p} for s, p in tasks.items()]
+def _tasks(tasks: dict[str, list[int]], epochs: bool = False) -> list[dict]:
+    return [{"subtopologyId": s, "partitions": p, **({"assignmentEpochs": None} if epochs else {})}
+            for s, p in tasks.items()]
 
 
 def _pairs(pairs: dict[str, str], k="key", v="value") -> list[dict]:
@@ -449,12 +450,13 @@ def test_each_streams_record_type_v0_is_decoded_to_its_fields(tmp_path):
                 "memberEpoch": 9,
                 "previousMemberEpoch": 8,
                 "state": 1,
-                "activeTasks": _tasks(active),
-                "standbyTasks": _tasks(standby),
-                "warmupTasks": _tasks(warmup),
-                "activeTasksPendingRevocation": _tasks(pend[0]),
-                "standbyTasksPendingRevocation": _tasks(pend[1]),
-                "warmupTasksPendingRevocation": _tasks(pend[2]),
+                # Kafka 4.2's schema: a tagged AssignmentEpochs per task list, absent here (null)
+                "activeTasks": _tasks(active, epochs=True),
+                "standbyTasks": _tasks(standby, epochs=True),
+                "warmupTasks": _tasks(warmup, epochs=True),
+                "activeTasksPendingRevocation": _tasks(pend[0], epochs=True),
+                "standbyTasksPendingRevocation": _tasks(pend[1], epochs=True),
+                "warmupTasksPendingRevocation": _tasks(pend[2], epochs=True),
             },
         ),
         (23, "StreamsGroupTopology", None, {"epoch": 2, "subtopologies": [sub(sub0), sub(sub1)]}),
