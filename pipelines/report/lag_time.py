@@ -44,7 +44,7 @@ def _groups(lag) -> list[dict] | None:
         if g["worst_partition"] is None or r["lag_seconds"] > g["max_lag_seconds"]:
             g["max_lag_seconds"], g["worst_partition"] = r["lag_seconds"], f"{r['topic']}/{r['partition']}"
     out = [{"source": s, "group_id": gid, **g} for (s, gid), g in by.items()]
-    return sorted(out, key=lambda g: (-g["max_lag_seconds"], g["source"], g["group_id"]))
+    return sorted(out, key=lambda g: nulls_last(-g["max_lag_seconds"], g["source"], g["group_id"]))
 
 
 def gather_lag_time(wh: Warehouse, run_id: str) -> LagTimeFacts | None:

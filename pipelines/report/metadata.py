@@ -114,7 +114,7 @@ def _deleted_with_commits(topics: list[dict], commits: list[dict]) -> list[dict]
             h["commits"] += 1
             if at >= h["last_commit_at"]:
                 h["last_commit_at"], h["last_offset"] = at, c["committed_offset"]
-    return sorted(hits.values(), key=lambda h: (str(h["group_id"]), h["topic"], h["partition"]))
+    return sorted(hits.values(), key=lambda h: nulls_last(h["group_id"], h["topic"], h["partition"]))
 
 
 def _timeline(history) -> tuple[list[dict] | None, list[dict], int]:

@@ -93,3 +93,21 @@ def test_rebalances_without_start_times_render_through_the_cli(warehouse):
     assert [r["generation"] for r in timeline] == [3, 1, 2]  # the timed one, then the rest in log order
     assert html.count("not recorded") == 2
     assert "3 rebalance(s)" in render(gather(warehouse, "r"))
+
+
+def test_null_keys_sort_after_values_in_the_time_and_kraft_findings():
+    from pipelines.report.lag_time import _groups
+    from pipelines.report.metadata import _deleted_with_commits
+
+    lag = [dict.fromkeys(MARTS["consumer_lag"].names) for _ in range(3)]
+    for row, source in zip(lag, ("kafka", None, "zookeeper"), strict=True):
+        row.update(source=source, group_id="g", topic="t", partition=0, lag_seconds=5.0, lag_seconds_exact=True)
+    groups = _groups(pa.Table.from_pylist(lag, schema=MARTS["consumer_lag"]))
+    assert [g["source"] for g in groups] == ["kafka", "zookeeper", None]
+
+    deleted = T0 + timedelta(minutes=1)
+    topics = [dict(topic_id="A", topic="t", created_at=T0, deleted_at=deleted)]
+    commits = [dict(group_id=g, topic="t", partition=p, committed_offset=1, commit_timestamp=deleted + timedelta(s))
+               for s, (g, p) in enumerate([("g", None), ("g", 0), (None, 0)], 1)]
+    hits = _deleted_with_commits(topics, commits)
+    assert [(h["group_id"], h["partition"]) for h in hits] == [("g", 0), ("g", None), (None, 0)]
