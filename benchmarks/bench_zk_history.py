@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -40,11 +41,11 @@ from rich.console import Console
 from pipelines.context import RunContext
 from pipelines.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 meta = extract_snapshot(RunContext(Warehouse(Path(sys.argv[2])), "bench", console=Console(file=io.StringIO())),
                         path=Path(sys.argv[1]))
-wall = time.perf_counter() - t
-print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "history": meta["history"], "rows": meta["znode_changes"], "nodes": meta["nodes"]}))
 """
 
@@ -118,10 +119,11 @@ def main() -> None:
     size = sum(p.stat().st_size for _, p in logs)
     tmp = Path(tempfile.mkdtemp(prefix="bench-zk-history-"))
     try:
-        runs: dict[str, list[float]] = {"extract": [], "rss_mb": [], "I/O floor": []}
+        runs: dict[str, list[float]] = {"extract": [], "cpu": [], "rss_mb": [], "I/O floor": []}
         for k in range(args.repeat):
             r = extract(data, tmp / f"wh{k}")
             runs["extract"].append(r["wall"])
+            runs["cpu"].append(r["cpu"])
             runs["rss_mb"].append(r["rss_mb"])
             runs["I/O floor"].append(io_floor(data))
         med = {name: statistics.median(v) for name, v in runs.items()}
@@ -130,9 +132,11 @@ def main() -> None:
               f"{Path(h['snapshot']).name}: {h['txns']:,} txns, {h['snapshots']} snapshots passed "
               f"({h['snapshots_checked']} checked by digest), {r['rows']:,} raw/znode_changes rows, "
               f"{r['nodes']:,} znodes; median of {args.repeat}:")
-        print(f"  extract zk-snapshot       {med['extract']:8.2f} s   peak RSS {med['rss_mb']:,.0f} MB")
+        print(f"  extract zk-snapshot       {med['extract']:8.2f} s   CPU {med['cpu']:.2f} s   "
+              f"peak RSS {med['rss_mb']:,.0f} MB   (load {os.getloadavg()[0]:.1f})")
         print(f"  I/O floor (read the files){med['I/O floor']:8.2f} s")
-        print(f"  extract / I/O floor       {med['extract'] / med['I/O floor']:8.1f}x")
+        print(f"  extract / I/O floor       {med['extract'] / med['I/O floor']:8.1f}x   "
+              f"(CPU / I/O floor {med['cpu'] / med['I/O floor']:.1f}x)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
