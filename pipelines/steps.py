@@ -13,7 +13,8 @@ from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
 
 # what a run must hold for build to have something to audit
-EXTRACTED = ("raw/znodes", "raw/offset_commits", "raw/group_metadata", "raw/metadata_records")
+EXTRACTED = ("raw/znodes", "raw/offset_commits", "raw/group_metadata", "raw/metadata_records",
+             "raw/consumer_group_metadata", "raw/group_coordinator_records", "raw/share_partition_states")
 BUILT = "core/assignment_audit"
 
 

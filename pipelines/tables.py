@@ -563,9 +563,62 @@ CORE = {
             ("settled", pa.bool_()),  # the state settled: only then is a status other than ok a finding
         ]
     ),
+    # share groups (KIP-932): pipelines.spark.share_groups; lag, archived and in-flight counts and
+    # archived_offsets are null where state_known is false
+    "core/share_partition_state": pa.schema(
+        [
+            ("group_id", pa.string()),
+            ("topic_id", pa.string()),
+            ("partition", pa.int32()),
+            ("topic", pa.string()),  # null when no record names the topic id
+            ("state_known", pa.bool_()),  # replayed from a ShareSnapshot, every value after it decoded
+            ("records", pa.int64()),  # __share_group_state records of the share-partition
+            ("snapshot_log_offset", pa.int64()),  # the snapshot the replay started from
+            ("start_offset", pa.int64()),
+            ("state_epoch", pa.int32()),
+            ("leader_epoch", pa.int32()),
+            ("delivery_complete_count", pa.int32()),  # as the coordinator wrote it (-1: not written)
+            ("acknowledged", pa.int64()),  # offsets at or above the start, by delivery state
+            ("archived", pa.int64()),
+            ("in_flight", pa.int64()),  # available again or acquired
+            ("archived_offsets", pa.list_(pa.int64())),
+            ("archived_max_delivery_count", pa.int16()),
+            ("log_end_offset", pa.int64()),
+            ("lag", pa.int64()),  # log end - start - (acknowledged + archived): the broker's lag
+        ]
+    ),
+    "core/share_group_assignments": pa.schema(  # one row per live member and held partition
+        [
+            ("group_id", pa.string()),
+            ("member_id", pa.string()),
+            ("client_id", pa.string()),
+            ("client_host", pa.string()),
+            ("subscribed_topics", pa.list_(pa.string())),
+            ("member_epoch", pa.int32()),
+            ("group_epoch", pa.int32()),
+            ("assignment_epoch", pa.int32()),
+            ("topic_id", pa.string()),  # null (and topic, partition): a member holding nothing
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+        ]
+    ),
+    "core/share_group_findings": pa.schema(
+        [
+            ("group_id", pa.string()),
+            ("topic_id", pa.string()),
+            ("partition", pa.int32()),
+            ("topic", pa.string()),
+            ("member_id", pa.string()),
+            ("finding", pa.string()),  # one of SHARE_GROUP_FINDINGS
+            ("detail", pa.string()),
+        ]
+    ),
 }
 
 SCHEMAS = {**RAW, **CORE}
+
+# the named findings of core/share_group_findings
+SHARE_GROUP_FINDINGS = ("archived_unacknowledged", "partition_unassigned", "member_epoch_ahead", "share_state_unknown")
 
 # core columns only some sources fill: a KRaft registry (null where the ZooKeeper registry
 # builds the table); the Kafka-era states (null for ZooKeeper states)

@@ -53,6 +53,7 @@ from pipelines.spark import (
     kraft_registry,
     rebalances,
     registry,
+    share_groups,
 )
 from pipelines.spark.audit import audit, range_audit, unowned
 from pipelines.spark.concurrent import Concurrent
@@ -233,6 +234,9 @@ def build_core(ctx: RunContext, assignors: dict[str, str], rule: SettleRule = DE
                                advance)
         write_staged(tx, "core/consumer_group_findings", findings)
         advance()
+        for table, frame in share_groups.core_frames(spark, ctx, topic_parts).items():
+            write_staged(tx, table, frame)
+            advance()
 
         # the audit, once the owners are written
         for chain in bulk.values():
