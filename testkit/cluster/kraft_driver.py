@@ -104,5 +104,6 @@ def tool(cluster: KafkaCluster, main: str, *args: str, timeout: float = 120) -> 
     cmd = [cluster.java, *JVM_OPTS, *_client_logging(cluster, "tool"), "-cp", cluster.classpath, main, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
-        raise DriverError(f"{main} {' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        raise DriverError(
+            f"{main} {' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return proc.stdout

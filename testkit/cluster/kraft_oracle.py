@@ -11,6 +11,9 @@ oracle (``testkit.cluster.kraft_scenarios.Outcome``):
 - lag: ``marts/consumer_lag.lag`` = the cluster's latest offset - the committed offset, and
   committed offset, log end and lag as ``kafka-consumer-groups --describe`` prints them;
 - log start and end: ``raw/log_end_offsets`` = ``listOffsets`` earliest and latest;
+- the KRaft registry: live topics and their ids, partitions and replicas, brokers' endpoints,
+  cluster id and controller; after a ``kill -9`` also leaders, ISRs and the unfenced brokers
+  (= the brokers ``describeCluster`` lists);
 - owners: for every group the cluster reports Stable, ``core/assignment_audit`` holds each
   partition a member is assigned, observed owner = that member id, status ``ok``, and for
   KIP-848 members the expected owner = the member whose target holds it;
@@ -169,6 +172,35 @@ def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
             cmp.check(f"owners of {g} {tp}", r and r["observed_owners"], [member])
             if d.get("type") == "Consumer":
                 cmp.check(f"expected owner of {g} {tp}", r and r["expected_owner"], target.get(tp))
+
+    # the KRaft registry: topic ids (a re-created topic: a new id, the old one deleted); after a
+    # kill -9 also leaders, ISRs and which brokers are fenced (a clean shutdown writes more)
+    topics = oracle["topics"]
+    kt = _rows(wh, "raw/kraft_topics", run_id)
+    live = {r["topic"]: r["topic_id"] for r in kt if r["deleted_offset"] is None and not r["topic"].startswith("__")}
+    cmp.check("live topics and their ids", live, {t: v["topic_id"] for t, v in topics.items()})
+    for t in planted.deleted_topics:
+        cmp.check(f"deleted ids of {t}", sum(1 for r in kt if r["topic"] == t and r["deleted_offset"] is not None), 1)
+    parts = {(r["topic"], r["partition"]): r for r in _rows(wh, "core/topic_partitions", run_id)}
+    for t, v in sorted(topics.items()):
+        cmp.check(f"partitions of {t}", sorted(p for (tt, p) in parts if tt == t),
+                  [p["partition"] for p in v["partitions"]])
+        for p in v["partitions"]:
+            r = parts.get((t, p["partition"]))
+            cmp.check(f"replicas of {t}-{p['partition']}", r and list(r["replicas"]), p["replicas"])
+            if outcome.killed:
+                cmp.check(f"leader of {t}-{p['partition']}", r and r["leader"], p["leader"])
+                cmp.check(f"isr of {t}-{p['partition']}", r and sorted(r["isr"]), sorted(p["isr"]))
+    brokers = {r["broker_id"]: r for r in _rows(wh, "core/brokers", run_id)}
+    answering = {b["id"]: (b["host"], b["port"]) for b in oracle["cluster"]["brokers"]}
+    cmp.check("brokers' endpoints", {b: (r["host"], r["port"]) for b, r in brokers.items() if b in answering},
+              answering)
+    if outcome.killed:
+        cmp.check("unfenced brokers", sorted(b for b, r in brokers.items() if not r["fenced"]), sorted(answering))
+    (cluster,) = _rows(wh, "raw/kraft_cluster", run_id)
+    cmp.check("cluster id", cluster["cluster_id"], oracle["cluster"]["cluster_id"])
+    # node 1 is the only voter (KafkaCluster); describeCluster names a random broker in KRaft mode
+    cmp.check("active controller", cluster["controller_id"], 1)
 
     # findings: planted ones found, none on a healthy group
     for r in audit_rows:

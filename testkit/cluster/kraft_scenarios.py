@@ -18,6 +18,10 @@ Scenarios:
   uniform and range, a regex subscription, a member that left, a classic group beside them;
   offsets committed in transactions (one committed, one aborted); lag. The brokers are killed
   (``kill -9``).
+- ``ops``: three brokers (node 1 also the controller): a reassignment, a broker fenced and
+  unfenced, one left stopped (fenced), a topic deleted and re-created with fewer partitions, a
+  group through it all. The brokers are killed (``kill -9``: the metadata log ends as the
+  cluster's last answer saw it).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class Planted:
     resets: dict[str, set[tuple[str, int]]] = field(default_factory=dict)  # group -> partitions reset to earliest
     lost: dict[tuple[str, str, int], int] = field(default_factory=dict)  # (group, topic, partition) -> records lost
     deleted_topics: list[str] = field(default_factory=list)
+    recreated_topics: list[str] = field(default_factory=list)  # deleted, then created again (a new id)
     aborted_offsets: dict[str, dict[str, int]] = field(default_factory=dict)  # group -> "t:p" -> aborted offset
     healthy: list[str] = field(default_factory=list)  # groups that must have no finding at all
 
@@ -160,7 +165,35 @@ def kip848(c: KafkaCluster, d: Driver) -> tuple[list[str], Planted, bool]:
     return [*p.healthy, "k-txn"], p, True
 
 
-SCENARIOS = {"classic": classic, "kip848": kip848}
+def ops(c: KafkaCluster, d: Driver) -> tuple[list[str], Planted, bool]:
+    """Three brokers: a reassignment, a broker fenced and unfenced (stopped and started again),
+    one left fenced (stopped), a topic deleted and re-created, a group beside it all."""
+    p = Planted()
+    d.do("create", topic="orders", partitions=3, replication=2)
+    d.do("create", topic="audit-log", partitions=2, replication=3)
+    d.do("produce", topic="orders", per_partition=10)
+    d.do("produce", topic="audit-log", per_partition=5)
+    d.do("reassign", replicas={"orders:0": [3, 1], "orders:1": [1, 3]})
+    _group(d, "o-range", ["a", "b"], topics=["orders"], assignor="range")
+    _commit_all(d, "o-range", ["a", "b"])
+    c.stop(2)  # controlled shutdown: fenced, leaders move away
+    c.restart(2)  # registers again: unfenced
+    d.do("delete", topic="audit-log")
+    p.deleted_topics.append("audit-log")
+    d.do("create", topic="audit-log", partitions=1, replication=2)
+    p.recreated_topics.append("audit-log")
+    d.do("produce", topic="audit-log", per_partition=3)
+    d.do("produce", topic="orders", per_partition=2)
+    # broker 3 stays down: fenced once its session times out (or at once: controlled shutdown)
+    d.do("close", group="o-range", member="b")
+    c.stop(3)
+    d.do("wait_stable", group="o-range", members=1)
+    d.do("commit", group="o-range", member="a")
+    p.healthy.append("o-range")
+    return ["o-range"], p, True
+
+
+SCENARIOS = {"classic": (classic, 1), "kip848": (kip848, 1), "ops": (ops, 3)}
 
 
 def cli_describe(cluster: KafkaCluster) -> list[dict]:
@@ -180,14 +213,15 @@ def cli_describe(cluster: KafkaCluster) -> list[dict]:
     return rows
 
 
-def run_scenario(bundle: str, scenario: str, root: Path, brokers: int = 1) -> Outcome:
+def run_scenario(bundle: str, scenario: str, root: Path) -> Outcome:
     """Start the cluster, run ``scenario``, dump the oracle, stop (or kill) the brokers."""
     t0 = time.monotonic()
+    steps, brokers = SCENARIOS[scenario]
     cluster = KafkaCluster(bundle, root, brokers=brokers, config=dict(CHECKPOINTS))
     try:
         cluster.start()
         with Driver(cluster) as d:
-            groups, planted, kill = SCENARIOS[scenario](cluster, d)
+            groups, planted, kill = steps(cluster, d)
             time.sleep(1.5)  # the checkpoints of the last DeleteRecords reach the disk
             oracle = d.do("describe", groups=groups)
             oracle["cli_describe"] = cli_describe(cluster)
@@ -211,7 +245,8 @@ def load(root: Path) -> Outcome:
     planted = Planted(
         resets={g: {(t, n) for t, n in v} for g, v in p["resets"].items()},
         lost={(g, t, n): k for g, t, n, k in p["lost"]},
-        deleted_topics=p["deleted_topics"], aborted_offsets=p["aborted_offsets"], healthy=p["healthy"],
+        deleted_topics=p["deleted_topics"], recreated_topics=p.get("recreated_topics", []),
+        aborted_offsets=p["aborted_offsets"], healthy=p["healthy"],
     )
     nodes = sorted(Path(root).glob("node-*"), key=lambda n: int(n.name.split("-")[1]))
     return Outcome(d["version"], d["scenario"], d["oracle"], planted, [n / "logs" for n in nodes],
