@@ -69,6 +69,22 @@ CLOSED: dict[tuple[str | None, str], list[str]] = {
     (None, "record_type"): ["TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RegisterBrokerRecord"],
 }
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+# The keys the extractors write raw tables with, as the dbt project declares them on the
+# staging models over those tables (``kaudit_key`` tests: unique and, but for the nullable
+# ones, not null): a run whose raw tables break them fails ``dbt build``'s tests, as it should.
+_RECORD = ("offsets_partition", "log_offset")
+RAW_KEYS: dict[str, tuple[str, ...]] = {
+    "raw/log_end_offsets": ("topic", "partition"),
+    "raw/log_start_checkpoints": ("topic", "partition"),
+    "raw/batch_timestamps": ("topic", "partition", "base_offset"),
+    "raw/topic_configs": ("topic", "config_name"),
+    "raw/znode_changes": ("zxid", "seq", "path"),
+    "raw/offset_commits": _RECORD,
+    "raw/group_metadata": _RECORD,
+    "raw/group_members": (*_RECORD, "member_id"),
+    "raw/group_assignments": (*_RECORD, "member_id", "topic", "partition"),
+    "raw/coordinator_records": _RECORD,
+}
 
 
 def _closed(table: str, column: str) -> list[str] | None:
@@ -108,10 +124,13 @@ def _non_null(table: str, column: str, t: pa.DataType) -> st.SearchStrategy:
     raise NotImplementedError(f"{table}.{column}: no strategy for {t}")
 
 
-def tables(table: str, schema: pa.Schema, max_rows: int = 6) -> st.SearchStrategy:
-    """A whole table of ``schema``: 0 to ``max_rows`` rows (empty tables included)."""
-    row = st.fixed_dictionaries({f.name: values(table, f) for f in schema})
-    return st.lists(row, max_size=max_rows).map(lambda rows: pa.Table.from_pylist(rows, schema=schema))
+def tables(table: str, schema: pa.Schema, max_rows: int = 6, key: tuple[str, ...] = ()) -> st.SearchStrategy:
+    """A whole table of ``schema``: 0 to ``max_rows`` rows (empty tables included), unique and
+    not null on ``key``."""
+    row = st.fixed_dictionaries({f.name: _non_null(table, f.name, f.type) if f.name in key else values(table, f)
+                                 for f in schema})
+    rows = st.lists(row, max_size=max_rows, unique_by=(lambda r: tuple(r[c] for c in key)) if key else None)
+    return rows.map(lambda rows: pa.Table.from_pylist(rows, schema=schema))
 
 
 def declared() -> dict[str, pa.Schema]:
@@ -120,14 +139,15 @@ def declared() -> dict[str, pa.Schema]:
 
 
 def runs(names: list[str] | None = None, always: tuple[str, ...] = ("core/assignment_audit",),
-         max_rows: int = 6) -> st.SearchStrategy:
+         max_rows: int = 6, keys: dict[str, tuple[str, ...]] | None = None) -> st.SearchStrategy:
     """A run's tables: each of ``names`` (default: every declared table) absent (None: not
-    built), empty or holding rows; the tables of ``always`` are never absent."""
+    built), empty or holding rows, unique on its ``keys``; the tables of ``always`` are never
+    absent."""
     schemas = declared()
     names = list(schemas) if names is None else names
     parts = {}
     for name in names:
-        table = tables(name, schemas[name], max_rows)
+        table = tables(name, schemas[name], max_rows, (keys or {}).get(name, ()))
         parts[name] = table if name in always else st.one_of(st.none(), table)
     return st.fixed_dictionaries(parts)
 
