@@ -114,7 +114,8 @@ RAW_COORDINATOR_RECORDS = pa.schema(
 # Every table ends with the record's place: is_tombstone (the value is null: the record is
 # deleted), value_version (null for a tombstone), offsets_partition, log_offset, segment_file,
 # batch_timestamp (when the coordinator wrote it: the first timestamp of the record's batch,
-# pipelines.kafka.batch_times.first_timestamps; null when the batch has none).
+# pipelines.kafka.batch_times.first_timestamps; null when the batch has none), batch_offset (the
+# base offset of the record's batch: the records of one batch are one coordinator operation).
 
 TOPIC_PARTITIONS = pa.list_(pa.struct([("topic_id", pa.string()), ("partitions", pa.list_(pa.int32()))]))
 _PLACE = [
@@ -124,6 +125,7 @@ _PLACE = [
     ("log_offset", pa.int64()),
     ("segment_file", pa.string()),
     ("batch_timestamp", TS),
+    ("batch_offset", pa.int64()),
 ]
 
 RAW_CONSUMER_GROUP_METADATA = pa.schema([("group_id", pa.string()), ("group_epoch", pa.int32()), *_PLACE])  # 3

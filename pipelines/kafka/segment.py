@@ -210,6 +210,7 @@ class _Records:
     batch: np.ndarray  # the record's batch row
     batch_ts: np.ndarray  # per batch row: its first timestamp (batch_times.first_timestamps) ...
     has_batch_ts: np.ndarray  # ... where it has one
+    batch_base: np.ndarray  # per batch row: its base offset
     quarantine: list[dict]  # raw/quarantine rows
 
     def value(self, i: int) -> bytes | None:
@@ -248,6 +249,7 @@ def _records(name: str, partition: int, walk) -> _Records:
         batch=brow,
         batch_ts=first_ts,
         has_batch_ts=has_ts,
+        batch_base=bt[:, K.B_BASE_OFFSET],
         quarantine=[quarantine.row(SOURCE, quarantine.at(name, pos), err, raw) for pos, err, raw in walk.bad],
     )
 
@@ -421,7 +423,8 @@ def _group_records(r: _Records, keys: _Keys, gj: np.ndarray) -> tuple[dict[str, 
         key = r.buf[r.key_pos[i] : r.key_pos[i] + r.key_len[i]].tobytes()
         b = r.batch[i]
         place = dict(offsets_partition=r.partition, log_offset=int(r.offset[i]), segment_file=r.path,
-                     batch_timestamp=int(r.batch_ts[b]) if r.has_batch_ts[b] else None)
+                     batch_timestamp=int(r.batch_ts[b]) if r.has_batch_ts[b] else None,
+                     batch_offset=int(r.batch_base[b]))
         try:
             if not out.add(int(keys.type[j]), key, r.value(i), place):
                 raw.append(j)

@@ -39,7 +39,10 @@ wrote a current assignment at the epoch or later holding exactly its target (ass
 pending revocation): ``settled_log_offset`` is the later of the two; never, if one did not
 before the next epoch; at its start, when every member left. The audit compares the target
 with what each member held at the end of the state (current assignment plus partitions
-pending revocation). The records carry no
+pending revocation). The records of one ``__consumer_offsets`` batch are one coordinator
+operation (``batch_offset``): a state's end is where the batch of the record that ended it
+begins, so nothing between a member's tombstones and the next epoch written with them is
+seen, and a state that began inside that batch is never settled. The records carry no
 time of their own: ``started_at`` is the batch time of the ConsumerGroupMetadata record that began
 the epoch (``batch_timestamp``: the first timestamp of its batch in ``__consumer_offsets``, the
 append time for LogAppendTime; null when the batch has none), ``settled_at`` that of the
@@ -340,39 +343,55 @@ def _partition_set(*lists: Column) -> Column:
     return F.array_sort(out)
 
 
+def _operation_ends(starts: DataFrame, meta: DataFrame) -> DataFrame:
+    """``starts`` whose ``next_log_offset`` is where the operation that ended each state began:
+    the records of one ``__consumer_offsets`` batch are one coordinator operation (a member's
+    tombstones and the next epoch, say), so no state between them is seen; ``_one_operation``:
+    the state began inside that batch (it is never settled). ``meta``: the group metadata
+    records (``batch_offset``: the base offset of each one's batch; null: unknown, each
+    record its own)."""
+    batch = meta.groupBy("group_id", F.col("log_offset").alias("next_log_offset")).agg(
+        F.min("batch_offset").alias("_next_batch"))
+    return reused(starts.join(batch, ["group_id", "next_log_offset"], "left").withColumns({
+        "next_log_offset": F.least("next_log_offset", F.coalesce("_next_batch", "next_log_offset")),
+        "_one_operation": F.coalesce(F.col("_next_batch") <= F.col("state_offset"), F.lit(False)),
+    }).drop("_next_batch"))
+
+
 def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame, state: dict[str, DataFrame],
                     rule: SettleRule = DEFAULT_RULE, commits: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``) rows of the KIP-848 groups' epochs.
     ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`; ``state``: their
     :func:`assignment_kip848.state` (the build's, shared with the findings and the audit)."""
     meta = raw["raw/consumer_group_metadata"].select(
-        *KEY, F.col("group_epoch").alias("generation"), "is_tombstone", "batch_timestamp")
+        *KEY, F.col("group_epoch").alias("generation"), "is_tombstone", "batch_timestamp", "batch_offset")
     starts = reused(_timed(state_starts(meta, "generation"), "batch_timestamp"))
+    ends = _operation_ends(starts, meta)
     # the epoch's target: its first target metadata record inside the state, the members' targets as of it
     tmeta = raw["raw/consumer_group_target_metadata"].select(*KEY, "assignment_epoch", "is_tombstone",
                                                               "batch_timestamp")
     target_at = (
-        _of_state(tmeta, starts).join(starts.select(*STATE, "generation"), STATE)
+        _of_state(tmeta, ends).join(starts.select(*STATE, "generation"), STATE)
         .where(F.col("assignment_epoch") == F.col("generation"))
         .groupBy(*STATE).agg(F.min(_place()).alias("_target"))
         .withColumn("_target_at", F.col("_target.at"))
     )
     names = assignment_kip848.topic_names(topic_parts, raw["raw/consumer_group_partition_metadata"])
     # a member whose records are tombstoned by the end of the state left it: never an expected owner
-    live = _as_of(raw["raw/consumer_group_members"], starts, "next_log_offset", inclusive=False).select(
+    live = _as_of(raw["raw/consumer_group_members"], ends, "next_log_offset", inclusive=False).select(
         *STATE, "member_id")
     targets = _as_of(raw["raw/consumer_group_target_assignments"], target_at, "_target_at", inclusive=True)
     targets = reused(targets.join(live, [*STATE, "member_id"], "left_semi"))
     target = reused(assignment_kip848.named(_pairs(targets, "topic_partitions"), names))
     # what each member held at the end of the state, and when its holding matched its target
     current = raw["raw/consumer_group_current_assignments"]
-    held_rows = _as_of(current, starts, "next_log_offset", inclusive=False)
+    held_rows = _as_of(current, ends, "next_log_offset", inclusive=False)
     held = reused(assignment_kip848.named(
         _pairs(held_rows, "assigned_partitions").unionByName(_pairs(held_rows, "partitions_pending_revocation")),
         names,
     ))
     targeted = targets.select(*STATE, "member_id")
-    span = starts.select(*STATE, "generation", "next_log_offset")
+    span = ends.select(*STATE, "generation", "next_log_offset")
     wants = targets.select(*STATE, "member_id", _partition_set(F.col("topic_partitions")).alias("_want"))
     holds = _partition_set(F.col("assigned_partitions"), F.col("partitions_pending_revocation"))
     reached = (
@@ -392,11 +411,12 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame, state: di
     # nothing to reconcile (settled at its start)
     present = live.select(*STATE).distinct().withColumn("_present", F.lit(True))
     settle = (
-        starts.select(*STATE, "batch_timestamp").join(target_at, STATE, "left").join(epochs, STATE, "left")
-        .join(present, STATE, "left")
+        ends.select(*STATE, "batch_timestamp", "_one_operation").join(target_at, STATE, "left")
+        .join(epochs, STATE, "left").join(present, STATE, "left")
     ).select(
         *STATE,
-        F.when(F.col("_present").isNull(),
+        F.when(F.col("_one_operation"), F.lit(None))
+        .when(F.col("_present").isNull(),
                F.struct(F.col("state_offset").alias("at"), F.col("batch_timestamp").alias("time")))
         .when(F.col("_target").isNotNull() & (F.coalesce("_n", F.lit(0)) == F.coalesce("_r", F.lit(0))),
               F.greatest("_target", "_last")).alias("_settled"),

@@ -40,9 +40,12 @@ def _decode(tmp_path, records, partition=3):
 
 
 def _rows(table, *drop):
+    """Rows without segment_file and batch_offset (one batch of records from offset 0 in these
+    tests: test_each_record_keeps_its_batch_time and _offset check both)."""
     rows = table.to_pylist()
     for r in rows:
         assert r.pop("segment_file").endswith(segment_name(0))
+        r.pop("batch_offset")
         for d in drop:
             r.pop(d)
     return rows
@@ -487,9 +490,10 @@ def test_each_streams_record_type_v0_is_decoded_to_its_fields(tmp_path):
     ] + [_generic(k, name, "st", m, place, value=records[i][1]) for i, k, name, m, place in raw]
 
 
-def test_each_record_keeps_its_batch_time(tmp_path):
+def test_each_record_keeps_its_batch_time_and_offset(tmp_path):
     """batch_timestamp is the first timestamp of the record's batch: three batches written at
-    T0, T0 + 5 s and T0 + 9 s (the last with later record timestamps inside)."""
+    T0, T0 + 5 s and T0 + 9 s (the last with later record timestamps inside); batch_offset its
+    base offset."""
     first = [G.group_metadata("g", 1), G.member_metadata("g", "m1", topics=["orders"])]
     second = [G.target_metadata("g", 1), G.target_member("g", "m1", {TOPIC_A: [0]}), G.group_metadata("g", 2)]
     third = [
@@ -506,16 +510,17 @@ def test_each_record_keeps_its_batch_time(tmp_path):
     assert t["raw/quarantine"].num_rows == 0
 
     def at(table):
-        return [(r["log_offset"], r["batch_timestamp"]) for r in t[table].to_pylist()]
+        return [(r["log_offset"], r["batch_timestamp"], r["batch_offset"]) for r in t[table].to_pylist()]
 
     def ts(ms):
         return datetime.fromtimestamp(ms / 1000, UTC)
 
-    assert at("raw/consumer_group_metadata") == [(0, ts(T0)), (4, ts(T0 + 5000))]
-    assert at("raw/consumer_group_members") == [(1, ts(T0)), (6, ts(T0 + 9000))]
-    assert at("raw/consumer_group_target_metadata") == [(2, ts(T0 + 5000))]
-    assert at("raw/consumer_group_target_assignments") == [(3, ts(T0 + 5000))]
-    assert at("raw/consumer_group_current_assignments") == [(5, ts(T0 + 9000))]
+    # batch_offset: the base offset of each record's batch (0, 2, 5)
+    assert at("raw/consumer_group_metadata") == [(0, ts(T0), 0), (4, ts(T0 + 5000), 2)]
+    assert at("raw/consumer_group_members") == [(1, ts(T0), 0), (6, ts(T0 + 9000), 5)]
+    assert at("raw/consumer_group_target_metadata") == [(2, ts(T0 + 5000), 2)]
+    assert at("raw/consumer_group_target_assignments") == [(3, ts(T0 + 5000), 2)]
+    assert at("raw/consumer_group_current_assignments") == [(5, ts(T0 + 9000), 5)]
 
 
 def test_unknown_versions_kept_raw_and_corrupt_records_quarantined(tmp_path):

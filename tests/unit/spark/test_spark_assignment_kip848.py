@@ -13,7 +13,7 @@ A, B, T, Z, DEAD_T = "orders-id", "audit-id", "tiny-id", "zzz-unknown", "dead-id
 
 
 def _place(log_offset, tombstone=False):
-    return (tombstone, None if tombstone else 0, 0, log_offset, "f.log", None, "r1")
+    return (tombstone, None if tombstone else 0, 0, log_offset, "f.log", None, log_offset, "r1")
 
 
 def _tp(parts: dict[str, list[int]]):

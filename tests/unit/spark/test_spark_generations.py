@@ -89,8 +89,10 @@ def _tp(parts: dict[str, list[int]]):
     return [dict(topic_id=t, partitions=p) for t, p in parts.items()]
 
 
-def _place(lo, tombstone=False):
-    return (tombstone, None if tombstone else 0, 0, lo, "f.log", None, "r1")
+def _place(lo, tombstone=False, batch=None):
+    """A record's place: offsets partition 0, log offset ``lo``, in a batch of its own unless
+    ``batch`` names the base offset of the batch it shares."""
+    return (tombstone, None if tombstone else 0, 0, lo, "f.log", None, lo if batch is None else batch, "r1")
 
 
 def _epochs(spark, meta, members, tmeta, targets, current, partitions: int):
@@ -198,3 +200,32 @@ def test_kip848_epoch_settles_when_every_holding_matches_its_target(spark):
                ("k", "m1", 1, 0, "STABLE", _tp({"o": [1, 0]}), _tp({}), *_place(15))]
     (state,), _ = _epochs(spark, meta, members, tmeta, targets, current, 2)
     assert (state["settled"], state["settled_log_offset"]) == (True, 15)
+
+
+def test_kip848_records_of_one_batch_are_one_operation(spark):
+    """m1 and m2 hold their epoch-1 targets (0, 1). One batch (base 20) holds m2's tombstones
+    (current, target, member: lo 20-22), epoch 2 (lo 23) and its target (m1 0-1, lo 24-25): epoch
+    1 is seen as it was before that batch (m2 still there, holding its target: settled, all ok),
+    epoch 2 settles when m1 holds 0-1 (lo 30). Epochs 3 and 4 share one batch (base 40): epoch 3
+    began inside the operation that ended it and is never settled."""
+    meta = [("k", 1, *_place(10)), ("k", 2, *_place(23, batch=20)), ("k", 3, *_place(40, batch=40)),
+            ("k", 4, *_place(41, batch=40))]
+    members = [_member("m1", 1), _member("m2", 2),
+               ("k", "m2", None, None, None, None, None, None, None, None, None, *_place(22, True, batch=20))]
+    tmeta = [("k", 1, *_place(12)), ("k", 2, *_place(25, batch=20))]
+    targets = [("k", "m1", _tp({"o": [0]}), *_place(11)), ("k", "m2", _tp({"o": [1]}), *_place(11)),
+               ("k", "m2", None, *_place(21, True, batch=20)), ("k", "m1", _tp({"o": [0, 1]}), *_place(24, batch=20))]
+
+    def cur(m, lo, epoch, assigned, batch=None):
+        return ("k", m, epoch, epoch - 1, "STABLE", _tp(assigned), _tp({}), *_place(lo, batch=batch))
+
+    current = [cur("m1", 13, 1, {"o": [0]}), cur("m2", 14, 1, {"o": [1]}),
+               ("k", "m2", None, None, None, None, None, *_place(20, True, batch=20)),
+               cur("m1", 30, 2, {"o": [0, 1]})]
+    states, audited = _epochs(spark, meta, members, tmeta, targets, current, 2)
+    got = {r["generation"]: (r["settled"], r["settled_log_offset"]) for r in states}
+    assert got == {1: (True, 14), 2: (True, 30), 3: (False, None), 4: (False, None)}
+    # epoch 1's audit is of m1 and m2 before the batch that removed m2
+    assert sorted((r["partition"], r["expected_owner"], r["observed_owner"], r["status"])
+                  for r in audited if r["generation"] == 1) == [(0, "m1", "m1", "ok"), (1, "m2", "m2", "ok")]
+    assert {r["settled"] for r in audited if r["generation"] == 3} <= {False}
