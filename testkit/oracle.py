@@ -229,13 +229,16 @@ def settled_status(expected: str | None, observed: str | None) -> str:
     return "ok" if observed == expected else "wrong_owner"
 
 
-def zk_states(changes: list, topics: dict[str, int]) -> list[dict]:
+def zk_states(changes: list, topics: dict[str, int], end_ms: int, window_ms: int) -> list[dict]:
     """Every state of each group in ``changes`` (objects with ``zxid``, ``mtime``, ``op``, ``path``
     and ``value``: creates and deletes of ``/consumers/<g>/ids/*`` and ``/owners/<t>/<p>``, no
     broker or topic change among them): a state starts at each change of the group's
     registrations and lasts until the next; its expected owners are the range assignment over
     the threads registered at its start (0.8+ registrations), the owners it ended with are those
-    written before the next state; ``audit`` holds the partitions either names."""
+    written before the next state; ``audit`` holds the partitions either names. Settled: it
+    ended with every expected partition owned, and its last owner change (else its start) is
+    ``window_ms`` or more before the next state (the last state: ``end_ms``, the history's last
+    txn time)."""
     by_group: dict[str, list] = defaultdict(list)
     for c in sorted(changes, key=lambda c: c.zxid):
         by_group[c.path.split("/")[2]].append(c)
@@ -245,7 +248,7 @@ def zk_states(changes: list, topics: dict[str, int]) -> list[dict]:
         zxids = sorted(starts)
         for k, start in enumerate(zxids):
             end = zxids[k + 1] if k + 1 < len(zxids) else None
-            regs, owners = {}, {}
+            regs, owners, changed = {}, {}, starts[start]
             for c in cs:
                 if "/ids/" in c.path and c.zxid <= start:
                     cid = c.path.rsplit("/", 1)[1]
@@ -254,11 +257,15 @@ def zk_states(changes: list, topics: dict[str, int]) -> list[dict]:
                     else:
                         regs[cid] = json.loads(c.value)["subscription"]
                 elif "/owners/" in c.path and (end is None or c.zxid < end):
+                    if c.zxid > start:
+                        changed = c.mtime  # None for a delete: the server returns no time for it
                     key = (c.path.split("/")[4], int(c.path.split("/")[5]))
                     if c.op == "delete":
                         owners.pop(key, None)
                     else:
                         owners[key] = c.value.decode()
+            if changed is None:
+                raise ValueError(f"group {group}: the state at zxid {start} ends with a delete, whose time is unknown")
             threads = defaultdict(list)
             for cid, sub in regs.items():
                 for topic, streams in sub.items():
@@ -286,7 +293,8 @@ def zk_states(changes: list, topics: dict[str, int]) -> list[dict]:
                     next_zxid=end,
                     started_at=starts[start],
                     next_at=starts.get(end),
-                    settled=all(a["status"] == "ok" for a in audit),
+                    settled=all(a["status"] != "unowned" for a in audit)
+                    and (end_ms if end is None else starts[end]) - changed >= window_ms,
                     wrong_owner_partitions=sum(a["status"] == "wrong_owner" for a in audit),
                     audit=audit,
                 )

@@ -18,6 +18,7 @@ from testkit.demo.spec import (
     KAFKA_GROUPS,
     OFFSETS_TOPIC_PARTITIONS,
     RESET_TO_LATEST,
+    SETTLE_WINDOW_MS,
     STORM_GROUP,
     TOPICS,
     WRONG_OWNER_GROUP,
@@ -46,11 +47,12 @@ def lag_seconds(row: dict, log_ends: dict) -> float | None:
     return max((end["max_timestamp"] - at) / 1000, 0.0)
 
 
-def history(zk_changes: list, audit: list[dict], lag: list[dict], log_ends: dict) -> dict:
-    """The history the demo scripted (issue 21): every ZooKeeper state after the newest snapshot
-    and the past ones that ended with owners not ok, every Kafka generation as a rebalance, the
-    planted reset to latest and the committed offsets below their log start."""
-    states = zk_states(zk_changes, TOPICS)
+def history(zk_changes: list, history_end_ms: int, audit: list[dict], lag: list[dict], log_ends: dict) -> dict:
+    """The history the demo scripted: every ZooKeeper state after the newest snapshot and the
+    past settled ones that ended with owners not ok (the default settle window), every Kafka
+    generation as a rebalance, the planted reset to latest and the committed offsets below their
+    log start. ``history_end_ms``: the time of the ZooKeeper history's last txn."""
+    states = zk_states(zk_changes, TOPICS, history_end_ms, SETTLE_WINDOW_MS)
     past = [
         dict(
             group_id=s["group_id"],
@@ -60,7 +62,7 @@ def history(zk_changes: list, audit: list[dict], lag: list[dict], log_ends: dict
             **a,
         )
         for s in states
-        if s["next_zxid"] is not None
+        if s["next_zxid"] is not None and s["settled"]
         for a in s["audit"]
         if a["status"] != "ok"
     ]
@@ -173,7 +175,7 @@ def generate(demo: Path) -> dict:
             }
         ],
         **marts,
-        "history": history(zk_changes, audit, marts["consumer_lag"], log_ends),
+        "history": history(zk_changes, zk["history_end_ms"], audit, marts["consumer_lag"], log_ends),
         "kraft": build_kraft(data),
     }
     (demo / "faults.json").write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")

@@ -114,7 +114,7 @@ ZK_GROUPS = [
     ),
     # history (after the newest snapshot): a past wrong owner today's snapshot no longer shows.
     # inv-1 alone owns payments 0-3; inv-2 joins and the owners are written in a wrong order (each
-    # claims the other's range share) and stay wrong for WRONG_OWNER_S; inv-3 joins and every
+    # claims the other's range share) and stay wrong for WRONG_OWNER_S (a settled state); inv-3 joins and every
     # owner is written right (the owners below: today's, all ok)
     ZkGroup(
         "inventory",
@@ -132,7 +132,12 @@ ZK_GROUPS = [
     ),
 ]
 WRONG_OWNER_GROUP = "inventory"  # the owners written when its second consumer joined are swapped
-WRONG_OWNER_S = 3.0  # how long (wall clock of the ZooKeeper server) the wrong owners stay
+# how long (wall clock of the ZooKeeper server) the wrong owners stay: longer than the settle
+# window, so that they are a settled fault, not a transition
+WRONG_OWNER_S = 10.0
+# kaudit build's default settle window: the seed 0.8 consumer's rebalance.backoff.ms (2000) x
+# rebalance.max.retries (4)
+SETTLE_WINDOW_MS = 2000 * 4
 
 # --- Kafka side -----------------------------------------------------------------------------
 

@@ -314,6 +314,8 @@ def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict, list[Change]]:
         ),
         "ephemeral_znodes": len(ephemeral),
         "ephemeral_owner_sessions": len({stats[p].ephemeralOwner for p in ephemeral}),
+        # the time of the history's last txn (the last ones are offset writes: a node's mtime)
+        "history_end_ms": max(s.mtime for s in stats.values()),
         "paths": {
             p: {"data": tree[p].decode(), "ephemeral": bool(stats[p].ephemeralOwner), "version": stats[p].version}
             for p in sorted(tree)
