@@ -1,0 +1,150 @@
+"""Streams groups (KIP-1071): their topology and every member's tasks from the streams group
+records of ``__consumer_offsets`` (``raw/group_coordinator_records``, key types 17-23, fields
+as JSON with Kafka 4.2's names), and their audit: ``core/streams_group_topology``,
+``core/streams_group_tasks``, ``core/streams_group_findings``.
+
+State: the latest record of each key (group; group and member) by (offsets partition, log
+offset), a tombstone as the latest record deleting it (as for KIP-848 groups). A task is
+``(subtopology_id, partition)``; each member holds active, standby and warm-up tasks, in its
+current assignment (what it holds now, with the tasks pending revocation it still holds) and in
+its target assignment (what the group coordinator computed for the assignment epoch).
+
+Findings (``finding``), from the rules of Apache Kafka's group coordinator
+(``group-coordinator/.../streams/``: ``StreamsGroup.java``, ``CurrentAssignmentBuilder.java``,
+``TasksTuple.java``):
+
+- ``active_task_held_twice``: an active task in the current assignments of two members (not
+  counting one pending revocation: the hand-off);
+- ``active_task_unassigned``: a task of a subtopology (partitions 0..n-1, n the most partitions
+  of its source topics in ``topic_partitions``) no member's target assignment holds active;
+- ``standby_with_active``: a member holding the same task standby (or warm-up) and active;
+- ``member_epoch_ahead``: a member's epoch above the group's assignment epoch, or the
+  assignment epoch above the group epoch.
+
+Every function is DataFrame -> DataFrame (no UDF).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from pipelines.spark.share_groups import _latest
+
+_TASKS = "array<struct<subtopologyId:string,partitions:array<int>>>"
+_TOPIC_INFO = "array<struct<name:string,partitions:int>>"
+JSON_SCHEMAS = {
+    "StreamsGroupMetadata": "struct<epoch:int>",
+    "StreamsGroupMemberMetadata": "struct<instanceId:string,rackId:string,clientId:string,clientHost:string,"
+                                  "topologyEpoch:int,processId:string>",
+    "StreamsGroupTargetAssignmentMetadata": "struct<assignmentEpoch:int>",
+    "StreamsGroupTargetAssignmentMember": f"struct<activeTasks:{_TASKS},standbyTasks:{_TASKS},warmupTasks:{_TASKS}>",
+    "StreamsGroupCurrentMemberAssignment": f"struct<memberEpoch:int,previousMemberEpoch:int,state:int,"
+                                           f"activeTasks:{_TASKS},standbyTasks:{_TASKS},warmupTasks:{_TASKS},"
+                                           f"activeTasksPendingRevocation:{_TASKS},"
+                                           f"standbyTasksPendingRevocation:{_TASKS},"
+                                           f"warmupTasksPendingRevocation:{_TASKS}>",
+    "StreamsGroupTopology": f"struct<epoch:int,subtopologies:array<struct<subtopologyId:string,"
+                            f"sourceTopics:array<string>,repartitionSinkTopics:array<string>,"
+                            f"stateChangelogTopics:{_TOPIC_INFO},repartitionSourceTopics:{_TOPIC_INFO}>>>",
+}
+KINDS = ("active", "standby", "warmup")
+
+
+def _live(records: DataFrame, record_type: str, *key: str) -> DataFrame:
+    typed = records.where(F.col("record_type") == record_type)
+    return _latest(typed, *key).withColumn("v", F.from_json("fields", JSON_SCHEMAS[record_type]))
+
+
+def topology(records: DataFrame) -> DataFrame:
+    """``core/streams_group_topology``: per group's live topology, one row per (subtopology,
+    topic, role) - role source, repartition_source, repartition_sink or changelog;
+    ``partitions`` where the topology declares it (internal topics)."""
+    subs = _live(records, "StreamsGroupTopology", "group_id").select(
+        "group_id", F.col("v.epoch").alias("topology_epoch"), F.explode("v.subtopologies").alias("s"))
+
+    def role(name: str, column: str, info: bool) -> DataFrame:
+        t = F.explode(F.col(f"s.{column}")).alias("t")
+        out = subs.select("group_id", "topology_epoch", F.col("s.subtopologyId").alias("subtopology_id"), t)
+        return out.select("group_id", "topology_epoch", "subtopology_id",
+                          (F.col("t.name") if info else F.col("t")).alias("topic"), F.lit(name).alias("role"),
+                          (F.col("t.partitions") if info else F.lit(None).cast("int")).alias("partitions"))
+
+    return (role("source", "sourceTopics", False).unionByName(role("repartition_sink", "repartitionSinkTopics", False))
+            .unionByName(role("changelog", "stateChangelogTopics", True))
+            .unionByName(role("repartition_source", "repartitionSourceTopics", True)))
+
+
+def _task_rows(frame: DataFrame, source: str, column: str, kind: str, pending: bool) -> DataFrame:
+    t = frame.select("group_id", "member_id", "member_epoch", F.explode(F.col(f"v.{column}")).alias("t"))
+    return t.select("group_id", "member_id", "member_epoch", F.lit(source).alias("assignment"),
+                    F.lit(kind).alias("task_kind"), F.col("t.subtopologyId").alias("subtopology_id"),
+                    F.explode("t.partitions").alias("partition"), F.lit(pending).alias("pending_revocation"))
+
+
+def tasks(records: DataFrame) -> DataFrame:
+    """``core/streams_group_tasks``: per live member, one row per task it holds (``assignment``
+    current) or is targeted (target), with its kind, the member's process/client and epochs."""
+    member = _live(records, "StreamsGroupMemberMetadata", "group_id", "member_id").select(
+        "group_id", "member_id", F.col("v.processId").alias("process_id"), F.col("v.clientId").alias("client_id"),
+        F.col("v.topologyEpoch").alias("topology_epoch"))
+    current = _live(records, "StreamsGroupCurrentMemberAssignment", "group_id", "member_id").withColumn(
+        "member_epoch", F.col("v.memberEpoch"))
+    target = _live(records, "StreamsGroupTargetAssignmentMember", "group_id", "member_id").withColumn(
+        "member_epoch", F.lit(None).cast("int"))
+    rows = None
+    for kind in KINDS:
+        cap = "warmup" if kind == "warmup" else kind
+        for frame in (_task_rows(current, "current", f"{cap}Tasks", kind, False),
+                      _task_rows(current, "current", f"{cap}TasksPendingRevocation", kind, True),
+                      _task_rows(target, "target", f"{cap}Tasks", kind, False)):
+            rows = frame if rows is None else rows.unionByName(frame)
+    group = _live(records, "StreamsGroupMetadata", "group_id").select("group_id", F.col("v.epoch").alias("group_epoch"))
+    epoch = _live(records, "StreamsGroupTargetAssignmentMetadata", "group_id").select(
+        "group_id", F.col("v.assignmentEpoch").alias("assignment_epoch"))
+    return (rows.join(member, ["group_id", "member_id"], "left").join(group, "group_id", "left")
+            .join(epoch, "group_id", "left")
+            .select("group_id", "member_id", "process_id", "client_id", "member_epoch", "topology_epoch",
+                    "group_epoch", "assignment_epoch", "assignment", "task_kind", "subtopology_id", "partition",
+                    "pending_revocation"))
+
+
+def _finding(frame: DataFrame, finding: str, detail) -> DataFrame:
+    return frame.select("group_id", "member_id", "subtopology_id", "partition", F.lit(finding).alias("finding"),
+                        detail.alias("detail"))
+
+
+def findings(task_rows: DataFrame, topo: DataFrame, topic_partitions: DataFrame) -> DataFrame:
+    """``core/streams_group_findings`` from the tables above and the cluster's ``topic,
+    partition``."""
+    current = task_rows.where(F.col("assignment") == "current")
+    active = current.where((F.col("task_kind") == "active") & ~F.col("pending_revocation"))
+    twice = (active.groupBy("group_id", "subtopology_id", "partition")
+             .agg(F.sort_array(F.collect_set("member_id")).alias("members"))
+             .where(F.size("members") > 1).withColumn("member_id", F.lit(None).cast("string")))
+    twice = _finding(twice, "active_task_held_twice",
+                     F.concat(F.lit("active on "), F.array_join("members", ", ")))
+    counts = (topo.where(F.col("role") == "source").join(topic_partitions.select("topic", "partition"), "topic")
+              .groupBy("group_id", "subtopology_id").agg((F.max("partition") + 1).alias("n")))
+    expected = counts.select("group_id", "subtopology_id", F.explode(F.sequence(F.lit(0), F.col("n") - 1))
+                             .alias("partition"))
+    targeted = task_rows.where((F.col("assignment") == "target") & (F.col("task_kind") == "active")).select(
+        "group_id", "subtopology_id", "partition")
+    unassigned = expected.join(targeted, ["group_id", "subtopology_id", "partition"], "left_anti").withColumn(
+        "member_id", F.lit(None).cast("string"))
+    unassigned = _finding(unassigned, "active_task_unassigned",
+                          F.lit("a task of the subtopology no member's target assignment holds active"))
+    standby = current.where(F.col("task_kind") != "active").select(
+        "group_id", "member_id", "subtopology_id", "partition", "task_kind")
+    both = standby.join(active.select("group_id", "member_id", "subtopology_id", "partition"),
+                        ["group_id", "member_id", "subtopology_id", "partition"])
+    both = _finding(both, "standby_with_active", F.concat(F.col("task_kind"), F.lit(" and active on one member")))
+    epochs = current.select("group_id", "member_id", "member_epoch", "assignment_epoch", "group_epoch").distinct()
+    ahead = epochs.where((F.col("member_epoch") > F.col("assignment_epoch"))
+                         | (F.col("assignment_epoch") > F.col("group_epoch"))).select(
+        "group_id", "member_id", F.lit(None).cast("string").alias("subtopology_id"),
+        F.lit(None).cast("int").alias("partition"), "member_epoch", "assignment_epoch", "group_epoch")
+    ahead = _finding(ahead, "member_epoch_ahead", F.concat_ws(
+        " ", F.lit("member epoch"), F.col("member_epoch").cast("string"), F.lit("assignment epoch"),
+        F.col("assignment_epoch").cast("string"), F.lit("group epoch"), F.col("group_epoch").cast("string")))
+    return twice.unionByName(unassigned).unionByName(both).unionByName(ahead)
