@@ -22,7 +22,7 @@ from pipelines.warehouse import Warehouse
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = int(os.environ.get("KAUDIT_PROPERTY_SPARK_EXAMPLES", "4"))
+EXAMPLES = int(os.environ.get("KAUDIT_PROPERTY_SPARK_EXAMPLES", "3"))
 VIEW_TABLES = sorted({t for v in VIEWS.values() for t in (*v.tables, *v.evidence, *v.present)})
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                   HealthCheck.function_scoped_fixture])
