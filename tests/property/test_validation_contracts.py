@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from contract_tables import runs, write_run
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
@@ -24,8 +24,10 @@ pytestmark = pytest.mark.integration
 
 EXAMPLES = int(os.environ.get("KAUDIT_PROPERTY_SPARK_EXAMPLES", "3"))
 VIEW_TABLES = sorted({t for v in VIEWS.values() for t in (*v.tables, *v.evidence, *v.present)})
-SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                  HealthCheck.function_scoped_fixture])
+# no shrinking: an example is Spark's (and GX's) work on a whole run; a failing one is printed as drawn
+SLOW = dict(deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                   HealthCheck.function_scoped_fixture])
 
 
 @settings(max_examples=EXAMPLES, **SLOW)
