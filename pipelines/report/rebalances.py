@@ -9,7 +9,7 @@ Python values read with pyarrow."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow.compute as pc
 
@@ -32,8 +32,8 @@ class RebalanceFacts:
     totals: dict[tuple[str, str], int]
     storms: list[dict]  # source, group_id, rebalances, peak (most in an hour), first_at, last_at
     past_wrong: list[dict]  # core/settled_audit rows not ok of settled states that ended before the history's end
-    stuck: list[dict]  # marts/rebalances rows (a rebalance's last state) with is_stuck
-    transitions: dict[tuple[str, str], int]  # (source, group) -> its states that never settled
+    stuck: list[dict] = field(default_factory=list)  # marts/rebalances rows (a rebalance's last state) with is_stuck
+    transitions: dict[tuple[str, str], int] = field(default_factory=dict)  # (source, group) -> unsettled states
 
 
 def state_name(row: dict) -> str:
