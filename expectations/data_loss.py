@@ -1,4 +1,4 @@
-"""Data loss (issue 21): every committed offset below its partition's log start is flagged."""
+"""Data loss: every committed offset below its partition's log start is flagged."""
 
 import great_expectations.expectations as gxe
 

@@ -1,4 +1,4 @@
-"""Typed errors the CLI turns into one line and an exit code (CONTRACT: exit codes)."""
+"""Typed errors the CLI turns into one line and an exit code (docs/contract.md: exit codes)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Runs: what a run id may be, which run a command works on, and what each run has done.
 
 A run is one audit of one cluster: every table partition ``run_id=<id>/`` of the warehouse.
-The rule for commands given no ``--run-id`` (README "Runs"; CONTRACT "Runs"):
+The rule for commands given no ``--run-id`` (docs/concepts.md "Runs"; docs/contract.md "Runs"):
 
 - an extract continues the newest run while it is *open* (not built yet, and its last step
   finished less than :data:`SITTING` ago), else it starts a new run, so the extracts of one

@@ -11,11 +11,8 @@ CLI and calls :func:`pipelines.cli.main`):
   linear algebra.
 - no transparent huge pages asked for numpy's arrays (``NUMPY_MADVISE_HUGEPAGE=0``, read as
   numpy loads), unless the user's environment says otherwise. With the kernel's default
-  ``defrag=madvise``, a fault in such an array may compact memory first: ``kaudit extract
-  zk-snapshot`` of 1M znodes took 0.40-0.61 s, 0.07-0.27 s of it in the kernel, against
-  0.41-0.47 s with 4 k pages (``bench_zk_snapshot.py --repeat 7``, alternating, load 0.6-1.1:
-  CLI medians 0.47 / 0.45 s -> 0.43 / 0.42 s); ``extract offsets`` of 5M records 0.98 / 0.78 s
-  -> 0.81 / 0.77 s.
+  ``defrag=madvise``, a fault in such an array may compact memory first, which made the time
+  of ``kaudit extract zk-snapshot`` of 1M znodes vary widely (``bench_zk_snapshot.py``).
 - :func:`ready` puts both variables back as they were, so that the processes kaudit starts
   (Spark, dbt) get the environment they had.
 - no garbage collection while the modules are imported (the collector walks every object

@@ -110,7 +110,7 @@ RAW_COORDINATOR_RECORDS = pa.schema(
     ]
 )
 
-# --- KIP-848 consumer groups (issue 20): key types 3-8 and 16, one row per record ------------
+# --- KIP-848 consumer groups: key types 3-8 and 16, one row per record ---------------------
 # Every table ends with the record's place: is_tombstone (the value is null: the record is
 # deleted), value_version (null for a tombstone), offsets_partition, log_offset, segment_file,
 # batch_timestamp (when the coordinator wrote it: the first timestamp of the record's batch,
@@ -244,7 +244,7 @@ RAW_LOG_END_OFFSETS = pa.schema(
     ]
 )
 
-# --- data-topic batch timestamps (issue 21): one row per batch header of the data topics --------
+# --- data-topic batch timestamps: one row per batch header of the data topics -----------------
 
 RAW_BATCH_TIMESTAMPS = pa.schema(
     [
@@ -273,7 +273,7 @@ RAW_LOG_START_CHECKPOINTS = pa.schema(
     ]
 )
 
-# issue 21: every change of the coordination znodes the txn-log replay applied (pipelines.zookeeper.history)
+# Every change of the coordination znodes the txn-log replay applied (pipelines.zookeeper.history)
 RAW_ZNODE_CHANGES = pa.schema(
     [
         ("zxid", pa.int64()),
@@ -289,7 +289,7 @@ RAW_ZNODE_CHANGES = pa.schema(
     ]
 )
 
-# issue 21: topic configs from a file the user gives (kaudit extract log-end --topic-configs)
+# Topic configs from a file the user gives (kaudit extract log-end --topic-configs)
 RAW_TOPIC_CONFIGS = pa.schema(
     [
         ("topic", pa.string()),
@@ -308,7 +308,7 @@ RAW_QUARANTINE = pa.schema(
     ]
 )
 
-# --- KRaft metadata (issue 20): the records, and the registry they replay to ------------------
+# --- KRaft metadata: the records, and the registry they replay to ---------------------------
 
 I32_LIST = pa.list_(pa.int32())
 STR_LIST = pa.list_(pa.string())
@@ -493,7 +493,7 @@ CORE = {
             ("status", pa.string()),
         ]
     ),
-    "core/consumer_group_findings": pa.schema(  # KIP-848 groups (issue 20): pipelines.spark.assignment_kip848
+    "core/consumer_group_findings": pa.schema(  # KIP-848 groups: pipelines.spark.assignment_kip848
         [
             ("source", pa.string()),
             ("group_id", pa.string()),
@@ -504,7 +504,7 @@ CORE = {
             ("detail", pa.string()),
         ]
     ),
-    # issue 21: the states of ZooKeeper-era groups replayed from raw/znode_changes (pipelines.spark.rebalances)
+    # The states of ZooKeeper-era groups replayed from raw/znode_changes (pipelines.spark.rebalances)
     "core/rebalance_states": pa.schema(
         [
             ("source", pa.string()),
@@ -654,7 +654,7 @@ CONSUMER_GROUP_FINDINGS = (
     "unresolved_topic_id",
 )
 
-# core/assignment_audit.status, in the CONTRACT's order of precedence (the first that holds)
+# core/assignment_audit.status, in the contract's order of precedence (docs/contract.md) (the first that holds)
 ASSIGNMENT_STATUSES = (
     "duplicate_owner",
     "unexpected_partition",

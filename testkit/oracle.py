@@ -9,7 +9,7 @@ no code with ``pipelines``.
   commits a test wrote (objects with ``group``, ``topic``, ``partition``, ``offset``,
   ``commit_ts``, ``log_offset``, ``txn`` and ``corrupt``).
 - :func:`zk_states`: every state of the ZooKeeper groups a recorded history of registration
-  and owner changes touches, with the audit of the owners each ended with (issue 21).
+  and owner changes touches, with the audit of the owners each ended with.
 - :func:`kafka_rebalances`: every generation of Kafka groups as a rebalance, with its trigger.
 - :func:`storms`: the rebalances with more than N of their group in the hour up to them.
 """

@@ -1,4 +1,4 @@
-"""Data-topic partitions with known record timestamps (issue 21), magic-2 batches built with
+"""Data-topic partitions with known record timestamps, magic-2 batches built with
 kafka-python's ``DefaultRecordBatchBuilder`` (magic 1: ``testkit.segments.batch``), and
 ``.timeindex`` files written as Kafka's ``TimeIndex`` writes them.
 

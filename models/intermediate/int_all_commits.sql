@@ -1,4 +1,4 @@
--- The commits of both stores (issue 21), one shape: Kafka's effective commits in log order
+-- The commits of both stores, one shape: Kafka's effective commits in log order
 -- (int_effective_commits) and ZooKeeper's offset-znode writes in zxid order (int_zk_commits).
 -- A commit's position: (offsets_partition, log_offset) for Kafka, zxid for ZooKeeper.
 select

@@ -1,4 +1,4 @@
--- ZooKeeper offset commits (issue 21): every write of /consumers/[group]/offsets/[topic]/[partition]
+-- ZooKeeper offset commits: every write of /consumers/[group]/offsets/[topic]/[partition]
 -- the txn logs replayed (creates and setData; the snapshot's offset nodes count as the commit
 -- they were last written by, at their mtime), in zxid order per partition. A delete of the node
 -- is a tombstone: commits after it start a new offset_generation, as after a Kafka tombstone.

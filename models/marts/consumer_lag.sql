@@ -2,7 +2,7 @@
 -- behind the partition's log end (null when the log end is unknown; ZooKeeper 0.7 offsets,
 -- keyed by broker, are byte positions and get no log end).
 --
--- Lag in time (issue 21): lag_seconds = the log end's timestamp (the partition's greatest
+-- Lag in time: lag_seconds = the log end's timestamp (the partition's greatest
 -- record timestamp) - the timestamp of the record at the committed offset (the next present
 -- one across compacted gaps and markers): the age of the oldest unconsumed record at the run's
 -- end of data; 0 when caught up (no record at or past the offset); null without batch headers.

@@ -1,4 +1,4 @@
--- The dual-commit drift as a time series (issue 21): for groups committing offsets to both
+-- The dual-commit drift as a time series: for groups committing offsets to both
 -- ZooKeeper (offset-znode writes of the replayed txn logs) and Kafka (effective commits), after
 -- every commit of either store, in time order, the offset each store then held for the
 -- partition and drift = kafka_offset - zk_offset (null while one store holds none; a deleted

@@ -1,4 +1,4 @@
--- Who owned each partition when (issue 21). ZooKeeper: every owner znode the txn logs wrote,
+-- Who owned each partition when. ZooKeeper: every owner znode the txn logs wrote,
 -- from its create (or the snapshot) to its delete or the next write (null: still owned at the
 -- end of the history). Kafka: each member's assignment of each generation, until the group's
 -- next generation; KIP-848 groups: what each member held at the end of each group epoch (its

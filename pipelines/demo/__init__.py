@@ -86,10 +86,8 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
     The KRaft cluster's run goes on beside the ZooKeeper one (``alongside``; False: after it),
     on a thread, quiet, in the same Spark session; its build waits for the ZooKeeper run's build
     (the step ``waits for the ZooKeeper build``). Each build keeps both cores busy on its own
-    chains of jobs: two at once only shared them, and took more CPU in all. Alternating with
-    both builds at once (load 3.7-4.6): ZooKeeper build 37.8 / 27.7 / 28.3 -> 22.4 / 23.4 /
-    22.4 s, KRaft build 22.0 / 34.2 / 34.9 -> 13.1 / 13.2 / 12.3 s, the demo 48.0 / 38.6 / 38.8
-    -> 37.7 / 39.4 / 37.4 s and 72-94 -> 66-69 CPU s. The KRaft run's extracts go on during
+    chains of jobs: two at once only shared them, and took more CPU in all (figures in
+    docs/benchmarks.md, ``benchmarks/bench_demo.py``). The KRaft run's extracts go on during
     the ZooKeeper build, its build during the ZooKeeper validation and report. Their dbt
     builds, and their validations, take turns (``dbt_runner``, ``quality.run``). Both runs are
     small: the session's code generation and planning suit both (``session.size_to_run``)."""
@@ -182,10 +180,9 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
 def import_validation() -> None:
     """Great Expectations' import (scipy's with it: 2.4 s of the GIL), on a thread as the demo
     starts, beside the JVM's start and the extracts, rather than in the first validation, where
-    it held the GIL against the other run's dbt build. Alternating with the import at the first
-    validation (load 3.5-4.9): the demo 48.2 / 47.3 / 48.8 / 49.3 -> 46.9 / 46.4 / 46.4 / 47.0 s,
-    the KRaft run's validate 8.0 / 7.9 / 8.6 / 8.5 -> 4.8 / 5.4 / 3.7 / 5.3 s. (Imported after
-    dbt's parse instead, while the core builds ran, it made the demo slower.)"""
+    it held the GIL against the other run's dbt build: the KRaft run's validation takes about
+    half as long. (Imported after dbt's parse instead, while the core builds ran, it made the
+    demo slower.)"""
     import pipelines.quality.gx_runner  # noqa: F401
 
 

@@ -50,8 +50,8 @@ def _worker_start(parent: int) -> None:
     for 500,000 commits); by default every one above 128 KiB is a new mmap, zeroed page by
     page by the kernel, and returned at free. With arrays up to 32 MiB (glibc's limit) on the
     heap, not trimmed, ``kaudit extract offsets`` of the 5M-record benchmark's data
-    (``benchmarks/bench_offsets.py``) took 0.61-0.72 system CPU s against 0.85-1.32 (user + system
-    4.43-4.80 s against 4.88-5.23; alternate runs, load 22-30). Workers end with the step."""
+    (``benchmarks/bench_offsets.py``) spends about a third less system CPU. Workers end with
+    the step."""
     die_with(parent)
     if sys.platform.startswith("linux"):
         try:

@@ -130,14 +130,12 @@ def _i64(b, p):
 def crc32_slice8(t, b, start, end):
     """CRC-32C (``CRC32C_TABLE``) or CRC-32 (``CRC32_TABLE``) of ``b[start:end]``, slice-by-8.
 
-    Kept rather than ``crc32c.crc32c``/``zlib.crc32`` (``benchmarks/bench_kernels.py``, issue 19):
-    the framing needs a CRC inside the kernel (resync checks one per plausible candidate start,
-    ``_resync_at``), and the library gains nothing in place: framing 1M offset commits (95,139
-    batches, 82 MB) with this CRC took 0.282 s, framing them by headers only and checking each
-    batch's CRC-32C with ``crc32c.crc32c`` 0.283 s (load average 24 on 2 CPUs; 0.27 s against
-    0.26-0.29 s at load 21; 0.304 s against 0.547 s at load 17-28 on 2026-11-26). The library's
-    CRC-32C alone is faster (0.39 s against 1.33 s for 500,000 batch-sized spans, 580 MB; 1.13 s
-    against 2.92 s on 2026-11-26): move to it if the framing ever leaves numba."""
+    Kept rather than ``crc32c.crc32c``/``zlib.crc32`` (``benchmarks/bench_kernels.py``; figures in
+    docs/benchmarks.md): the framing needs a CRC inside the kernel (resync checks one per
+    plausible candidate start, ``_resync_at``), and the library gains nothing in place: framing
+    offset commits with this CRC takes as long as framing them by headers only and checking each
+    batch's CRC-32C with ``crc32c.crc32c``. The library's CRC-32C alone is faster: move to it if
+    the framing ever leaves numba."""
     c = np.int64(0xFFFFFFFF)
     i = start
     while i + 8 <= end:
@@ -205,8 +203,8 @@ def _load_u64(typingctx, arr, idx):
 @njit(cache=True, nogil=True)
 def _crc32c_sse42(t, b, start, end):
     """:func:`crc32_slice8` of ``CRC32C_TABLE`` by the SSE 4.2 instruction, 8 bytes a step:
-    framing the 412 MB of ``benchmarks/bench_offsets.py`` spent ~0.3 CPU s in the CRC; this
-    runs 200 MB in 0.033 s against 0.147 s by the tables (one process, load 9)."""
+    a fraction of the tables' time, where the CRC was a noticeable part of framing the segments
+    of ``benchmarks/bench_offsets.py``."""
     c = np.uint64(0xFFFFFFFF)
     i = start
     while i + 8 <= end:
@@ -852,8 +850,7 @@ def gather_strings(b, pos, length):
 def _span_hash(b, s, ln):
     """64-bit hash of ``b[s:s+ln]``: FNV-style over 8-byte words (:func:`_load_u64`), the last
     partial word assembled byte by byte, then murmur3's finalizer (the table masks the low bits).
-    Words rather than the bytes in four lanes: the dictionary of 500,000 group names of the
-    benchmark in 0.014 s against 0.022 s (one process, load 8)."""
+    Words rather than the bytes in four lanes: faster on the benchmark's group names."""
     prime = np.uint64(1099511628211)
     h = np.uint64(14695981039346656037) ^ np.uint64(ln)
     j = 0
@@ -931,9 +928,8 @@ def dictionary_spans(b, pos, length):
     is compared with the dictionary's own copy (cache-resident), not with its first occurrence.
 
     Kept rather than :func:`gather_strings` + pyarrow's ``dictionary_encode``
-    (``benchmarks/bench_kernels.py``, issue 19): 500,000 group-name spans of 2,000 names encoded in
-    0.112 s against 0.298 s (2.7x; load average 17-28 on 2 CPUs, 2026-11-26): one pass over the
-    spans instead of a copy of every string and a hash pass over the copy."""
+    (``benchmarks/bench_kernels.py``: about 2.7x on group-name spans): one pass over the spans
+    instead of a copy of every string and a hash pass over the copy."""
     n = pos.shape[0]
     index = np.empty(n, dtype=np.int32)
     slots = np.full(1024, -1, dtype=np.int64)

@@ -39,9 +39,8 @@ def decode_file(seg: Segment) -> SegmentResult:
 
 
 # columns whose values repeat: dictionary pages pay there, not on offsets and timestamps. ``partition``
-# (a topic's partitions, a few dozen values): one 500,000-row part of the benchmark's commits
-# (bench_offsets.py) wrote in 0.077-0.078 CPU s / 4.14 MB against 0.082-0.084 s / 4.33 MB plain
-# (best of 3, twice, load 14); the other small int columns gained nothing
+# (a topic's partitions, a few dozen values): a part of the benchmark's commits (bench_offsets.py)
+# is written faster and smaller than plain; the other small int columns gained nothing
 DICTIONARY_COLUMNS = ["group_id", "topic", "partition", "metadata", "segment_file", "txn_state", "protocol_type",
                       "protocol", "leader", "member_id", "client_id", "client_host", "group_instance_id",
                       "subscribed_topics", "topic_id"]
@@ -49,9 +48,9 @@ DICTIONARY_COLUMNS = ["group_id", "topic", "partition", "metadata", "segment_fil
 DELTA_COLUMNS = {"raw/offset_commits": {"log_offset": "DELTA_BINARY_PACKED", "commit_timestamp": "DELTA_BINARY_PACKED"}}
 # codecs: zstd unless named here. raw/offset_commits in LZ4 (``LZ4_RAW``) but for ``committed_offset``,
 # the one column whose pages zstd shrinks by a quarter: the rest are dictionary indices, delta
-# runs and constant or all-valid pages that either codec takes to almost nothing. One 500,000-row
-# part of the benchmark's commits (bench_offsets.py, CPU s, best of 7, load 3): zstd 0.075-0.076 s /
-# 4.14 MB, this 0.058 / 4.19, LZ4 throughout 0.055 / 5.22, none 0.056 / 15.3
+# runs and constant or all-valid pages that either codec takes to almost nothing. On a part of the
+# benchmark's commits (bench_offsets.py) this writes nearly as fast as LZ4 throughout and nearly
+# as small as zstd throughout
 COMPRESSION = {"raw/offset_commits": {**dict.fromkeys(RAW["raw/offset_commits"].names, "lz4"),
                                       "committed_offset": "zstd"}}
 # rows the Parquet writer encodes per step (its default 1,024: levels, statistics and the page-size

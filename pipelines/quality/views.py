@@ -224,7 +224,7 @@ def commits_below_log_start(lag: DataFrame, log_ends: DataFrame, checkpoints: Da
 
 
 def owners_at_moments(history: DataFrame) -> DataFrame:
-    """Issue 21: every owner of each partition at every moment its ownership changed
+    """Every owner of each partition at every moment its ownership changed
     (``marts/ownership_history``: the start of each owner interval), one row per owner."""
     h = history.transform(with_broker_key)
     key = ["source", "group_id", "topic", "partition", "broker_key"]

@@ -1,4 +1,4 @@
-"""What the report says about time (issue 21): lag in seconds per group (``marts/consumer_lag``),
+"""What the report says about time: lag in seconds per group (``marts/consumer_lag``),
 committed offsets whose records were deleted or will be next (``marts/data_loss_risk``), offset
 resets (``marts/offset_resets``) and stuck partitions (``marts/stuck_partitions``). Plain Python
 values read with pyarrow; a mart that was not built is ``None``."""

@@ -8,7 +8,7 @@ Partition order: 0.8+ partitions numerically; 0.7 partitions are the strings
 ``<broker_id>-<partition_id>`` and 0.7's ``ZkUtils.getPartitionsForTopics`` sorts them as
 strings (``partList.sortWith((s, t) => s < t)``), which clusters them by broker (note: as
 strings, so ``1-10`` < ``1-2`` and ``10-0`` < ``2-0``; the upstream source wins over
-FORMATS.md's "by broker, then partition").
+docs/formats.md's "by broker, then partition").
 
 Assignor per group: ``range`` (the default) or ``roundrobin`` (``--assignor GROUP=roundrobin``).
 Round-robin sorts partitions by the Java ``hashCode`` of ``"[topic,partition]"`` (signed

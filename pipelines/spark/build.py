@@ -6,7 +6,7 @@ partitions times groups; everything else is small). Five chains of jobs run side
 
 1. scans: ``core/partition_owners`` and ``core/zk_offsets``, each parsed straight from
    ``raw/znodes`` (one scan each).
-2. history (issue 21), two chains: every state of the ZooKeeper groups the txn logs replayed,
+2. history, two chains: every state of the ZooKeeper groups the txn logs replayed,
    from the start (it needs nothing else the build writes); every generation (epoch) of the
    Kafka groups, once the main chain has the topic partitions and the KIP-848 state (a small
    run's rows computed there, a big run's planned). The main chain writes both eras'
@@ -163,14 +163,14 @@ def _early(frame: DataFrame) -> DataFrame:
 
 def _zookeeper_states(spark: SparkSession, ctx: RunContext, assignors: dict[str, str],
                       rule: SettleRule) -> list[DataFrame]:
-    """Issue 21: (``core/rebalance_states``, ``core/settled_audit``) of every state of the
+    """(``core/rebalance_states``, ``core/settled_audit``) of every state of the
     ZooKeeper groups the txn logs replayed (they need nothing else the build writes)."""
     return [_early(frame) for frame in rebalances.build(spark, ctx, assignors, rule)]
 
 
 def _kafka_era_states(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame,
                       kip848_state: tuple | None, rule: SettleRule) -> list[list[DataFrame]]:
-    """Issue 21: the same two tables' rows of every generation (epoch) of the Kafka groups
+    """The same two tables' rows of every generation (epoch) of the Kafka groups
     (:func:`generations.build`)."""
     pairs = generations.build(spark, ctx, topic_parts, kip848_state, rule)
     return [[_early(frame) for frame in pair] for pair in pairs]

@@ -2,10 +2,9 @@
 verified once by ``make``, mapped by every driver JVM kaudit starts itself.
 
 A new JVM loads some 17,000 classes before its first query has run, 11,500 of them from
-Spark's jars (the JDK's own come from the JDK's archive). Mapped from this archive instead,
-on the 2-core machine (start, one aggregate, stop; 3 rounds each, alternating, load 2.5-3):
-13.8-14.9 -> 9.0-9.3 CPU s for the whole process, its session started in 3.1-5.6 s instead of
-5.1-8.4 s (2.7-2.9 s instead of 4.7 s when idle). A demo run with an archive trained on the
+Spark's jars (the JDK's own come from the JDK's archive). Mapped from this archive instead, a
+process that starts a session, runs one aggregate and stops takes about a third less CPU, and
+its session starts about 2 s sooner. A demo run with an archive trained on the
 whole demo was no faster after the start than with one trained as here: the classes a run
 loads later are few against its JIT work.
 

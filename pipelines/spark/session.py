@@ -138,7 +138,7 @@ LOOPBACK_DRIVER = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host":
 # wall time (interleaved, 2 JVMs x 3 builds each: 792 -> 730 CPU-s); a batch job has no use
 # for G1's short pauses.
 # Its heap: Spark's default 1 GiB was full during the demo's dbt build (the analyzer's plans of
-# the issue 21 marts, views of unions of views): 688 full collections, 2843 s of 3250 s in GC
+# the history marts, views of unions of views): 688 full collections, 2843 s of 3250 s in GC
 # (jstat), the build never finished at load 13-27. A bigger ceiling only costs what is used.
 DRIVER_MEMORY = {"spark.driver.memory": "4g"}
 # ... its JIT: C2 inlines less (hot callees up to 50 bytecodes instead of 325, none already

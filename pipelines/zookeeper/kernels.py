@@ -99,10 +99,9 @@ def _le32(b, q):
 def _crc_update8(crc, b, start, n, t):
     """:func:`_crc_update` eight bytes at a time, then four (``t`` = :data:`CRC_TABLES8`).
 
-    Kept rather than ``zlib.crc32`` (``benchmarks/bench_kernels.py``, issue 19): a node's digest
-    is six CRC updates of a few dozen bytes each, so the library costs a Python call per piece:
-    the digests of 1M nodes took 3.15 s with ``zlib.crc32`` per node against 0.41 s for the
-    whole :func:`walk_nodes` (7.7x; load average 24 on 2 CPUs)."""
+    Kept rather than ``zlib.crc32`` (``benchmarks/bench_kernels.py``): a node's digest is six CRC
+    updates of a few dozen bytes each, so the library costs a Python call per piece: the digests
+    with ``zlib.crc32`` per node take several times as long as the whole :func:`walk_nodes`."""
     c = crc
     p = np.uint64(start)
     end = p + np.uint64(n)
@@ -415,10 +414,9 @@ def sort_strings_until(values, starts, lengths, order, keys, spare_order, spare_
     there and resume (``keys``, ``spare_*``: scratch as long as ``order``).
 
     Kept rather than ``pyarrow.compute.sort_indices`` or ``numpy.argsort``
-    (``benchmarks/bench_kernels.py``, issue 19): 1M ZooKeeper paths sorted in 0.53 s, against
-    0.79 s (pyarrow) and 0.86 s (numpy, fixed-width bytes), load average 24 on 2 CPUs (0.36 s
-    against 0.88 s and 1.15 s at load 3); neither can stop part way, which the writer uses to
-    write the first batches while the rest is sorted (:class:`~pipelines.zookeeper.rows.PathSort`)."""
+    (``benchmarks/bench_kernels.py``): faster than both on ZooKeeper paths, and neither can stop
+    part way, which the writer uses to write the first batches while the rest is sorted
+    (:class:`~pipelines.zookeeper.rows.PathSort`)."""
     counts = np.empty((8, 256), np.int64)
     while top > 0 and stack[top - 1, 0] < until:
         top -= 1

@@ -2,11 +2,9 @@
 the ahead-of-time build ``kaudit_zk_kernels`` when installed and current, else numba's JIT
 (:mod:`pipelines.aot`; :mod:`pipelines.zookeeper.aot` builds it).
 
-``kaudit extract zk-snapshot`` is a short process, where the JIT's start-up shows (issue 19,
-``benchmarks/bench_kernels.py``): ``kaudit extract zk-snapshot`` of a 56 KB snapshot took 3.0 s with
-the AOT build against 5.4 s with the JIT and a warm cache, 48 s cold (load average 24 on 2 CPUs);
-of a 5 KB one (read up to a damaged node), 0.45 s against 1.5-2.1 s warm and 2.6 s cold (load
-0.5-2); the 56 KB one again on 2026-11-26: 3.6 s against 9.3 s warm and 128 s cold (load 17-28).
+``kaudit extract zk-snapshot`` is a short process, where the JIT's start-up shows
+(``benchmarks/bench_kernels.py``): with the AOT build a small snapshot is read in a fraction of
+the time the JIT takes even with a warm cache, and far faster than with a cold one.
 
 Both builds release the GIL while a kernel runs (``@njit(nogil=True)``; the AOT build's
 wrappers are compiled with ``release_gil``, :func:`pipelines.aot._release_gil`), so

@@ -1,7 +1,7 @@
 """The demo's ZooKeeper side: drives the real Debian ZooKeeper 3.8 server
 (:mod:`testkit.zk_server`) with kazoo, one session per broker / consumer, into a Kafka-shaped
 tree (0.8+ layout of FORMATS.md sec. 4 plus one 0.7-layout topic and group; after the newest
-snapshot, the recorded history of issue 21: consumers joining, owners written in a wrong order
+snapshot, the recorded history: consumers joining, owners written in a wrong order
 and fixed at the next rebalance), then kills the server with SIGKILL while the sessions are
 open (a crash: the EPHEMERAL owners stay in the files) and keeps the small ``version-2/`` files
 (``preAllocSize=16`` KB, small ``snapCount``: snapshots AND logs after)."""
