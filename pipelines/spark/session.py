@@ -47,17 +47,15 @@ CONF = {
 # Code generation (whole-stage, and Janino classes for expressions) compiles Java for every
 # distinct plan and then waits for the JIT: worth it when a query reads many rows, overhead when
 # every query is new to the JVM and reads a few thousand. A run whose raw tables hold fewer rows
-# than SMALL_RUN_ROWS is evaluated by Spark's interpreted operators instead. Measured on
-# bench_assignment's clusters (core build, CPU s of driver JVM + Python, load 7-17): 52k rows,
-# a new JVM: 30 compiled / 14 interpreted, warm 8.3 / 8.8; 208k rows warm: 6.6 / 9.5. The demo's
-# two runs (about 2,500 raw rows, one process) went from 310 to 262 CPU s and 171 to 148 s, idle.
+# than SMALL_RUN_ROWS is evaluated by Spark's interpreted operators instead: on
+# bench_assignment's clusters a new JVM's core build of 52k rows takes half the CPU interpreted,
+# while from about 200k rows on compiled code wins; the demo's two runs take less CPU and time.
 # The same runs' queries are planned statically, their exchanges into one partition: Spark's
 # fixed cost per query is most of such a run's build (a warm JVM, one aggregation of 5,000
 # rows: 113 ms of JVM CPU with adaptive execution and 8 shuffle partitions, 97 ms with one
 # partition, 90 ms planned statically with one). Adaptive execution runs every exchange as a
 # job of its own and has nothing to adapt on a few thousand rows; with 8 partitions each map
-# task writes 8 shuffle files. The demo side by side (alternating, load 2.6-4.9): 55.6-56.1 ->
-# 49.3-53.3 s, 96-97 -> 84-91 CPU s; its dbt builds ran 233 and 236 Spark jobs, now 102 and 103.
+# task writes 8 shuffle files: the demo's dbt builds run less than half the Spark jobs.
 # Even into one partition an exchange writes its input to shuffle files in a stage of its own:
 # on a small run (``one_partition``) kaudit's session extension (``OnePartition.java``, in the
 # jar of ``pipelines.spark.jar``) coalesces instead, in the same stage. The demo's ZooKeeper run,
@@ -138,24 +136,21 @@ LOOPBACK_DRIVER = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host":
 # wall time (interleaved, 2 JVMs x 3 builds each: 792 -> 730 CPU-s); a batch job has no use
 # for G1's short pauses.
 # Its heap: Spark's default 1 GiB was full during the demo's dbt build (the analyzer's plans of
-# the history marts, views of unions of views): 688 full collections, 2843 s of 3250 s in GC
-# (jstat), the build never finished at load 13-27. A bigger ceiling only costs what is used.
+# the history marts, views of unions of views): it spent nearly all its time in full
+# collections and never finished. A bigger ceiling only costs what is used.
 DRIVER_MEMORY = {"spark.driver.memory": "4g"}
 # ... its JIT: C2 inlines less (hot callees up to 50 bytecodes instead of 325, none already
 # compiled to over 500 bytes instead of 2500). A kaudit driver plans hundreds of queries, each
 # new to the JVM, and C2 compiling Catalyst's rules with everything inlined was its biggest
-# thread. The demo's two runs in one process, alternating without / with (load 4.6-8.9): 163.6,
-# 160.4 -> 134.3, 133.5 CPU s (C2 43.5, 43.1 -> 19.4, 18.8 s; the query threads 19.0, 18.0 ->
-# 18.6, 17.3 s). The same queries run no slower once compiled (a 2M-znode build, 4 rounds in
-# one JVM, CPU s: 45.0 / 23.7 / 21.0 / 18.8 -> 38.8 / 21.2 / 18.4 / 19.1).
+# thread: the demo's two runs take about a sixth less CPU, C2's share more than halved, and the
+# same queries run no slower once compiled (a 2M-znode build, several rounds in one JVM).
 JIT = "-XX:FreqInlineSize=50 -XX:InlineSmallCode=500"
 # ... or, when it starts for a small run (``is_small_run``: the run's raw rows are known before
 # the JVM starts, and a demo's cluster is small), C1 alone: such a run's queries are each new to
 # the JVM and read a few thousand rows, so C2's profiling and recompiling cost more than its
-# faster code repays. The demo's two runs in one process, alternating (load 2.3-4.9): 102.2 /
-# 97.9 -> 89.6 / 86.9 CPU s (JIT threads 26.0 -> 3.9 s), wall equal (64.0 / 61.6 -> 63.2 /
-# 60.9 s); a first build of 94k znodes 11.6 / 11.8 -> 10.6 / 10.4 s (bench_assignment
-# --groups 900; its later builds in the same JVM 4.9 -> 6.3 s: a big run keeps C2). The code
+# faster code repays: the demo's two runs take less CPU in the JIT threads at the same wall time,
+# and a first build of 94k znodes is faster (bench_assignment --groups 900), though later builds
+# in the same JVM are slower, so a big run keeps C2. The code
 # cache at the size tiered compilation reserves (C1 alone gets 48 MiB, which the demo fills:
 # the JIT then stops and the rest runs interpreted).
 JIT_SMALL = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
