@@ -237,10 +237,6 @@ def _audit_table(audited: DataFrame, table: DataFrame, protocol: str) -> DataFra
     )
 
 
-def _commit_times(commits: DataFrame | None) -> list[tuple[DataFrame, str]]:
-    return [] if commits is None else [(commits, "commit_timestamp")]
-
-
 def _latest_time(*frames: tuple[DataFrame, str]) -> DataFrame:
     """One row, ``_end_at``: the latest of the ``(frame, time column)`` pairs' times."""
     times = [df.select(F.col(c).alias("_t")) for df, c in frames]
@@ -252,11 +248,12 @@ def _latest_time(*frames: tuple[DataFrame, str]) -> DataFrame:
 
 def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_assignments: DataFrame,
                    partitions: DataFrame, rule: SettleRule = DEFAULT_RULE,
-                   commits: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+                   more_times: list[tuple[DataFrame, str]] = ()) -> tuple[DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``) rows of the classic groups' generations.
     ``partitions``: :func:`assignment_kafka.topic_partitions` of the run; ``rule``: the settle
-    window and stuck limit; ``commits``: ``raw/offset_commits``, whose times extend the
-    history's end past the last group record."""
+    window and stuck limit; ``more_times``: (frame, time column) of the run's other
+    ``__consumer_offsets`` records, whose times extend the history's end past the last group
+    record (as :func:`build` gathers them)."""
     consumer = group_metadata.where(F.col("is_tombstone") | (F.col("protocol_type") == "consumer"))
     records = consumer.select(*KEY, "generation", "protocol", "state_timestamp",
                               F.coalesce("is_tombstone", F.lit(False)).alias("is_tombstone"))
@@ -291,7 +288,7 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
         F.array_sort(F.collect_list(F.concat_ws("=", "owner", "_t"))).alias("_subs"),
     )
     assignors = _unfold(expected).groupBy(*STATE).agg(F.first("assignor", ignorenulls=True).alias("assignor"))
-    end_at = _latest_time((records, "state_timestamp"), *_commit_times(commits))
+    end_at = _latest_time((records, "state_timestamp"), *more_times)
     states = reused(
         _with_triggers(starts.join(sets, STATE, "left")).join(assignors, STATE, "left")
         .join(last.select(*STATE, "_changed_at", "_changed_offset"), STATE, "left").crossJoin(F.broadcast(end_at))
@@ -359,7 +356,8 @@ def _operation_ends(starts: DataFrame, meta: DataFrame) -> DataFrame:
 
 
 def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame, state: dict[str, DataFrame],
-                    rule: SettleRule = DEFAULT_RULE, commits: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+                    rule: SettleRule = DEFAULT_RULE,
+                    more_times: list[tuple[DataFrame, str]] = ()) -> tuple[DataFrame, DataFrame]:
     """(``core/rebalance_states``, ``core/settled_audit``) rows of the KIP-848 groups' epochs.
     ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`; ``state``: their
     :func:`assignment_kip848.state` (the build's, shared with the findings and the audit)."""
@@ -449,8 +447,7 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame, state: di
         F.max(F.col("server_assignor").isNull().cast("int")).alias("_default"),
     ).withColumn("assignor", F.concat(
         F.when(F.col("_default") == 1, F.lit("uniform")).otherwise(F.col("_assignor")), F.lit(": server target")))
-    end_at = _latest_time(*[(raw[t], "batch_timestamp") for t in assignment_kip848.RAW_TABLES],
-                          *_commit_times(commits))
+    end_at = _latest_time(*[(raw[t], "batch_timestamp") for t in assignment_kip848.RAW_TABLES], *more_times)
     states = reused(_with_triggers(starts.join(sets, STATE, "left")).join(settle, STATE, "left").crossJoin(
         F.broadcast(end_at)))
     settled = F.col("_settled").isNotNull()
@@ -472,13 +469,21 @@ def build(spark, ctx: RunContext, topic_parts: DataFrame,
     def read(t: str) -> DataFrame:
         return read_spark(spark, wh, t, run_id)
 
+    # the history's end: the latest time of any __consumer_offsets record of the run
+    times = []
+    if row_count(wh, "raw/offset_commits", run_id):
+        times.append((read("raw/offset_commits"), "commit_timestamp"))
+    classic = read("raw/group_metadata") if row_count(wh, "raw/group_metadata", run_id) else None
+    if classic is not None:
+        times.append((classic, "state_timestamp"))
+    if kip848 is not None:
+        times += [(kip848[0][t], "batch_timestamp") for t in assignment_kip848.RAW_TABLES]
     out = []
-    commits = read("raw/offset_commits") if row_count(wh, "raw/offset_commits", run_id) else None
-    if row_count(wh, "raw/group_metadata", run_id):
+    if classic is not None:
         partitions = assignment_kafka.topic_partitions(topic_parts, read("raw/log_end_offsets"))
-        out.append(classic_states(read("raw/group_metadata"), read("raw/group_members"),
-                                  read("raw/group_assignments"), partitions, rule, commits))
+        out.append(classic_states(classic, read("raw/group_members"), read("raw/group_assignments"), partitions,
+                                  rule, times))
     if kip848 is not None:
         raw, state = kip848
-        out.append(consumer_states(raw, topic_parts, state, rule, commits))
+        out.append(consumer_states(raw, topic_parts, state, rule, times))
     return out
