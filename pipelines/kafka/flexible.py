@@ -125,7 +125,8 @@ def _layout(fields: list[dict], version: int, structs: dict[str, list[dict]]) ->
         nullable = versions_hold(f.get("nullableVersions"), version)
         spec = Spec(json_name(f["name"]), kind, nullable, item if is_array else -1, sub)
         template[spec.name] = _default(f, kind, nullable)
-        if versions_hold(f.get("versions"), version):
+        # a tagged field may leave out "versions": it is in the versions it is tagged in
+        if versions_hold(f.get("versions") or f.get("taggedVersions"), version):
             if versions_hold(f.get("taggedVersions"), version):
                 tagged[int(f["tag"])] = spec
             else:

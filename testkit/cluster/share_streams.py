@@ -80,3 +80,57 @@ def run_share_scenario(bundle: str, root: Path, topic: str = "orders", partition
     finally:
         cluster.close()
     return ShareOutcome(cluster, answer)
+
+
+STREAMS_SOURCE = Path(__file__).with_name("java") / "StreamsScenario.java"
+STREAMS_CLIENT = "org.apache.kafka:kafka-streams:{v}"
+# one standby per task: the group coordinator assigns it (a group config of the broker)
+STREAMS_BROKER = {"group.streams.num.standby.replicas": "1", "group.streams.initial.rebalance.delay.ms": "0"}
+
+
+@dataclass
+class StreamsOutcome:
+    cluster: KafkaCluster
+    answer: dict  # the program's JSON: group (describeStreamsGroups), committed, log_end_offsets
+
+    @property
+    def log_dir(self) -> Path:
+        return self.cluster.log_dirs[0]
+
+
+def run_streams_scenario(bundle: str, root: Path, app: str = "counts-app", topic: str = "words",
+                         partitions: int = 3, records: int = 60, instances: int = 2) -> StreamsOutcome:
+    """A Kafka Streams application of ``instances`` instances (``StreamsScenario.java``, the
+    release's kafka-streams jar from Maven Central) on a one-node cluster of ``bundle``; its
+    answer, then the broker stopped cleanly with the members still in the group."""
+    from testkit.cluster.maven import classpath
+
+    version = bundle.split("-", 1)[1]
+    streams_cp = classpath(f"kafka-streams-{version}", (STREAMS_CLIENT.format(v=version),
+                                                         "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3"))
+    cluster = KafkaCluster(bundle, root, config=dict(STREAMS_BROKER))
+    cluster.start()
+    try:
+        cluster.classpath, plain = f"{cluster.classpath}:{streams_cp}", cluster.classpath
+        try:
+            classes = compiled(cluster, STREAMS_SOURCE, "StreamsScenario")
+        finally:
+            cluster.classpath = plain
+        cmd = [cluster.java, *JVM_OPTS, *_client_logging(cluster, "streams"), "-cp",
+               f"{cluster.classpath}:{streams_cp}:{classes}", "StreamsScenario", cluster.bootstrap, app, topic,
+               str(partitions), str(records), str(instances), str(cluster.root / "streams-state")]
+        with open(cluster.root / "clients" / "streams.stderr", "ab") as err:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                    start_new_session=True)
+            try:
+                line = proc.stdout.readline()
+                if not line:
+                    raise DriverError(f"StreamsScenario exited {proc.wait()}: see {err.name}")
+                answer = json.loads(line)
+                cluster.stop()
+            finally:
+                proc.kill()
+                proc.wait()
+    finally:
+        cluster.close()
+    return StreamsOutcome(cluster, answer)
