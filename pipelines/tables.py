@@ -615,12 +615,53 @@ CORE = {
             ("detail", pa.string()),
         ]
     ),
+    # streams groups (KIP-1071): pipelines.spark.streams_groups
+    "core/streams_group_topology": pa.schema(  # one row per (subtopology, topic, role) of the live topology
+        [
+            ("group_id", pa.string()),
+            ("topology_epoch", pa.int32()),
+            ("subtopology_id", pa.string()),
+            ("topic", pa.string()),
+            ("role", pa.string()),  # source | repartition_source | repartition_sink | changelog
+            ("partitions", pa.int32()),  # declared for internal topics; null for source and sink topics
+        ]
+    ),
+    "core/streams_group_tasks": pa.schema(  # one row per task a live member holds or is targeted
+        [
+            ("group_id", pa.string()),
+            ("member_id", pa.string()),
+            ("process_id", pa.string()),
+            ("client_id", pa.string()),
+            ("member_epoch", pa.int32()),  # null on target rows
+            ("topology_epoch", pa.int32()),
+            ("group_epoch", pa.int32()),
+            ("assignment_epoch", pa.int32()),
+            ("assignment", pa.string()),  # current | target
+            ("task_kind", pa.string()),  # active | standby | warmup
+            ("subtopology_id", pa.string()),
+            ("partition", pa.int32()),
+            ("pending_revocation", pa.bool_()),
+        ]
+    ),
+    "core/streams_group_findings": pa.schema(
+        [
+            ("group_id", pa.string()),
+            ("member_id", pa.string()),
+            ("subtopology_id", pa.string()),
+            ("partition", pa.int32()),
+            ("finding", pa.string()),  # one of STREAMS_GROUP_FINDINGS
+            ("detail", pa.string()),
+        ]
+    ),
 }
 
 SCHEMAS = {**RAW, **CORE}
 
 # the named findings of core/share_group_findings
 SHARE_GROUP_FINDINGS = ("archived_unacknowledged", "partition_unassigned", "member_epoch_ahead", "share_state_unknown")
+# the named findings of core/streams_group_findings
+STREAMS_GROUP_FINDINGS = ("active_task_held_twice", "active_task_unassigned", "standby_with_active",
+                          "member_epoch_ahead")
 
 # core columns only some sources fill: a KRaft registry (null where the ZooKeeper registry
 # builds the table); the Kafka-era states (null for ZooKeeper states)

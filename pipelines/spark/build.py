@@ -54,6 +54,7 @@ from pipelines.spark import (
     rebalances,
     registry,
     share_groups,
+    streams_groups,
 )
 from pipelines.spark.audit import audit, range_audit, unowned
 from pipelines.spark.concurrent import Concurrent
@@ -234,7 +235,9 @@ def build_core(ctx: RunContext, assignors: dict[str, str], rule: SettleRule = DE
                                advance)
         write_staged(tx, "core/consumer_group_findings", findings)
         advance()
-        for table, frame in share_groups.core_frames(spark, ctx, topic_parts).items():
+        group_frames = {**share_groups.core_frames(spark, ctx, topic_parts),
+                        **streams_groups.core_frames(spark, ctx, topic_parts)}
+        for table, frame in group_frames.items():
             write_staged(tx, table, frame)
             advance()
 

@@ -11,7 +11,8 @@ start offset is the latest one set (an update's -1 leaves it, a snapshot's -1 is
 never started); an offset's delivery state and count are those of the latest record whose
 batches cover it; offsets below the start are no longer tracked. A tombstone as the latest
 record deletes the state. A share-partition with records but no replayable snapshot (the
-coordinator pruned it), or a value after its snapshot that did not decode, has unknown state:
+coordinator pruned it), or a value after its snapshot that did not decode or holds a batch
+that cannot be expanded (``MAX_BATCH_OFFSETS``), has unknown state:
 ``state_known`` false, no counts, and the finding ``share_state_unknown``.
 
 Offsets are expanded one row per offset of each batch (``sequence``): batches cover the
@@ -39,6 +40,9 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 ACKNOWLEDGED, ARCHIVED = 2, 4
+# the widest state batch expanded offset by offset; a wider one makes the state unknown (a broker
+# tracks at most group.share.partition.max.record.locks in-flight records per share-partition)
+MAX_BATCH_OFFSETS = 1 << 20
 KEY = ("group_id", "topic_id", "partition")
 
 _TOPIC_INFO = "array<struct<topicId:string,topicName:string,partitions:array<int>>>"
@@ -95,7 +99,10 @@ def replay(states: DataFrame) -> tuple[DataFrame, DataFrame]:
     keyed = (keyed.withColumn("_snap", F.max(snap).over(w))
              .withColumn("_last", F.max("_order").over(w)))
     since = keyed.where(F.col("_snap").isNotNull() & (F.col("_order") >= F.col("_snap")))
-    undecoded = ~F.col("is_tombstone") & F.col("state_batches").isNull()
+    # a batch that ends before it starts or spans more offsets than a broker tracks: not expanded
+    unusable = F.exists(F.coalesce("state_batches", F.array()), lambda b: (b["last_offset"] < b["first_offset"])
+                        | (b["last_offset"] - b["first_offset"] >= MAX_BATCH_OFFSETS))
+    undecoded = (~F.col("is_tombstone") & F.col("state_batches").isNull()) | unusable
     summary = keyed.groupBy(*KEY).agg(
         F.count(F.lit(1)).alias("records"),
         F.max("_snap").alias("_snap"),
@@ -113,7 +120,8 @@ def replay(states: DataFrame) -> tuple[DataFrame, DataFrame]:
                          & ~F.coalesce("deleted", F.lit(False)))
              .withColumn("snapshot_log_offset", F.col("_snap.log_offset"))
              .drop("_snap", "_undecoded"))
-    batches = (since.where(F.col("state_batches").isNotNull())
+    batches = (since.join(parts.where("state_known").select(*KEY), list(KEY))
+               .where(F.col("state_batches").isNotNull())
                .select(*KEY, "_order", F.explode("state_batches").alias("b"))
                .select(*KEY, "_order", F.explode(F.sequence("b.first_offset", "b.last_offset")).alias("offset"),
                        F.col("b.delivery_state").alias("delivery_state"),

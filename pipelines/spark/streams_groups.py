@@ -148,3 +148,23 @@ def findings(task_rows: DataFrame, topo: DataFrame, topic_partitions: DataFrame)
         " ", F.lit("member epoch"), F.col("member_epoch").cast("string"), F.lit("assignment epoch"),
         F.col("assignment_epoch").cast("string"), F.lit("group epoch"), F.col("group_epoch").cast("string")))
     return twice.unionByName(unassigned).unionByName(both).unionByName(ahead)
+
+
+def core_frames(spark, ctx, topic_parts: DataFrame) -> dict[str, DataFrame]:
+    """The three ``core/streams_*`` tables of ``ctx.run_id`` (empty when it has no streams
+    group): ``topic_parts`` is ``core/topic_partitions``, with the log ends the partitions of
+    the source topics."""
+    from pipelines.spark.io import read_spark
+
+    def raw(table):
+        return read_spark(spark, ctx.warehouse, table, ctx.run_id, with_run_id=False)
+
+    records = raw("raw/group_coordinator_records").where(F.col("key_type").between(17, 24))
+    parts = (topic_parts.select("topic", "partition")
+             .unionByName(raw("raw/log_end_offsets").select("topic", "partition")).distinct())
+    topo, task_rows = topology(records), tasks(records)
+    return {
+        "core/streams_group_topology": topo,
+        "core/streams_group_tasks": task_rows,
+        "core/streams_group_findings": findings(task_rows, topo, parts),
+    }
