@@ -14,14 +14,10 @@ import pytest
 from pipelines.reading import read_arrow
 from pipelines.warehouse import Warehouse
 from testkit.cluster.kraft_oracle import effective_commits, kaudit
+from testkit.cluster.kraft_oracle import tp_key as _tp
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "kafka-real"
 CASES = sorted(p.parent.parent for p in FIXTURES.glob("*/metadata/__cluster_metadata-0"))  # the KRaft ones
-
-
-def _tp(text: str) -> tuple[str, int]:
-    topic, part = text.rsplit(":", 1)
-    return topic, int(part)
 
 
 @pytest.fixture(params=CASES, ids=[p.name for p in CASES])
@@ -43,12 +39,20 @@ def _rows(wh, table):
 
 
 def test_fixtures_are_there():
-    assert {p.name for p in CASES} >= {"4.1.1-classic", "4.1.1-kip848"}
+    assert {p.name for p in CASES} >= {"4.1.1-classic", "4.1.1-kip848", "4.4.0-classic"}
 
 
 def test_nothing_quarantined(extracted):
     wh, _ = extracted
     assert _rows(wh, "raw/quarantine") == []
+
+
+def test_every_metadata_record_decoded(extracted):
+    """No record kept raw as of an unknown apiKey or version (4.3+ brokers write RegisterBrokerRecord
+    v4 and BrokerRegistrationChangeRecord v3)."""
+    wh, _ = extracted
+    rows = _rows(wh, "raw/metadata_records")
+    assert rows and [(r["offset"], r["record_type"], r["version"]) for r in rows if r["raw"] is not None] == []
 
 
 def test_committed_offsets_as_the_cluster_lists_them(extracted):
