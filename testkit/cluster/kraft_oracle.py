@@ -105,19 +105,17 @@ def effective_commits(rows: list[dict]) -> dict[tuple[str, str, int], int]:
     return {k: v for k, (_, v) in latest.items() if v is not None}
 
 
-def _tp(text: str) -> tuple[str, int]:
+def tp_key(text: str) -> tuple[str, int]:
+    """``"topic:partition"`` (the driver's form) as ``(topic, partition)``."""
     topic, part = text.rsplit(":", 1)
     return topic, int(part)
 
 
-def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
-    wh = Warehouse(warehouse)
-    cmp = Comparison()
-    oracle, planted = outcome.oracle, outcome.planted
+def compare_offsets(cmp: Comparison, wh: Warehouse, oracle: dict, run_id: str) -> dict[tuple[str, str, int], dict]:
+    """Committed offsets (``raw/offset_commits``, ``marts/consumer_lag``) and lags (the cluster's
+    latest offset, ``kafka-consumer-groups --describe``) against the oracle; the lag rows by key."""
     groups = oracle["groups"]
-
-    # committed offsets, both in the raw commits and in the lag mart
-    theirs = {(g, *_tp(tp)): off for g, d in groups.items() for tp, off in d["offsets"].items()}
+    theirs = {(g, *tp_key(tp)): off for g, d in groups.items() for tp, off in d["offsets"].items()}
     raw = {k: v for k, v in effective_commits(_rows(wh, "raw/offset_commits", run_id)).items() if k[0] in groups}
     lag = {(r["group_id"], r["topic"], r["partition"]): r
            for r in _rows(wh, "marts/consumer_lag", run_id) if r["source"] == "kafka" and r["group_id"] in groups}
@@ -129,13 +127,20 @@ def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
         if key in lag and key in theirs:
             latest = oracle["log_offsets"][f"{key[1]}:{key[2]}"]["latest"]
             cmp.check(f"consumer_lag lag {key}", lag[key]["lag"], latest - theirs[key])
-
-    # the release's own kafka-consumer-groups --describe: offsets, log ends and lags
     for row in oracle.get("cli_describe", []):
         key = (row["group"], row["topic"], row["partition"])
         r = lag.get(key)
         cmp.check(f"kafka-consumer-groups {key}", r and (r["committed_offset"], r["log_end_offset"], r["lag"]),
                   (row["current_offset"], row["log_end_offset"], row["lag"]))
+    return lag
+
+
+def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
+    wh = Warehouse(warehouse)
+    cmp = Comparison()
+    oracle, planted = outcome.oracle, outcome.planted
+    groups = oracle["groups"]
+    compare_offsets(cmp, wh, oracle, run_id)
 
     # log start: the first batch present or the log-start checkpoint, whichever is further (the
     # rule of int_partition_log), and where a group commits, data_loss_risk's; log end
@@ -145,7 +150,7 @@ def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
     risk_starts = {(r["topic"], r["partition"]): r["log_start_offset"]
                    for r in _rows(wh, "marts/data_loss_risk", run_id) if r["source"] == "kafka"}
     for tp, o in sorted(oracle["log_offsets"].items()):
-        key = _tp(tp)
+        key = tp_key(tp)
         r = ends.get(key)
         cmp.check(f"log start {tp}", r and max(r["log_start_offset"], checkpoints.get(key, -1)), o["earliest"])
         if key in risk_starts:
@@ -163,8 +168,8 @@ def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
         if d["state"] != "STABLE":
             cmp.check(f"audit rows of {d['state']} group {g}", sorted(by_group.get(g, {})), [])
             continue
-        held = {_tp(tp): m["member_id"] for m in d["members"] for tp in m["assignment"]}
-        target = {_tp(tp): m["member_id"] for m in d["members"] for tp in m.get("target_assignment", [])}
+        held = {tp_key(tp): m["member_id"] for m in d["members"] for tp in m["assignment"]}
+        target = {tp_key(tp): m["member_id"] for m in d["members"] for tp in m.get("target_assignment", [])}
         ours = by_group.get(g, {})
         cmp.check(f"owned partitions of {g}", sorted(ours), sorted(held))
         for tp, member in sorted(held.items()):

@@ -109,8 +109,11 @@ def classic(c: KafkaCluster, d: Driver) -> tuple[list[str], Planted, bool]:
     _group(d, "c-reset", ["a"], topics=["orders"], assignor="range")
     _commit_all(d, "c-reset", ["a"])
     d.do("close", group="c-reset", member="a")
-    tool(c, GROUP_COMMAND, "--bootstrap-server", c.bootstrap, "--group", "c-reset", "--reset-offsets",
-         "--to-earliest", "--topic", "orders", "--execute")
+    d.do("wait_empty", group="c-reset")
+    out = tool(c, GROUP_COMMAND, "--bootstrap-server", c.bootstrap, "--group", "c-reset", "--reset-offsets",
+               "--to-earliest", "--topic", "orders", "--execute", "--timeout", "60000")
+    if "NEW-OFFSET" not in out:  # the tool says why on stdout and exits 0
+        raise RuntimeError(f"kafka-consumer-groups --reset-offsets did not reset: {out}")
     p.resets["c-reset"] = {("orders", i) for i in range(3)}
 
     # a group at offset 3 of payments-0, then DeleteRecords up to 9: 6 records it never read
@@ -199,7 +202,8 @@ SCENARIOS = {"classic": (classic, 1), "kip848": (kip848, 1), "ops": (ops, 3)}
 def cli_describe(cluster: KafkaCluster) -> list[dict]:
     """``kafka-consumer-groups --describe --all-groups``: one row per (group, partition) with a
     committed offset: the release's own tool's offsets, log end and lag."""
-    out = tool(cluster, GROUP_COMMAND, "--bootstrap-server", cluster.bootstrap, "--describe", "--all-groups")
+    out = tool(cluster, GROUP_COMMAND, "--bootstrap-server", cluster.bootstrap, "--describe", "--all-groups",
+               "--timeout", "60000")
     rows, header = [], None
     for line in out.splitlines():
         cells = line.split()

@@ -82,6 +82,7 @@ public class Driver {
             case "produce": return produce(r);
             case "join": return join(r);
             case "wait_stable": return waitStable(r);
+            case "wait_empty": return waitEmpty(r);
             case "commit": return commit(r);
             case "close": return close(r);
             case "alter_offsets": return alterOffsets(r);
@@ -312,6 +313,19 @@ public class Driver {
             Thread.sleep(200);
         }
         throw new TimeoutException("group " + group + " not stable: " + last);
+    }
+
+    // Until the group is Empty (its last member's LeaveGroup done): tools that reset offsets need it.
+    static JsonNode waitEmpty(JsonNode r) throws Exception {
+        String group = r.get("group").asText();
+        String state = "";
+        for (int i = 0; i < 300; i++) {
+            ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+            state = String.valueOf(call(d, "groupState", "state"));
+            if (state.equalsIgnoreCase("empty")) return null;
+            Thread.sleep(200);
+        }
+        throw new TimeoutException("group " + group + " not empty: " + state);
     }
 
     // commitSync by one member: its position on every partition it holds, after it has read up
