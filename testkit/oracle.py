@@ -229,37 +229,63 @@ def settled_status(expected: str | None, observed: str | None) -> str:
     return "ok" if observed == expected else "wrong_owner"
 
 
-def zk_states(changes: list, topics: dict[str, int], end_ms: int, window_ms: int) -> list[dict]:
+def zk_states(changes: list, topics: dict[str, int | dict[int, int]], end_ms: int, window_ms: int) -> list[dict]:
     """Every state of each group in ``changes`` (objects with ``zxid``, ``mtime``, ``op``, ``path``
-    and ``value``: creates and deletes of ``/consumers/<g>/ids/*`` and ``/owners/<t>/<p>``, no
-    broker or topic change among them): a state starts at each change of the group's
-    registrations and lasts until the next; its expected owners are the range assignment over
-    the threads registered at its start (0.8+ registrations), the owners it ended with are those
-    written before the next state; ``audit`` holds the partitions either names. Settled: it
-    ended with every expected partition owned, and its last owner change (else its start) is
-    ``window_ms`` or more before the next state (the last state: ``end_ms``, the history's last
-    txn time)."""
+    and ``value``; only the creates and deletes of ``/consumers/<g>/ids/*`` and
+    ``/owners/<t>/<p>`` are read, offset writes are left out; no broker or topic change among
+    them): a state starts at each change of the group's registrations and lasts until the next;
+    its expected owners are the range assignment over the threads registered at its start (0.8+
+    registrations ``{"subscription": {topic: streams}}``, 0.7 ones ``{topic: streams}``), the
+    owners it ended with are those written before the next state; ``audit`` holds the partitions
+    either names. ``topics``: topic -> its partition count (0.8+), or {broker_id: partitions}
+    (0.7: partitions named ``broker-partition``, ordered by broker then partition, as the
+    strings sort). Settled: it ended with every expected partition owned, and its last owner
+    change (else its start) is ``window_ms`` or more before the next state (the last state:
+    ``end_ms``, the history's last txn time)."""
+
+    def partitions(topic: str) -> list[tuple[int | None, int]]:
+        n = topics.get(topic, 0)
+        if isinstance(n, dict):
+            return sorted((b, p) for b, k in n.items() for p in range(k))
+        return [(None, p) for p in range(n)]
+
+    def part_key(name: str) -> tuple[int | None, int]:
+        if "-" in name:
+            b, p = name.split("-", 1)
+            return int(b), int(p)
+        return None, int(name)
+
+    def kind(path: str) -> str | None:
+        parts = path.split("/")
+        if len(parts) == 5 and parts[3] == "ids":
+            return "ids"
+        if len(parts) == 6 and parts[3] == "owners":
+            return "owners"
+        return None
+
     by_group: dict[str, list] = defaultdict(list)
     for c in sorted(changes, key=lambda c: c.zxid):
-        by_group[c.path.split("/")[2]].append(c)
+        if kind(c.path):
+            by_group[c.path.split("/")[2]].append(c)
     out = []
     for group, cs in sorted(by_group.items()):
-        starts = {c.zxid: c.mtime for c in cs if "/ids/" in c.path}
+        starts = {c.zxid: c.mtime for c in cs if kind(c.path) == "ids"}
         zxids = sorted(starts)
         for k, start in enumerate(zxids):
             end = zxids[k + 1] if k + 1 < len(zxids) else None
             regs, owners, changed = {}, {}, starts[start]
             for c in cs:
-                if "/ids/" in c.path and c.zxid <= start:
+                if kind(c.path) == "ids" and c.zxid <= start:
                     cid = c.path.rsplit("/", 1)[1]
                     if c.op == "delete":
                         regs.pop(cid, None)
                     else:
-                        regs[cid] = json.loads(c.value)["subscription"]
-                elif "/owners/" in c.path and (end is None or c.zxid < end):
+                        reg = json.loads(c.value)
+                        regs[cid] = reg["subscription"] if "subscription" in reg else reg
+                elif kind(c.path) == "owners" and (end is None or c.zxid < end):
                     if c.zxid > start:
                         changed = c.mtime  # None for a delete: the server returns no time for it
-                    key = (c.path.split("/")[4], int(c.path.split("/")[5]))
+                    key = (c.path.split("/")[4], *part_key(c.path.split("/")[5]))
                     if c.op == "delete":
                         owners.pop(key, None)
                     else:
@@ -269,21 +295,22 @@ def zk_states(changes: list, topics: dict[str, int], end_ms: int, window_ms: int
             threads = defaultdict(list)
             for cid, sub in regs.items():
                 for topic, streams in sub.items():
-                    threads[topic] += [f"{cid}-{n}" for n in range(streams)]
+                    threads[topic] += [f"{cid}-{n}" for n in range(int(streams))]
             expected = {
-                (topic, p): owner
+                (topic, b, p): owner
                 for topic, ts in threads.items()
-                for p, owner in range_assign(list(range(topics[topic])), sorted(ts)).items()
+                for (b, p), owner in range_assign(partitions(topic), sorted(ts)).items()
             }
             audit = [
                 dict(
                     topic=t,
                     partition=p,
-                    expected_owner=expected.get((t, p)),
-                    observed_owner=owners.get((t, p)),
-                    status=settled_status(expected.get((t, p)), owners.get((t, p))),
+                    broker_id=b,
+                    expected_owner=expected.get((t, b, p)),
+                    observed_owner=owners.get((t, b, p)),
+                    status=settled_status(expected.get((t, b, p)), owners.get((t, b, p))),
                 )
-                for t, p in sorted(set(expected) | set(owners))
+                for t, b, p in sorted(set(expected) | set(owners), key=lambda k: (k[0], k[1] or -1, k[2]))
             ]
             out.append(
                 dict(

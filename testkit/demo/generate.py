@@ -16,6 +16,7 @@ from testkit.demo.kraft import ROOT as KRAFT_ROOT
 from testkit.demo.kraft import build_kraft
 from testkit.demo.spec import (
     KAFKA_GROUPS,
+    LEGACY_TOPICS,
     OFFSETS_TOPIC_PARTITIONS,
     RESET_TO_LATEST,
     SETTLE_WINDOW_MS,
@@ -48,11 +49,18 @@ def lag_seconds(row: dict, log_ends: dict) -> float | None:
 
 
 def history(zk_changes: list, history_end_ms: int, audit: list[dict], lag: list[dict], log_ends: dict) -> dict:
-    """The history the demo scripted: every ZooKeeper state after the newest snapshot and the
-    past settled ones that ended with owners not ok (the default settle window), every Kafka
+    """The history the demo scripted: every ZooKeeper state of the whole retained history (from
+    the oldest snapshot, the server's empty tree) and the past settled ones that ended with
+    owners not ok (the default settle window), every ZooKeeper offset write, every Kafka
     generation as a rebalance, the planted reset to latest and the committed offsets below their
     log start. ``history_end_ms``: the time of the ZooKeeper history's last txn."""
-    states = zk_states(zk_changes, TOPICS, history_end_ms, SETTLE_WINDOW_MS)
+    states = zk_states(zk_changes, {**TOPICS, **LEGACY_TOPICS}, history_end_ms, SETTLE_WINDOW_MS)
+    # "group/topic/partition" -> [[zxid, mtime ms, offset], ...] in zxid order
+    offset_writes: dict[str, list] = {}
+    for c in zk_changes:
+        parts = c.path.split("/")
+        if len(parts) == 6 and parts[3] == "offsets" and c.op != "delete":
+            offset_writes.setdefault(f"{parts[2]}/{parts[4]}/{parts[5]}", []).append([c.zxid, c.mtime, int(c.value)])
     past = [
         dict(
             group_id=s["group_id"],
@@ -113,6 +121,7 @@ def history(zk_changes: list, history_end_ms: int, audit: list[dict], lag: list[
     return dict(
         zookeeper_states=[{k: v for k, v in s.items() if k != "audit"} for s in states],
         past_not_ok=past,
+        zookeeper_offset_writes=offset_writes,
         wrong_owner_group=WRONG_OWNER_GROUP,
         kafka_rebalances=kafka,
         storm_group=STORM_GROUP,

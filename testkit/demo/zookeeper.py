@@ -1,10 +1,13 @@
 """The demo's ZooKeeper side: drives the real Debian ZooKeeper 3.8 server
 (:mod:`testkit.zk_server`) with kazoo, one session per broker / consumer, into a Kafka-shaped
-tree (0.8+ layout of FORMATS.md sec. 4 plus one 0.7-layout topic and group; after the newest
-snapshot, the recorded history: consumers joining, owners written in a wrong order
-and fixed at the next rebalance), then kills the server with SIGKILL while the sessions are
-open (a crash: the EPHEMERAL owners stay in the files) and keeps the small ``version-2/`` files
-(``preAllocSize=16`` KB, small ``snapCount``: snapshots AND logs after)."""
+tree (0.8+ layout of FORMATS.md sec. 4 plus one 0.7-layout topic and group; every consumer
+registration, owner and offset write is recorded with the zxid and mtime the server returned:
+the whole retained history, from ``snapshot.0`` (the empty tree the server starts with) through
+the unbroken chain of txn logs; some groups only after the newest snapshot, one with owners
+written in a wrong order and fixed at the next rebalance), then kills the server with SIGKILL
+while the sessions are open (a crash: the EPHEMERAL owners stay in the files) and keeps the
+small ``version-2/`` files (``preAllocSize=16`` KB, small ``snapCount``: snapshots AND logs
+after; no purge, so every snapshot and log from the first one stays)."""
 
 from __future__ import annotations
 
@@ -76,13 +79,14 @@ def server_zxid(port: int) -> int:
     return int(line.split()[1], 16)
 
 
-def roll_snapshot(admin, version2: Path) -> None:
-    """Commit offsets of the inactive group until the server writes a new snapshot, so that
-    what follows (sessions, ephemerals, updates) lives only in the transaction log."""
+def roll_snapshot(admin, commit, version2: Path) -> None:
+    """Commit offsets of the inactive group (``commit(path, value)``: a recorded write) until the
+    server writes a new snapshot, so that what follows (sessions, ephemerals, updates) lives only
+    in the transaction log after it."""
     before = set(version2.glob("snapshot.*"))
+    path = "/consumers/archiver/offsets/orders/0"
     for _ in range(4 * int(ZK_CONF.split("snapCount=")[1].split()[0])):
-        path = "/consumers/archiver/offsets/orders/0"
-        admin.set(path, str(int(admin.get(path)[0]) + 1).encode())
+        commit(path, str(int(admin.get(path)[0]) + 1).encode())
         if set(version2.glob("snapshot.*")) - before:
             time.sleep(1.0)  # let the snapshot thread finish writing
             return
@@ -116,8 +120,8 @@ def wrong_order(group: ZkGroup, register, sessions: dict, create, delete, admin)
 
 def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict, list[Change]]:
     """Drive a real server (in ``work``) into a Kafka-shaped tree and keep its files in
-    ``root/zookeeper/version-2``; returns ({path: data}, zk facts, the registration and owner
-    changes made after the newest snapshot, in zxid order)."""
+    ``root/zookeeper/version-2``; returns ({path: data}, zk facts, every registration, owner and
+    offset change under ``/consumers`` since the server started, in zxid order)."""
     from kazoo.client import KazooClient
 
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
@@ -199,25 +203,33 @@ def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict, list[Change]]:
                 legacy_session.create(f"/brokers/topics/{topic}/{bid}", str(n).encode(), ephemeral=True)
 
         # consumer groups: each consumer registers and claims its partitions from its own session;
-        # from AFTER_SNAPSHOT on, every registration and owner change is recorded (the history)
+        # every registration, owner and offset change is recorded (the history); AFTER_SNAPSHOT
+        # and the groups after it only in the txn log after the newest snapshot
         version2 = server.data_dir / "version-2"
         history: list[Change] = []
 
-        def create(s, path: str, value: bytes) -> None:
-            _, stat = s.create(path, value, ephemeral=True, include_data=True)
-            if recording:
-                history.append(Change(stat.czxid, stat.ctime, s.client_id[0], "create", path, value))
+        def create(s, path: str, value: bytes, ephemeral: bool = True) -> None:
+            _, stat = s.create(path, value, ephemeral=ephemeral, include_data=True, makepath=not ephemeral)
+            history.append(Change(stat.czxid, stat.ctime, s.client_id[0], "create", path, value))
+
+        def set_offset(s, path: str, value: bytes) -> None:
+            stat = s.set(path, value)
+            history.append(Change(stat.mzxid, stat.mtime, s.client_id[0], "set", path, value))
 
         def delete(s, path: str) -> None:
             s.delete(path)
-            if recording:  # the reply header of the delete carries its zxid
-                history.append(Change(s.last_zxid, None, s.client_id[0], "delete", path, None))
+            # the reply header of the delete carries its zxid
+            history.append(Change(s.last_zxid, None, s.client_id[0], "delete", path, None))
 
-        recording = False
+        def commit(path: str, value: bytes) -> None:
+            if admin.exists(path):
+                set_offset(admin, path, value)
+            else:
+                create(admin, path, value, ephemeral=False)
+
         for group in ZK_GROUPS:
             if group.name == AFTER_SNAPSHOT:
-                roll_snapshot(admin, version2)
-                recording = True
+                roll_snapshot(admin, commit, version2)
             base = f"/consumers/{group.name}"
             for sub in ("ids", "owners", "offsets"):
                 admin.ensure_path(f"{base}/{sub}")
@@ -261,9 +273,9 @@ def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict, list[Change]]:
                         path = f"{base}/offsets/{topic}/{name}"
                         value = str(int(off * frac) if frac < 1 else off).encode()
                         if k == 0:
-                            admin.create(path, value, makepath=True)
+                            create(admin, path, value, ephemeral=False)
                         else:
-                            admin.set(path, value)
+                            set_offset(admin, path, value)
 
         # make sure the newest snapshot is followed by logged transactions
         for _ in range(20):
@@ -274,7 +286,7 @@ def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict, list[Change]]:
                 break
             for p in range(6):  # more offset commits of the inactive group
                 path = f"/consumers/archiver/offsets/orders/{p}"
-                admin.set(path, str(int(admin.get(path)[0]) + 1).encode())
+                commit(path, str(int(admin.get(path)[0]) + 1).encode())
         else:
             raise RuntimeError("no transaction log after the newest snapshot")
 
@@ -338,7 +350,12 @@ def build_zookeeper(work: Path, root: Path) -> tuple[dict, dict, list[Change]]:
         1 for s in stats.values() if s.czxid > facts["latest_snapshot_zxid"] and s.ephemeralOwner
     )
     assert logs and int(logs[-1].name.split(".")[1], 16) <= last_zxid
-    assert history and history[0].zxid > facts["latest_snapshot_zxid"], "the history is not after the newest snapshot"
+    first_snapshot = int(snaps[0].name.split(".")[1], 16)
+    assert first_snapshot == 0, f"the oldest snapshot is {snaps[0].name}, not the server's empty tree"
+    assert history and history[0].zxid > first_snapshot, "the history is not after the oldest snapshot"
+    assert any(c.zxid < facts["latest_snapshot_zxid"] for c in history), "no recorded change before the newest snapshot"
+    assert any(c.zxid > facts["latest_snapshot_zxid"] for c in history), "no recorded change after the newest snapshot"
+    facts["first_snapshot"] = snaps[0].name
     assert facts["latest_snapshot_zxid"] < last_zxid, "no transactions after the newest snapshot"
     for f in logs:  # preAllocSize=16 took effect: no 64 MiB padding
         assert f.stat().st_size < 1 << 20, f"{f.name} is {f.stat().st_size} bytes: preAllocSize ignored"

@@ -121,12 +121,14 @@ def test_server_restores_the_tree_of_the_manifest(tmp_path, manifest):
 
 
 def test_txn_logs_hold_the_history_of_the_manifest(manifest):
-    """ZooKeeper's own TxnLogToolkit lists the txns after the newest snapshot: a registration at
-    every state the generator recorded, and the owner writes leave each past state with the
-    owners the manifest says it ended with (the wrong owners included)."""
+    """ZooKeeper's own TxnLogToolkit lists the txns of the whole retained history (every log
+    after the oldest snapshot, the server's empty tree): a registration at every state the
+    generator recorded, the owner writes leave each past state with the owners the manifest
+    says it ended with (the wrong owners included), and every offset write is there."""
     zk, h = manifest["zookeeper"], manifest["history"]
     line = re.compile(r"zxid (0x[0-9a-f]+) (create2?|delete) '?(/consumers/([^/]+)/(ids|owners)/[^,\s]+)(?:,(\S*?),)?")
-    ops = []
+    offset = re.compile(r"zxid (0x[0-9a-f]+) (?:create2?|setData) /consumers/([^/,]+)/offsets/([^/,]+)/([^/,]+),(\d+),")
+    ops, offsets = [], {}
     for log in ZK_DIR.glob("log.*"):
         out = subprocess.run(
             ["java", "-cp", "/usr/share/java/*", "org.apache.zookeeper.server.persistence.TxnLogToolkit", str(log)],
@@ -135,9 +137,13 @@ def test_txn_logs_hold_the_history_of_the_manifest(manifest):
         assert out.returncode == 0, out.stderr[-2000:]
         for m in line.finditer(out.stdout):
             depth = 4 if m[5] == "ids" else 5  # a registration, an owner (not their parents)
-            if int(m[1], 16) > zk["latest_snapshot_zxid"] and m[3].count("/") == depth:
+            if int(m[1], 16) > _zxid(zk["first_snapshot"]) and m[3].count("/") == depth:
                 ops.append((int(m[1], 16), m[2], m[3], m[4], m[5], m[6]))
+        for m in offset.finditer(out.stdout):
+            offsets.setdefault(f"{m[2]}/{m[3]}/{m[4]}", []).append((int(m[1], 16), int(m[5])))
     ops.sort()
+    assert {k: sorted(v) for k, v in offsets.items()} == {
+        k: [(z, off) for z, _, off in v] for k, v in h["zookeeper_offset_writes"].items()}
     assert sorted((g, z) for z, _, _, g, kind, _ in ops if kind == "ids") == sorted(
         (s["group_id"], s["state_zxid"]) for s in h["zookeeper_states"])
     for s in h["zookeeper_states"]:
@@ -146,11 +152,12 @@ def test_txn_logs_hold_the_history_of_the_manifest(manifest):
         owners = {}
         for z, op, path, g, kind, value in ops:
             if g == s["group_id"] and kind == "owners" and z < s["next_zxid"]:
-                key = (path.split("/")[4], int(path.split("/")[5]))
+                key = (path.split("/")[4], path.split("/")[5])
                 owners[key] = None if op == "delete" else value
         for p in h["past_not_ok"]:
             if (p["group_id"], p["state_zxid"]) == (s["group_id"], s["state_zxid"]):
-                assert owners.get((p["topic"], p["partition"])) == p["observed_owner"], p
+                name = str(p["partition"]) if p.get("broker_id") is None else f"{p['broker_id']}-{p['partition']}"
+                assert owners.get((p["topic"], name)) == p["observed_owner"], p
     assert any(p["status"] == "wrong_owner" for p in h["past_not_ok"])
 
 
