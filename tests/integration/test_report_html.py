@@ -15,6 +15,7 @@ from urllib.parse import urljoin, urlparse
 from urllib.request import url2pathname
 
 import pytest
+import yaml
 
 from pipelines.context import RunContext
 from pipelines.quality.marts import MARTS
@@ -124,7 +125,9 @@ def test_every_planted_finding_is_on_the_page_with_its_owners(demo_run, report):
 
 def test_every_unhealthy_group_is_named_with_its_reason(demo_run, report):
     """From the planted cluster: a ZooKeeper group with offsets (so lag) but no registered
-    consumer and no owner znode, and one whose 0.7 partitions have no log end."""
+    consumer and no owner znode, one whose 0.7 partitions have no log end, and every group
+    Burrow judges (over the offset writes the generator recorded) stalled, stopped, rewound or
+    lagging more and more."""
     _, parsed = report
     paths = demo_run.manifest["zookeeper"]["paths"]
     lag = demo_run.manifest["consumer_lag"]
@@ -135,24 +138,61 @@ def test_every_unhealthy_group_is_named_with_its_reason(demo_run, report):
         and sum(r["lag"] or 0 for r in lag if r["group_id"] == g) > 0
     }
     unknown_end = {r["group_id"] for r in lag if r["source"] == "zookeeper" and r["lag"] is None}
-    # Burrow's STALL (one offset in the evaluation window, with lag): a live ZooKeeper group
-    # whose txn logs hold no state after the snapshot (the generator scripted none) has only its
-    # snapshot's offsets in the window
-    scripted = {s["group_id"] for s in demo_run.manifest["history"]["zookeeper_states"]}
-    stalled = {
-        g for g in zk_groups - orphaned - unknown_end - scripted
-        if any((r["lag"] or 0) > 0 for r in lag if r["group_id"] == g and r["source"] == "zookeeper")
-    }
-    assert orphaned and unknown_end and stalled
-    assert set(parsed.unhealthy) == {("zookeeper", g) for g in orphaned | unknown_end | stalled}
-    for g in stalled:
-        assert any(why.startswith("Burrow STALL on ") for why in parsed.unhealthy[("zookeeper", g)])
+    # Burrow over the offset writes the generator recorded (the whole retained history the txn
+    # logs replay), each ZooKeeper partition's lag against its log end
+    burrow = _zk_burrow(demo_run.manifest)
+    troubled = {g for g, statuses in burrow.items() if set(statuses) & set(BURROW_PROBLEMS)}
+    assert orphaned and unknown_end
+    assert set(parsed.unhealthy) == {("zookeeper", g) for g in orphaned | unknown_end | troubled}
+    for g in troubled:
+        for st in set(burrow[g]) & set(BURROW_PROBLEMS):
+            assert any(why.startswith(f"Burrow {st} on {burrow[g][st]} of ")
+                       for why in parsed.unhealthy[("zookeeper", g)])
     for g in orphaned:
         behind = sum(r["lag"] for r in lag if r["group_id"] == g and r["source"] == "zookeeper")
         assert f"{behind:,} messages behind and no live consumer or owner" in parsed.unhealthy[("zookeeper", g)]
     for g in unknown_end:
         n = sum(1 for r in lag if r["group_id"] == g and r["lag"] is None)
         assert any(f"log end unknown for {n} of" in why for why in parsed.unhealthy[("zookeeper", g)])
+
+
+# Burrow's statuses that name a group unhealthy (FORMATS 6; the report's reasons)
+BURROW_PROBLEMS = ("STOP", "REWIND", "STALL", "WARN")
+
+
+def _zk_burrow(manifest: dict) -> dict[str, dict[str, int]]:
+    """group -> {Burrow status: partitions} of the ZooKeeper partitions with a known log end,
+    from the offset writes the generator recorded (its last ``lag_window_commits`` writes) and
+    the log ends it wrote; the clock is the newest Kafka timestamp the demo wrote."""
+    dbt_vars = yaml.safe_load((REPO / "dbt_project.yml").read_text())["vars"]
+    window, allowed = dbt_vars["lag_window_commits"], dbt_vars["lag_allowed"]
+    writes = manifest["history"]["zookeeper_offset_writes"]
+    clock = max([t["max_timestamp"] for t in manifest["kafka"]["data_topics"].values()]
+                + [r["committed_at"] for r in manifest["consumer_lag"] if r["source"] == "kafka"])
+    out: dict[str, dict[str, int]] = {}
+    for r in manifest["consumer_lag"]:
+        if r["source"] != "zookeeper" or r["lag"] is None:
+            continue
+        last = writes[f"{r['group_id']}/{r['topic']}/{r['partition']}"][-window:]
+        lags = [r["log_end_offset"] - off for _, _, off in last]
+        offsets = [off for _, _, off in last]
+        start, end = last[0][1], last[-1][1]
+        never_zero = all(v != 0 for v in lags)
+        if lags[-1] <= allowed:
+            status = "OK"
+        elif clock - end > end - start and never_zero:
+            status = "STOP"
+        elif offsets[-1] < offsets[0]:
+            status = "REWIND"
+        elif never_zero and len(set(offsets)) == 1:
+            status = "STALL"
+        elif never_zero and not any(b < a for a, b in zip(lags, lags[1:], strict=False)):
+            status = "WARN"
+        else:
+            status = "OK"
+        statuses = out.setdefault(r["group_id"], {})
+        statuses[status] = statuses.get(status, 0) + 1
+    return out
 
 
 def test_numbers_units_and_paths_are_honest(demo_run, report):
