@@ -25,13 +25,14 @@ test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CL
 
 # Jars of the real Kafka/ZooKeeper releases the suite starts (testkit/cluster/versions.py), from
 # Maven Central into .venv/kaudit-jars (testkit/cluster/maven.py); `make matrix` fetches them all.
-CLUSTER_JARS ?= kafka-4.1.1 kafka-1.1.1 zookeeper-3.4.14 zookeeper-3.9.3
+CLUSTER_JARS ?= kafka-4.1.1 kafka-4.2.2 kafka-1.1.1 zookeeper-3.4.14 zookeeper-3.9.3
 cluster-jars: $(VENV)/.installed-test
 	$(BIN)/python -m testkit.cluster.maven $(CLUSTER_JARS)
 
 # The real-cluster matrix: every (release, scenario) case, the suite's subset included.
 MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real_zk_releases.py \
-	tests/integration/test_real_zk_kafka.py
+	tests/integration/test_real_zk_kafka.py tests/integration/test_real_zk_kafka_classic.py \
+	tests/integration/test_real_share_streams.py
 matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m testkit.cluster.maven
 	$(BIN)/python -m pytest -m "matrix or not matrix" $(MATRIX_TESTS) $(PYTEST_ARGS)
