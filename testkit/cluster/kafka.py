@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
+import hashlib
 import os
 import signal
 import socket
@@ -35,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testkit.cluster.maven import classpath
+from testkit.cluster.maven import CACHE, classpath
 from testkit.cluster.versions import BUNDLES
 
 JVM_OPTS = (
@@ -354,3 +355,28 @@ def kafka_cluster(bundle: str, root: Path, **kw) -> Iterator[KafkaCluster]:
         yield cluster.start()
     finally:
         cluster.close()
+
+
+class JavacError(RuntimeError):
+    """javac could not compile a scenario program against a release's jars."""
+
+
+def compiled(cluster: KafkaCluster, source: Path, main: str) -> Path:
+    """The directory of ``<main>.class`` compiled from the one Java file ``source`` against
+    ``cluster``'s release, kept in the jar cache (``<bundle>/<main>-<source hash>/``): compiled
+    once per release and source. A concurrent compile of the same source is harmless."""
+    out = CACHE / cluster.bundle / f"{main}-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}"
+    if (out / f"{main}.class").exists():
+        return out
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    javac = str(Path(cluster.java).with_name("javac")) if "/" in cluster.java else "javac"
+    proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cluster.classpath, "-d", str(tmp),
+                           str(source)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise JavacError(f"javac {source.name} against {cluster.bundle}:\n{proc.stderr[-3000:]}")
+    try:
+        tmp.rename(out)
+    except OSError:  # another process compiled it first
+        pass
+    return out

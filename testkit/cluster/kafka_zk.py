@@ -11,15 +11,13 @@ its id and owners), ``kill()`` is ``kill -9`` (its nodes stay until the session 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-from testkit.cluster.kafka import JVM_OPTS, KafkaCluster
-from testkit.cluster.maven import CACHE
+from testkit.cluster.kafka import JVM_OPTS, KafkaCluster, compiled
 
 SOURCE = Path(__file__).with_name("java") / "zk_consumer.java"
 _LOG4J = ("log4j.rootLogger=WARN, file\nlog4j.appender.file=org.apache.log4j.FileAppender\n"
@@ -32,26 +30,6 @@ class ConsumerError(RuntimeError):
     """The consumer answered a command with an error, or exited."""
 
 
-def compiled(cluster: KafkaCluster) -> Path:
-    """The directory of ``zk_consumer.class`` built against ``cluster``'s release."""
-    src = SOURCE.read_bytes()
-    out = CACHE / cluster.bundle / f"zk-consumer-{hashlib.sha256(src).hexdigest()[:12]}"
-    if (out / "zk_consumer.class").exists():
-        return out
-    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    javac = str(Path(cluster.java).with_name("javac")) if "/" in cluster.java else "javac"
-    proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cluster.classpath, "-d", str(tmp),
-                           str(SOURCE)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise ConsumerError(f"javac zk_consumer.java against {cluster.bundle}:\n{proc.stderr[-3000:]}")
-    try:
-        tmp.rename(out)
-    except OSError:  # another process compiled it first
-        pass
-    return out
-
-
 class OldConsumer:
     def __init__(self, cluster: KafkaCluster, zk: str, group: str, consumer_id: str, topic: str, **props: str):
         self.group, self.consumer_id, self.topic = group, consumer_id, topic
@@ -59,8 +37,9 @@ class OldConsumer:
         home.mkdir(parents=True, exist_ok=True)
         log4j = home / f"{group}-{consumer_id}.log4j.properties"
         log4j.write_text(_LOG4J.format(log=home / f"{group}-{consumer_id}.log"))
+        classes = compiled(cluster, SOURCE, "zk_consumer")
         cmd = [cluster.java, *JVM_OPTS, "-Xmx192m", f"-Dlog4j.configuration=file:{log4j}",
-               "-cp", f"{cluster.classpath}:{compiled(cluster)}", "zk_consumer", zk, group, consumer_id, topic,
+               "-cp", f"{cluster.classpath}:{classes}", "zk_consumer", zk, group, consumer_id, topic,
                *(f"{k.replace('_', '.')}={v}" for k, v in props.items())]
         self.stderr = open(home / f"{group}-{consumer_id}.stderr", "ab")  # noqa: SIM115 - the child keeps it
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,

@@ -1,7 +1,7 @@
 """The scenario driver (``java/Driver.java``) run with the Java clients of the release under test.
 
 ``Driver(cluster)`` compiles the driver once per release (javac against the release's jars, into
-``<jar cache>/<bundle>/driver-<source hash>/``), starts it on the cluster's bootstrap servers and
+``<jar cache>/<bundle>/Driver-<source hash>/``), starts it on the cluster's bootstrap servers and
 sends it one request at a time: ``driver.do("create", topic="t", partitions=3)`` returns the
 answer's ``result`` or raises ``DriverError`` with the client's exception. ``tool(...)`` runs one
 of the release's own command-line classes (``ConsumerGroupCommand`` ...) from the same jars.
@@ -9,13 +9,11 @@ of the release's own command-line classes (``ConsumerGroupCommand`` ...) from th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from pathlib import Path
 
-from testkit.cluster.kafka import JVM_OPTS, KafkaCluster
-from testkit.cluster.maven import CACHE
+from testkit.cluster.kafka import JVM_OPTS, KafkaCluster, compiled
 
 SOURCE = Path(__file__).with_name("java") / "Driver.java"
 GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
@@ -28,23 +26,6 @@ _QUIET_LOG4J2 = "Configuration:\n  Appenders:\n    File:\n      name: file\n    
 
 class DriverError(RuntimeError):
     """The driver answered a request with an error (the client's exception)."""
-
-
-def compiled(cluster: KafkaCluster) -> Path:
-    """The directory of ``Driver.class`` built against ``cluster``'s release."""
-    src = SOURCE.read_bytes()
-    out = CACHE / cluster.bundle / f"driver-{hashlib.sha256(src).hexdigest()[:12]}"
-    if (out / "Driver.class").exists():
-        return out
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    javac = str(Path(cluster.java).with_name("javac")) if "/" in cluster.java else "javac"
-    proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cluster.classpath, "-d", str(tmp),
-                           str(SOURCE)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise DriverError(f"javac Driver.java against {cluster.bundle}:\n{proc.stderr[-3000:]}")
-    tmp.rename(out)
-    return out
 
 
 def _client_logging(cluster: KafkaCluster, name: str) -> list[str]:
@@ -60,7 +41,7 @@ def _client_logging(cluster: KafkaCluster, name: str) -> list[str]:
 class Driver:
     def __init__(self, cluster: KafkaCluster):
         self.cluster = cluster
-        classes = compiled(cluster)
+        classes = compiled(cluster, SOURCE, "Driver")
         self.log = cluster.root / "clients" / "driver.log"
         cmd = [cluster.java, *JVM_OPTS, *_client_logging(cluster, "driver"),
                "-cp", f"{cluster.classpath}:{classes}", "Driver", cluster.bootstrap]

@@ -12,15 +12,13 @@ answers describe.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from testkit.cluster.kafka import JVM_OPTS, KafkaCluster
+from testkit.cluster.kafka import JVM_OPTS, KafkaCluster, compiled
 from testkit.cluster.kraft_driver import DriverError, _client_logging
-from testkit.cluster.maven import CACHE
 
 SHARE_SOURCE = Path(__file__).with_name("java") / "ShareScenario.java"
 # small, fast share groups: the poison record is archived after this many deliveries
@@ -37,23 +35,6 @@ class ShareOutcome:
     @property
     def log_dir(self) -> Path:
         return self.cluster.log_dirs[0]
-
-
-def compiled(cluster: KafkaCluster, source: Path, main: str) -> Path:
-    """The directory of ``<main>.class`` built from ``source`` against ``cluster``'s release."""
-    src = source.read_bytes()
-    out = CACHE / cluster.bundle / f"{main.lower()}-{hashlib.sha256(src).hexdigest()[:12]}"
-    if (out / f"{main}.class").exists():
-        return out
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    javac = str(Path(cluster.java).with_name("javac")) if "/" in cluster.java else "javac"
-    proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cluster.classpath, "-d", str(tmp),
-                           str(source)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise DriverError(f"javac {source.name} against {cluster.bundle}:\n{proc.stderr[-3000:]}")
-    tmp.rename(out)
-    return out
 
 
 def run_share_scenario(bundle: str, root: Path, topic: str = "orders", partitions: int = 2,
