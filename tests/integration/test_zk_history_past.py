@@ -3,7 +3,7 @@ snapshot every 10-20 txns while a scripted history plays (testkit.zk_history.pla
 and leaves, owners written in a wrong order and held, a storm, 14 rounds of commits with a
 regression, a reset and a stuck partition), then more writes, so the facts lie in the logs
 BEFORE the newest snapshot. ``extract zk-snapshot`` + the core build + the dbt marts must find
-every one of them. Every expected value comes from the script's record (the zxids and mtimes
+every one of them, and the records retention deleted under one partition's last commit. Every expected value comes from the script's record (the zxids and mtimes
 the server returned) and the data-topic log the test writes itself, never from kaudit."""
 
 from __future__ import annotations
@@ -35,15 +35,21 @@ SNAP_COUNT = 20  # ZooKeeper rolls a snapshot after snapCount/2 + random(snapCou
 RECORDS = 1000  # per partition of the data topic the test writes
 PER_BATCH = 10
 BATCHES = RECORDS // PER_BATCH
+LOST = 3  # the partition whose log start retention moved past the group's last commit
 
 
 @dataclass(frozen=True)
 class DataLog:
     """The data topic the test writes: BATCHES batches per partition appended evenly from
-    ``start`` to ``end`` (LogAppendTime: every record has its batch's time)."""
+    ``start`` to ``end`` (LogAppendTime: every record has its batch's time); retention deleted
+    the records of partition LOST below ``lost_from``."""
 
     start: dt.datetime
     end: dt.datetime
+    lost_from: int
+
+    def log_start(self, partition: int) -> int:
+        return self.lost_from if partition == LOST else 0
 
     def batch_time(self, k: int) -> dt.datetime:
         """Append time of the k-th batch (offsets k*PER_BATCH ..) of every partition."""
@@ -106,25 +112,28 @@ def test_the_past_lies_before_the_newest_snapshot_and_is_all_extracted(past):
 @pytest.fixture(scope="module")
 def data_log(past) -> DataLog:
     """The data topic appended while the group committed: from 1 s before the script's first
-    offset write to 1 s after its last, so the log end moves under the stuck partition."""
+    offset write to 1 s after its last, so the log end moves under the stuck partition; the
+    records of partition LOST deleted up to 40 past its last commit (data lost)."""
     script = past[0]
     written = [c.mtime for c in script.changes if "/offsets/" in c.path and c.mtime is not None]
-    return DataLog(ts(min(written) - 1000), ts(max(written) + 1000))
+    last = zk_writes(script)[LOST][-1][2]
+    return DataLog(ts(min(written) - 1000), ts(max(written) + 1000), lost_from=last // PER_BATCH * PER_BATCH + 40)
 
 
 def write_data_topic(wh: Warehouse, log: DataLog, partitions: int) -> None:
     """The data topic's log as the test defines it: RECORDS records per partition in batches of
     PER_BATCH (raw/batch_timestamps and raw/log_end_offsets)."""
-    batches = [{"topic": "t", "partition": p, "segment_base_offset": 0, "position": k * 100, "size_bytes": 100,
-                "magic": 2, "base_offset": k * PER_BATCH, "last_offset": k * PER_BATCH + PER_BATCH - 1,
-                "record_count": PER_BATCH, "is_control": False, "timestamp_type": "LogAppendTime",
-                "first_timestamp": log.batch_time(k), "max_timestamp": log.batch_time(k)}
-               for p in range(partitions) for k in range(BATCHES)]
+    batches = [{"topic": "t", "partition": p, "segment_base_offset": log.log_start(p), "position": k * 100,
+                "size_bytes": 100, "magic": 2, "base_offset": k * PER_BATCH,
+                "last_offset": k * PER_BATCH + PER_BATCH - 1, "record_count": PER_BATCH, "is_control": False,
+                "timestamp_type": "LogAppendTime", "first_timestamp": log.batch_time(k),
+                "max_timestamp": log.batch_time(k)}
+               for p in range(partitions) for k in range(log.log_start(p) // PER_BATCH, BATCHES)]
     wh.write_table("raw/batch_timestamps", RUN, pa.Table.from_pylist(batches, SCHEMAS["raw/batch_timestamps"]))
     last = log.batch_time(BATCHES - 1)
     wh.write_table("raw/log_end_offsets", RUN, pa.Table.from_pylist(
-        [{"topic": "t", "partition": p, "log_start_offset": 0, "log_end_offset": RECORDS, "max_timestamp": last}
-         for p in range(partitions)], SCHEMAS["raw/log_end_offsets"]))
+        [{"topic": "t", "partition": p, "log_start_offset": log.log_start(p), "log_end_offset": RECORDS,
+          "max_timestamp": last} for p in range(partitions)], SCHEMAS["raw/log_end_offsets"]))
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +147,7 @@ def built(past, data_log, spark):
     build_core(RunContext(wh, RUN, quiet=True), {})
     run_dbt(RunContext(wh, RUN, quiet=True), select=[
         "+rebalances", "+commit_frequency", "+offset_regressions", "+consumer_lag", "+offset_resets",
-        "+stuck_partitions"])
+        "+stuck_partitions", "+data_loss_risk"])
     return wh
 
 
@@ -218,14 +227,26 @@ def test_commit_counts_regressions_and_lag_in_seconds(past, data_log, built):
     assert got_reg == want_reg
     assert planted.regression in {(p, b, o) for p, _, b, o in got_reg}
 
-    # lag in seconds: the log end's time - the time of the record at the committed offset
+    # lag in seconds: the log end's time - the time of the record at the committed offset (the
+    # next present one, where retention deleted it)
     lag = {r["partition"]: r for r in read(wh, "marts/consumer_lag") if r["source"] == "zookeeper"}
     end_at = data_log.batch_time(BATCHES - 1)
     for p in range(4):
         offset = writes[p][-1][2]
+        at = max(offset, data_log.log_start(p)) // PER_BATCH
         assert lag[p]["committed_offset"] == offset and lag[p]["lag"] == RECORDS - offset
-        assert lag[p]["lag_seconds"] == pytest.approx(
-            (end_at - data_log.batch_time(offset // PER_BATCH)).total_seconds(), abs=1e-3)
+        assert lag[p]["lag_seconds"] == pytest.approx((end_at - data_log.batch_time(at)).total_seconds(), abs=1e-3)
+
+
+def test_the_data_lost(past, data_log, built):
+    script, _, _, _, _ = past
+    last = {p: rows[-1][2] for p, rows in zk_writes(script).items()}
+    risk = {r["partition"]: r for r in read(built, "marts/data_loss_risk")
+            if r["source"] == "zookeeper" and r["group_id"] == "g"}
+    assert set(risk) == set(range(4))
+    assert (risk[LOST]["status"], risk[LOST]["committed_offset"], risk[LOST]["records_lost"]) == (
+        "lost", last[LOST], data_log.lost_from - last[LOST])
+    assert all(risk[p]["status"] != "lost" and risk[p]["records_lost"] == 0 for p in range(4) if p != LOST)
 
 
 def test_the_reset_and_the_stuck_partition(past, built):
