@@ -3,8 +3,9 @@ snapshot every 10-20 txns while a scripted history plays (testkit.zk_history.pla
 and leaves, owners written in a wrong order and held, a storm, 14 rounds of commits with a
 regression, a reset and a stuck partition), then more writes, so the facts lie in the logs
 BEFORE the newest snapshot. ``extract zk-snapshot`` + the core build + the dbt marts must find
-every one of them, and the records retention deleted under one partition's last commit. Every expected value comes from the script's record (the zxids and mtimes
-the server returned) and the data-topic log the test writes itself, never from kaudit."""
+every one of them, and the records retention deleted under one partition's last commit. Every
+expected value comes from the script's record (the zxids and mtimes the server returned) and
+the data-topic log the test writes itself, never from kaudit."""
 
 from __future__ import annotations
 
