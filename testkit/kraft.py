@@ -134,8 +134,9 @@ _uuids = w.compact_array_writer(w.write_uuid)
 
 def register_broker(broker_id: int, *, version: int = 3, epoch: int = 10, host: str = "127.0.0.1", port: int = 9092,
                     rack: str | None = None, fenced: bool = True, in_controlled_shutdown: bool = False,
-                    log_dirs: list[uuid.UUID] | None = None, incarnation: uuid.UUID | None = None) -> bytes:
-    """RegisterBrokerRecord (apiKey 0) v0-v3."""
+                    log_dirs: list[uuid.UUID] | None = None, incarnation: uuid.UUID | None = None,
+                    cordoned_log_dirs: list[uuid.UUID] | None = None) -> bytes:
+    """RegisterBrokerRecord (apiKey 0) v0-v4 (v4: the tagged, nullable CordonedLogDirs, tag 1)."""
     b = Buf().i32(broker_id)
     if version >= 2:
         b.boolean(False)  # IsMigratingZkBroker
@@ -154,6 +155,8 @@ def register_broker(broker_id: int, *, version: int = 3, epoch: int = 10, host: 
         b.boolean(in_controlled_shutdown)
     if version >= 3 and log_dirs is not None:
         b.tag(0, _uuids, log_dirs)
+    if version >= 4 and cordoned_log_dirs is not None:
+        b.tag(1, _uuids, cordoned_log_dirs)
     return frame(0, version, b.done())
 
 
@@ -274,8 +277,10 @@ def producer_ids(broker_id: int, epoch: int, next_id: int) -> bytes:
 
 
 def broker_registration_change(broker_id: int, *, version: int = 0, epoch: int = 10, fenced: int | None = None,
-                               in_controlled_shutdown: int | None = None, log_dirs=None) -> bytes:
-    """BrokerRegistrationChangeRecord (apiKey 17) v0-v2."""
+                               in_controlled_shutdown: int | None = None, log_dirs=None,
+                               cordoned_log_dirs=None) -> bytes:
+    """BrokerRegistrationChangeRecord (apiKey 17) v0-v3 (v3: the tagged, nullable
+    CordonedLogDirs, tag 3)."""
     b = Buf().i32(broker_id).i64(epoch)
     if fenced is not None:
         b.tag(0, w.write_int8, fenced)
@@ -283,6 +288,8 @@ def broker_registration_change(broker_id: int, *, version: int = 0, epoch: int =
         b.tag(1, w.write_int8, in_controlled_shutdown)
     if log_dirs is not None and version >= 2:
         b.tag(2, _uuids, log_dirs)
+    if cordoned_log_dirs is not None and version >= 3:
+        b.tag(3, _uuids, cordoned_log_dirs)
     return frame(17, version, b.done())
 
 

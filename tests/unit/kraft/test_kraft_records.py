@@ -25,7 +25,7 @@ def _broker(version, **extra):
     feats = [{"name": "metadata.version", "minSupportedVersion": 1, "maxSupportedVersion": 25}]
     out = {"brokerId": 4, "isMigratingZkBroker": False, "incarnationId": U(uuid.UUID(int=5)), "brokerEpoch": 33,
            "endPoints": ep, "features": feats, "rack": "rack-a", "fenced": False, "inControlledShutdown": False,
-           "logDirs": []}
+           "logDirs": [], "cordonedLogDirs": None}  # v4's tagged field, null before (its default)
     return {**out, **extra}
 
 
@@ -51,6 +51,10 @@ RECORDS = [
     ("RegisterBroker v3 + LogDirs tag, null rack", B.register_broker(
         4, version=3, epoch=33, host="h1", rack=None, fenced=True, log_dirs=[D1, D2], incarnation=uuid.UUID(int=5)),
      0, 3, _broker(3, rack=None, fenced=True, logDirs=[U(D1), U(D2)])),
+    ("RegisterBroker v4 + CordonedLogDirs tag", B.register_broker(
+        4, version=4, epoch=33, host="h1", rack="rack-a", fenced=False, log_dirs=[D1, D2], cordoned_log_dirs=[D2],
+        incarnation=uuid.UUID(int=5)),
+     0, 4, _broker(4, logDirs=[U(D1), U(D2)], cordonedLogDirs=[U(D2)])),
     ("UnregisterBroker v0", B.unregister_broker(4, 33), 1, 0, {"brokerId": 4, "brokerEpoch": 33}),
     ("Topic v0", B.topic("orders", T1), 2, 0, {"name": "orders", "topicId": U(T1)}),
     ("Partition v0", B.partition(T1, 3, [1, 2, 3], isr=[1, 2], leader=2, leader_epoch=7, partition_epoch=9),
@@ -85,12 +89,19 @@ RECORDS = [
      {"name": "metadata.version", "featureLevel": 21}),
     ("ProducerIds v0", B.producer_ids(1, 2, 5000), 15, 0, {"brokerId": 1, "brokerEpoch": 2, "nextProducerId": 5000}),
     ("BrokerRegistrationChange v0 fenced", B.broker_registration_change(4, fenced=1), 17, 0,
-     {"brokerId": 4, "brokerEpoch": 10, "fenced": 1, "inControlledShutdown": 0, "logDirs": []}),
+     {"brokerId": 4, "brokerEpoch": 10, "fenced": 1, "inControlledShutdown": 0, "logDirs": [],
+      "cordonedLogDirs": None}),
     ("BrokerRegistrationChange v1 unfenced, shutdown", B.broker_registration_change(
         4, version=1, fenced=-1, in_controlled_shutdown=1), 17, 1,
-     {"brokerId": 4, "brokerEpoch": 10, "fenced": -1, "inControlledShutdown": 1, "logDirs": []}),
+     {"brokerId": 4, "brokerEpoch": 10, "fenced": -1, "inControlledShutdown": 1, "logDirs": [],
+      "cordonedLogDirs": None}),
+    ("BrokerRegistrationChange v3 cordoned log dirs",
+     B.broker_registration_change(4, version=3, log_dirs=[D1], cordoned_log_dirs=[D1]), 17, 3,
+     {"brokerId": 4, "brokerEpoch": 10, "fenced": 0, "inControlledShutdown": 0, "logDirs": [U(D1)],
+      "cordonedLogDirs": [U(D1)]}),
     ("BrokerRegistrationChange v2 log dirs", B.broker_registration_change(4, version=2, log_dirs=[D1]), 17, 2,
-     {"brokerId": 4, "brokerEpoch": 10, "fenced": 0, "inControlledShutdown": 0, "logDirs": [U(D1)]}),
+     {"brokerId": 4, "brokerEpoch": 10, "fenced": 0, "inControlledShutdown": 0, "logDirs": [U(D1)],
+      "cordonedLogDirs": None}),
     ("NoOp v0", B.no_op(), 20, 0, {}),
     ("BeginTransaction v0 named", B.begin_transaction("bulk"), 23, 0, {"name": "bulk"}),
     ("BeginTransaction v0", B.begin_transaction(), 23, 0, {"name": None}),
@@ -190,7 +201,8 @@ def test_bad_records_raise_typed_errors(case, data, reason):
 # records the kernel leaves to the Python decoder: nested structs, bytes, floats, a tag the table
 # does not know
 PYTHON_ONLY = {"RegisterBroker v0", "RegisterBroker v1", "RegisterBroker v2",
-               "RegisterBroker v3 + LogDirs tag, null rack", "RegisterController v0",
+               "RegisterBroker v3 + LogDirs tag, null rack", "RegisterBroker v4 + CordonedLogDirs tag",
+               "RegisterController v0",
                "FenceBroker v0 unknown tag, hand bytes", "UserScramCredential v0",
                "ClientQuota v0, a null entity name", "ClientQuota v0 remove"}
 
