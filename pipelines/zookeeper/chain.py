@@ -30,41 +30,21 @@ one at a time, the changes held as Arrow batches (:class:`~pipelines.zookeeper.h
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines import quarantine
-from pipelines.zookeeper.datadir import QUARANTINE_SOURCE, OfflineRead, _read_from
+from pipelines.zookeeper.datadir import QUARANTINE_SOURCE, OfflineRead, _read_from, list_files, read_dir
 from pipelines.zookeeper.errors import ZkFormatError
-from pipelines.zookeeper.history import ChangeLog
+from pipelines.zookeeper.history import ChangeLog, History
 from pipelines.zookeeper.snapshot import parse, stored_digest
 
 
-@dataclass
-class History:
-    changes: ChangeLog
-    snapshot: str | None  # the snapshot it starts from (None: the empty tree)
-    start_zxid: int  # the state its snapshot rows hold
-    end_zxid: int  # the published tree's
-    txns: int  # replayed from the start to the end
-    snapshots: int  # snapshot files from its start to the published tree's, both included
-    snapshots_checked: int  # later snapshots whose stored digest the replay matched
-    first_time: int | None = None  # ms: the first txn replayed
-    last_time: int | None = None  # ms: the last one
-    cuts: list[str] = field(default_factory=list)  # why older starts were not used
-
-    def meta(self) -> dict:
-        return {
-            "snapshot": self.snapshot,
-            "start_zxid": self.start_zxid,
-            "end_zxid": self.end_zxid,
-            "first_txn_ms": self.first_time,
-            "last_txn_ms": self.last_time,
-            "txns": self.txns,
-            "snapshots": self.snapshots,
-            "snapshots_checked": self.snapshots_checked,
-            "cuts": list(self.cuts),
-        }
+def read_dir_with_history(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
+    """:func:`pipelines.zookeeper.datadir.read_dir`'s tree of the data dir ``d``, with its
+    history (``res.history``) from the oldest snapshot the logs continue."""
+    res = read_dir(d, at_zxid, progress)
+    res.history = replay_history(res, list_files(d, "snapshot"), list_files(d, "log"), progress)
+    return res
 
 
 def replay_history(res: OfflineRead, snaps: list[tuple[int, Path]], logs: list[tuple[int, Path]],

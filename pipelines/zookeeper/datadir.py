@@ -53,7 +53,7 @@ from pipelines.zookeeper.snapshot import (
 from pipelines.zookeeper.txnlog import Damage, LogReader
 
 if TYPE_CHECKING:
-    from pipelines.zookeeper.chain import History
+    from pipelines.zookeeper.history import History
 
 QUARANTINE_SOURCE = "zk-snapshot"
 
@@ -82,7 +82,7 @@ class OfflineRead:
     # its file:byte, why, the lowest snapshot zxid a replay past it may start from)
     cut: tuple[int, str, str, int] | None = None
     beyond: tuple[int, str] | None = None  # the txn past the target the replay stopped at: zxid, file:byte
-    history: History | None = None  # the changes from the oldest snapshot the logs continue (read_dir)
+    history: History | None = None  # from the oldest snapshot the logs continue (chain.read_dir_with_history)
 
     def quarantined(self, location: str, reason: str, raw: bytes | None = None) -> None:
         self.quarantine.append(quarantine.row(QUARANTINE_SOURCE, location, reason, raw))
@@ -193,9 +193,6 @@ def read_dir(d: Path, at_zxid: int | None = None, progress=None) -> OfflineRead:
     if chosen is None and res.txns_applied == 0:
         why = "; ".join(f"{q['location']}: {q['reason']}" for q in res.quarantine[:2])
         raise InputError(f"{d}: no readable ZooKeeper snapshot nor transaction log to start from ({why or EXPECTED})")
-    from pipelines.zookeeper.chain import replay_history
-
-    res.history = replay_history(res, snaps, logs, progress)
     return res
 
 

@@ -183,13 +183,13 @@ def read_order(path: Path, at_zxid: int | None = None, chroot: str | None = None
                progress=None) -> tuple[PathOrder, OfflineRead]:
     """:func:`read_offline` with the rows not sorted nor gathered yet: a :class:`PathOrder`
     sorts and gathers them batch by batch."""
-    from pipelines.zookeeper import datadir
+    from pipelines.zookeeper import chain, datadir
 
     path = Path(path)
     single, d = datadir.resolve(path)
     if single is not None and at_zxid is not None:
         raise UsageError("--at-zxid needs a data dir (its logs are replayed up to that zxid), not one snapshot file")
-    res = datadir.read_file(single) if single is not None else datadir.read_dir(d, at_zxid, progress)
+    res = datadir.read_file(single) if single is not None else chain.read_dir_with_history(d, at_zxid, progress)
     paths, data, stats = res.tree.persisted()
     root = normalize_chroot(chroot)
     rows, orphans = client_order(paths, data, stats, source="snapshot", chroot=root)

@@ -23,6 +23,8 @@ listed in :attr:`ChangeLog.left_out` with the file and byte it came from.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -173,3 +175,31 @@ def classify(t: pa.Table, chroot: str | None) -> pa.Table:
     time = t["time"].cast(pa.int64()).cast(pa.timestamp("ms", "UTC"))
     t = t.set_column(t.schema.get_field_index("time"), "time", time)
     return t.select(RAW_ZNODE_CHANGES.names).cast(RAW_ZNODE_CHANGES)
+
+
+# the span of a data dir's history (pipelines.zookeeper.chain): where it starts, how far it goes
+@dataclass
+class History:
+    changes: ChangeLog
+    snapshot: str | None  # the snapshot it starts from (None: the empty tree)
+    start_zxid: int  # the state its snapshot rows hold
+    end_zxid: int  # the published tree's
+    txns: int  # replayed from the start to the end
+    snapshots: int  # snapshot files from its start to the published tree's, both included
+    snapshots_checked: int  # later snapshots whose stored digest the replay matched
+    first_time: int | None = None  # ms: the first txn replayed
+    last_time: int | None = None  # ms: the last one
+    cuts: list[str] = field(default_factory=list)  # why older starts were not used
+
+    def meta(self) -> dict:
+        return {
+            "snapshot": self.snapshot,
+            "start_zxid": self.start_zxid,
+            "end_zxid": self.end_zxid,
+            "first_txn_ms": self.first_time,
+            "last_txn_ms": self.last_time,
+            "txns": self.txns,
+            "snapshots": self.snapshots,
+            "snapshots_checked": self.snapshots_checked,
+            "cuts": list(self.cuts),
+        }
