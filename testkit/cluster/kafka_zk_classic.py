@@ -22,7 +22,7 @@ from pathlib import Path
 
 from testkit.cluster.kafka import KafkaCluster
 from testkit.cluster.kraft_driver import GROUP_COMMAND, Driver, tool
-from testkit.cluster.kraft_oracle import Comparison, effective_commits
+from testkit.cluster.kraft_oracle import Comparison, _rows, compare_planted, effective_commits
 from testkit.cluster.kraft_scenarios import CHECKPOINTS, Outcome, classic, cli_describe
 from testkit.cluster.zookeeper import start_zookeeper
 
@@ -70,12 +70,6 @@ def _reset_took(cluster: KafkaCluster, d: Driver, planted) -> None:
             for t in topics:
                 tool(cluster, GROUP_COMMAND, "--bootstrap-server", cluster.bootstrap, "--group", group,
                      "--reset-offsets", "--to-earliest", "--topic", t, "--execute")
-
-
-def _rows(wh, table: str, run_id: str) -> list[dict]:
-    from pipelines.reading import read_arrow
-
-    return read_arrow(wh, table, run_id).to_pylist()
 
 
 def _tp(text: str) -> tuple[str, int]:
@@ -144,23 +138,5 @@ def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
     for r in audit_rows:
         if r["status"] != "ok":
             cmp.false.append(f"assignment_audit {r['group_id']} {r['topic']}-{r['partition']}: {r['status']}")
-    resets = {(r["group_id"], r["topic"], r["partition"]): r for r in _rows(wh, "marts/offset_resets", run_id)}
-    for g, tps in planted.resets.items():
-        for topic, part in sorted(tps):
-            cmp.expected += 1
-            r = resets.pop((g, topic, part), None)
-            if r is not None and r["reset_to"] == "earliest" and r["committed_offset"] == 0:
-                cmp.found += 1
-            else:
-                cmp.mismatches.append(f"reset of {g} {topic}-{part} not found as earliest: {r}")
-    cmp.false += [f"offset_resets {k}: {r['reset_to']}" for k, r in sorted(resets.items())]
-    risk = {(r["group_id"], r["topic"], r["partition"]): r for r in _rows(wh, "marts/data_loss_risk", run_id)}
-    for key, n in planted.lost.items():
-        cmp.expected += 1
-        r = risk.pop(key, None)
-        if r is not None and r["status"] == "lost" and r["records_lost"] == n:
-            cmp.found += 1
-        else:
-            cmp.mismatches.append(f"loss of {key} ({n} records) not found: {r}")
-    cmp.false += [f"data_loss_risk {k}: {r['status']}" for k, r in sorted(risk.items()) if r["status"] != "ok"]
+    compare_planted(cmp, wh, planted, run_id)
     return cmp

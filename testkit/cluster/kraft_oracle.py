@@ -213,6 +213,12 @@ def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
             cmp.false.append(f"assignment_audit {r['group_id']} {r['topic']}-{r['partition']}: {r['status']}")
     for r in _rows(wh, "core/consumer_group_findings", run_id):
         cmp.false.append(f"consumer_group_findings {r['group_id']} {r['member_id']} {r['finding']}: {r['detail']}")
+    compare_planted(cmp, wh, planted, run_id)
+    return cmp
+
+def compare_planted(cmp: Comparison, wh: Warehouse, planted, run_id: str) -> None:
+    """The scenario's planted resets (to earliest) and losses found with their sizes; any other
+    reset or loss is a false finding."""
     resets = {(r["group_id"], r["topic"], r["partition"]): r for r in _rows(wh, "marts/offset_resets", run_id)}
     for g, tps in planted.resets.items():
         for topic, part in sorted(tps):
@@ -232,4 +238,3 @@ def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
         else:
             cmp.mismatches.append(f"loss of {key} ({n} records) not found: {r}")
     cmp.false += [f"data_loss_risk {k}: {r['status']}" for k, r in sorted(risk.items()) if r["status"] != "ok"]
-    return cmp
