@@ -25,6 +25,7 @@ from pipelines.tables import SCHEMAS
 from pipelines.warehouse import Warehouse
 from pipelines.zookeeper.datadir import list_files
 from pipelines.zookeeper.extract import extract_snapshot
+from testkit.oracle import range_assign
 from testkit.zk_history import Script, play_past
 from testkit.zk_server import start_zk
 
@@ -161,17 +162,6 @@ def zk_writes(script: Script) -> dict[int, list[tuple[int, int, int]]]:
     return out
 
 
-def range_owners(consumers: set[str], partitions: int = 4) -> dict[int, str]:
-    threads = sorted(f"{c}-0" for c in consumers)
-    per, extra = divmod(partitions, len(threads))
-    out, p = {}, 0
-    for i, t in enumerate(threads):
-        for _ in range(per + (i < extra)):
-            out[p] = t
-            p += 1
-    return out
-
-
 def test_joins_leaves_and_the_past_wrong_owner(past, built):
     script, planted, _, _, _ = past
     wh = built
@@ -182,7 +172,7 @@ def test_joins_leaves_and_the_past_wrong_owner(past, built):
     assert set(states) <= triggers | {c.zxid for c in script.changes if c.path.startswith("/brokers/ids/")}
     # the state c3's join began, held for longer than a settle window, ended with wrong owners
     assert states[planted.wrong_state]["next_zxid"] == planted.wrong_until
-    expected = range_owners({"c1", "c3"})
+    expected = range_assign(list(range(4)), ["c1-0", "c3-0"])  # the 0.8 range assignor, one thread each
     audit = {r["partition"]: r for r in read(wh, "core/settled_audit") if r["state_zxid"] == planted.wrong_state}
     for p, written in planted.wrong_owners.items():
         r = audit[p]
