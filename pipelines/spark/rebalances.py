@@ -45,6 +45,7 @@ from pipelines.spark.settling import millis, rebalance_runs
 
 SEP = "\x01"
 NO_END = (1 << 63) - 1  # the end of an interval that lasts to the end of the history
+_ZXID_SUM = "decimal(38,0)"  # zxid spans and their sums, past the bigint range
 
 
 # The states, expected owners and audit reuse each other several times over; as plain
@@ -186,8 +187,9 @@ def settled_states(changes: DataFrame, assignors: dict[str, str], last: int,
     owners = owners.withColumn("broker_id", _no_null_broker())
     key = ["group_id", "state_zxid", "topic", "partition", "broker_id"]
 
-    # owner intervals overlapping each state, clipped to it (the last state ends after the last zxid)
-    end = F.coalesce(F.col("next_zxid"), F.lit(last + 1))
+    # owner intervals overlapping each state, clipped to it (the last state ends after the last
+    # zxid); the arithmetic is decimal, as the last zxid may be the greatest bigint
+    end = F.coalesce(F.col("next_zxid"), F.lit(last)).cast(_ZXID_SUM) + F.col("next_zxid").isNull().cast("int")
     overlapping = owners.join(states.select("group_id", "state_zxid", "next_zxid"), "group_id").where(
         (F.col("zxid") < end) & (F.col("until_zxid").isNull() | (F.col("until_zxid") > F.col("state_zxid")))
     )
@@ -195,7 +197,7 @@ def settled_states(changes: DataFrame, assignors: dict[str, str], last: int,
         F.col("next_zxid").isNotNull() & (F.col("until_zxid") >= F.col("next_zxid"))
     )
     final = overlapping.where(reaches_end).select(*key, "owner", F.col("zxid").alias("owner_since"))
-    clipped = F.least(F.coalesce("until_zxid", F.lit(NO_END)), end) - F.greatest("zxid", "state_zxid")
+    clipped = F.least(F.coalesce("until_zxid", F.lit(NO_END)).cast(_ZXID_SUM), end) - F.greatest("zxid", "state_zxid")
     cover = overlapping.groupBy(*key).agg(F.sum(clipped).alias("_covered"))
     inner_ends = overlapping.where(~reaches_end).groupBy(*key).agg(F.max("until_zxid").alias("_last_release"))
     keys = expected.select(*key).unionByName(final.select(*key)).unionByName(inner_ends.select(*key)).distinct()
@@ -214,7 +216,7 @@ def settled_states(changes: DataFrame, assignors: dict[str, str], last: int,
         .when(F.col("owner") != F.col("expected_owner"), "wrong_owner")
         .otherwise("ok")
     )
-    span = F.coalesce(F.col("next_zxid"), F.lit(last + 1)) - F.col("state_zxid")
+    span = end - F.col("state_zxid")
     audit = reused(audit.select(
         "group_id", "state_zxid", "topic", "partition", F.nullif(F.col("broker_id"), F.lit(-1)).alias("broker_id"),
         "expected_owner", F.col("owner").alias("observed_owner"), status.alias("status"), "owner_since",

@@ -28,8 +28,8 @@ def reg(topic: str = "t") -> bytes:
 class History:
     """raw/znode_changes rows of group g on topic t (2 partitions), one txn per change."""
 
-    def __init__(self):
-        self.rows, self.zxid = [], 0
+    def __init__(self, zxid: int = 0):
+        self.rows, self.zxid = [], zxid
 
     def change(self, ms: int, op: str, path: str, value: bytes | None = None) -> int:
         self.zxid += 1
@@ -130,3 +130,17 @@ def test_a_wrong_owner_held_past_the_window_is_a_settled_fault(spark):
     # a window longer than the 30 s it lasted makes it a transition
     states, audit = build(spark, h, SettleRule(40_000, 60_000))
     assert states[s2]["settled"] is False and (s2, 0, "wrong_owner", False) in audit
+
+
+def test_a_history_ending_at_the_greatest_zxid_has_a_last_state(spark):
+    """The contract allows any bigint zxid: a history whose last change has zxid 2^63-1 still
+    closes its last state (at that zxid) instead of overflowing past it."""
+    h = History(zxid=(1 << 63) - 5)
+    h.change(0, "create", "/brokers/topics/t", TOPIC)
+    s1 = h.change(0, "create", "/consumers/g/ids/c1", reg())
+    h.change(1, "create", "/consumers/g/owners/t/0", b"c1-0")
+    h.change(1, "create", "/consumers/g/owners/t/1", b"c1-0")
+    assert h.zxid == (1 << 63) - 1
+    states, audit = build(spark, h, SettleRule(0, 60_000))
+    assert list(states) == [s1]
+    assert [(p, status) for _, p, status, _ in audit] == [(0, "ok"), (1, "ok")]
