@@ -234,6 +234,44 @@ RAW_SHARE_PARTITION_STATES = pa.schema(
     ]
 )
 
+# MirrorMaker 2's offset syncs (mm2-offset-syncs.<target alias>.internal, in the cluster it was
+# read from) and checkpoints (<source alias>.checkpoints.internal): one row per record
+# (pipelines.kafka.mm2_records). topic/partition of an offset sync: the source partition; of a
+# checkpoint: the renamed topic on the target. value: the bytes of a checkpoint value of a version
+# no field table knows (its fields null; also in raw/quarantine).
+RAW_MM2_OFFSET_SYNCS = pa.schema(
+    [
+        ("target_alias", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("upstream_offset", pa.int64()),
+        ("downstream_offset", pa.int64()),
+        ("syncs_topic", pa.string()),
+        ("syncs_partition", pa.int32()),
+        ("log_offset", pa.int64()),
+        ("batch_timestamp", TS),
+        ("segment_file", pa.string()),
+    ]
+)
+RAW_MM2_CHECKPOINTS = pa.schema(
+    [
+        ("source_alias", pa.string()),
+        ("group_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("upstream_offset", pa.int64()),
+        ("downstream_offset", pa.int64()),
+        ("metadata", pa.string()),
+        ("value_version", pa.int16()),
+        ("value", pa.binary()),
+        ("checkpoints_topic", pa.string()),
+        ("checkpoints_partition", pa.int32()),
+        ("log_offset", pa.int64()),
+        ("batch_timestamp", TS),
+        ("segment_file", pa.string()),
+    ]
+)
+
 RAW_LOG_END_OFFSETS = pa.schema(
     [
         ("topic", pa.string()),
@@ -413,6 +451,8 @@ RAW = {
     "raw/consumer_group_regexes": RAW_CONSUMER_GROUP_REGEXES,
     "raw/group_coordinator_records": RAW_GROUP_COORDINATOR_RECORDS,
     "raw/share_partition_states": RAW_SHARE_PARTITION_STATES,
+    "raw/mm2_offset_syncs": RAW_MM2_OFFSET_SYNCS,
+    "raw/mm2_checkpoints": RAW_MM2_CHECKPOINTS,
     "raw/log_end_offsets": RAW_LOG_END_OFFSETS,
     "raw/batch_timestamps": RAW_BATCH_TIMESTAMPS,
     "raw/log_start_checkpoints": RAW_LOG_START_CHECKPOINTS,
@@ -643,6 +683,42 @@ CORE = {
             ("pending_revocation", pa.bool_()),
         ]
     ),
+    # MirrorMaker 2 failover readiness (pipelines.spark.mm2): per group and replicated source
+    # partition, its source offset, MirrorMaker's translation, its newest checkpoint and the
+    # target's committed offset; records a failover now re-reads or skips
+    "core/mm2_failover": pa.schema(
+        [
+            ("source_alias", pa.string()),
+            ("target_alias", pa.string()),
+            ("group_id", pa.string()),
+            ("topic", pa.string()),  # the source topic
+            ("partition", pa.int32()),
+            ("target_topic", pa.string()),
+            ("source_committed_offset", pa.int64()),  # null: no offset on the source
+            ("sync_upstream_offset", pa.int64()),  # the newest usable sync at or below it
+            ("sync_downstream_offset", pa.int64()),
+            ("translated_offset", pa.int64()),  # MirrorMaker's translation; null: none
+            ("expected_target_offset", pa.int64()),  # the position that re-reads and skips nothing
+            ("checkpoint_upstream_offset", pa.int64()),  # the newest checkpoint; null: none
+            ("checkpoint_downstream_offset", pa.int64()),
+            ("checkpoint_recomputed_offset", pa.int64()),
+            ("checkpoint_status", pa.string()),  # exact | older_sync | disagrees | null
+            ("target_committed_offset", pa.int64()),  # null: the group has no offset on the target
+            ("records_reread", pa.int64()),
+            ("records_skipped", pa.int64()),
+        ]
+    ),
+    "core/mm2_findings": pa.schema(
+        [
+            ("source_alias", pa.string()),
+            ("target_alias", pa.string()),
+            ("group_id", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("finding", pa.string()),  # one of MM2_FINDINGS
+            ("detail", pa.string()),
+        ]
+    ),
     "core/streams_group_findings": pa.schema(
         [
             ("group_id", pa.string()),
@@ -659,6 +735,8 @@ SCHEMAS = {**RAW, **CORE}
 
 # the named findings of core/share_group_findings
 SHARE_GROUP_FINDINGS = ("archived_unacknowledged", "partition_unassigned", "member_epoch_ahead", "share_state_unknown")
+# the named findings of core/mm2_findings
+MM2_FINDINGS = ("checkpoint_disagrees", "target_ahead_of_translation", "never_checkpointed")
 # the named findings of core/streams_group_findings
 STREAMS_GROUP_FINDINGS = ("active_task_held_twice", "active_task_unassigned", "standby_with_active",
                           "member_epoch_ahead")
