@@ -14,7 +14,7 @@ SPARK_CLASSES := $(VENV)/kaudit-spark-classes.jsa
 SPARK_JAR := $(VENV)/kaudit-spark.jar
 DBT_PARSE := $(VENV)/kaudit-dbt-parse/session/partial_parse.msgpack
 
-.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql docs docs-reference venv jdk zookeeper chromium airflow-venv cluster-jars matrix clean distclean
+.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql docs docs-reference venv jdk zookeeper chromium airflow-venv cluster-jars iceberg-jars matrix clean distclean
 
 demo: $(VENV)/.installed $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/kaudit demo
@@ -28,6 +28,13 @@ test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CL
 CLUSTER_JARS ?= kafka-4.1.1 kafka-4.2.2 kafka-1.1.1 zookeeper-3.4.14 zookeeper-3.9.3
 cluster-jars: $(VENV)/.installed-test
 	$(BIN)/python -m testkit.cluster.maven $(CLUSTER_JARS)
+
+# The Iceberg warehouse's jars for Spark (pipelines/iceberg/jars.py) into .venv/kaudit-iceberg-jars,
+# and S3Proxy, the S3-compatible server of the object-storage tests (testkit/storage.py), into
+# .venv/kaudit-jars (testkit/cluster/maven.py), both from Maven Central.
+iceberg-jars: $(VENV)/.installed-test
+	$(BIN)/python -m pipelines.iceberg.jars
+	$(BIN)/python -m testkit.storage
 
 # The real-cluster matrix: every (release, scenario) case, the suite's subset included.
 MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real_zk_releases.py \

@@ -20,6 +20,8 @@ ZOOKEEPER_RUNTIME: dict[str, tuple[str, ...]] = {
     "3.9.3": ("ch.qos.logback:logback-classic:1.2.13", *_METRICS, "commons-cli:commons-cli:1.4"),
 }
 
+S3PROXY = "3.0.0"
+
 BUNDLES: dict[str, tuple[str, ...]] = {
     **{f"zookeeper-{v}": (f"org.apache.zookeeper:zookeeper:{v}", *ZOOKEEPER_RUNTIME.get(v, ())) for v in ZOOKEEPER},
     **{f"kafka-{v}": (f"org.apache.kafka:kafka_2.13:{v}", f"org.apache.kafka:kafka-tools:{v}")
@@ -32,4 +34,6 @@ BUNDLES: dict[str, tuple[str, ...]] = {
     # both log through Log4j 1, whose SLF4J binding their POMs leave out
     "kafka-1.1.1": ("org.apache.kafka:kafka_2.12:1.1.1", "org.slf4j:slf4j-log4j12:1.7.25"),
     "kafka-2.8.2": ("org.apache.kafka:kafka_2.13:2.8.2", "org.slf4j:slf4j-log4j12:1.7.30"),
+    # S3Proxy: the S3-compatible server of the object-storage tests (testkit/storage.py)
+    f"s3proxy-{S3PROXY}": (f"org.gaul:s3proxy:{S3PROXY}",),
 }

@@ -1,0 +1,138 @@
+"""The Iceberg catalog of a warehouse, opened the same way by pyiceberg and by Spark.
+
+The embedded default is a SQL catalog in a SQLite file beside the warehouse directory
+(``<warehouse>.catalog.db``): no server. pyiceberg's ``SqlCatalog`` and Iceberg's Java
+``JdbcCatalog`` keep the same table, ``iceberg_tables`` (catalog name, namespace, table name,
+metadata location, previous metadata location), so a table the extract commits through
+pyiceberg is the table Spark reads through ``jdbc:sqlite:`` and vice versa; both sides use the
+catalog name ``kaudit`` (a row of that table belongs to one catalog name).
+
+``--catalog`` takes a SQLAlchemy/JDBC-style URI of a SQL catalog: ``sqlite:///path`` (or a
+bare path) for another SQLite file, ``postgresql://user:pass@host:port/db`` for a team's
+PostgreSQL (pyiceberg's ``sql-postgres`` extra and the PostgreSQL JDBC driver on Spark's
+classpath).
+
+Table data lives under the *location* (the warehouse directory itself by default, or an
+object-store URI such as ``s3a://bucket/prefix``): ``<location>/<layer>.db/<name>/``.
+For S3 the endpoint and credentials come from the environment as AWS tools read them
+(``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``);
+paths are addressed path-style (a bucket name is not a host name on a private server).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+NAME = "kaudit"
+SPARK_CATALOG = NAME  # the Spark catalog name: tables are kaudit.<layer>.<name>
+OBJECT_STORES = ("s3", "s3a", "s3n")
+
+
+def is_uri(location: str) -> bool:
+    return "://" in location
+
+
+@dataclass(frozen=True)
+class CatalogConfig:
+    """Where the catalog's rows live (``uri``) and where its tables' files go (``location``)."""
+
+    uri: str  # sqlite:////abs/path.db or postgresql://...
+    location: str  # file:///abs/dir or s3a://bucket/prefix
+
+    @classmethod
+    def for_warehouse(cls, root: Path, location: str | None = None, catalog: str | None = None) -> CatalogConfig:
+        """The catalog of the warehouse whose local directory is ``root`` (locks, run records,
+        staging); ``location`` None keeps the tables' files there too; ``catalog`` None is the
+        SQLite file beside ``root``."""
+        root = Path(root).absolute()
+        if catalog is None:
+            uri = f"sqlite:///{root.with_name(root.name + '.catalog.db')}"
+        elif is_uri(catalog):
+            uri = catalog
+        else:
+            uri = f"sqlite:///{Path(catalog).absolute()}"
+        if location is None:
+            loc = root.as_uri()
+        elif is_uri(location):
+            loc = location.rstrip("/")
+        else:
+            loc = Path(location).absolute().as_uri()
+        return cls(uri, loc)
+
+    @property
+    def scheme(self) -> str:
+        return urlparse(self.location).scheme
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        return Path(self.uri[len("sqlite:///"):]) if self.uri.startswith("sqlite:///") else None
+
+    def s3_settings(self) -> dict[str, str]:
+        """The S3 endpoint, region and credentials from the environment (``{}`` when not on S3)."""
+        if self.scheme not in OBJECT_STORES:
+            return {}
+        env = os.environ
+        out = {"region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"}
+        for key, var in (("endpoint", "AWS_ENDPOINT_URL"), ("access-key-id", "AWS_ACCESS_KEY_ID"),
+                         ("secret-access-key", "AWS_SECRET_ACCESS_KEY")):
+            if env.get(var):
+                out[key] = env[var]
+        return out
+
+    # -- pyiceberg -----------------------------------------------------------------------
+    def pyiceberg_properties(self) -> dict[str, str]:
+        props = {"uri": self.uri, "warehouse": self.location, "init_catalog_tables": "true"}
+        s3 = self.s3_settings()
+        if s3:
+            props.update({f"s3.{k}": v for k, v in s3.items()})
+            props["s3.force-virtual-addressing"] = "false"
+        return props
+
+    def open(self):
+        """pyiceberg's SQL catalog (its tables created on first use)."""
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        path = self.sqlite_path
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        return SqlCatalog(NAME, **self.pyiceberg_properties())
+
+    # -- Spark ---------------------------------------------------------------------------
+    def jdbc_uri(self) -> str:
+        path = self.sqlite_path
+        if path is not None:
+            return f"jdbc:sqlite:{path}"
+        parsed = urlparse(self.uri)
+        if parsed.scheme.startswith("postgresql"):
+            return f"jdbc:postgresql://{parsed.hostname}:{parsed.port or 5432}{parsed.path}"
+        raise ValueError(f"no JDBC form of catalog URI {self.uri!r}")
+
+    def spark_conf(self, jars: list[Path]) -> dict[str, str]:
+        """Spark settings that make ``kaudit`` an Iceberg ``SparkCatalog`` over the same catalog
+        and locations (``jars``: :func:`pipelines.iceberg.jars.paths`)."""
+        prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
+        conf = {
+            "spark.jars": ",".join(str(j) for j in jars),
+            "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+            prefix: "org.apache.iceberg.spark.SparkCatalog",
+            f"{prefix}.type": "jdbc",
+            f"{prefix}.uri": self.jdbc_uri(),
+            f"{prefix}.warehouse": self.location,
+        }
+        parsed = urlparse(self.uri)
+        if parsed.username:
+            conf[f"{prefix}.jdbc.user"] = parsed.username
+        if parsed.password:
+            conf[f"{prefix}.jdbc.password"] = parsed.password
+        s3 = self.s3_settings()
+        if s3:
+            conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
+            conf[f"{prefix}.s3.path-style-access"] = "true"
+            conf[f"{prefix}.client.region"] = s3["region"]
+            for key in ("endpoint", "access-key-id", "secret-access-key"):
+                if key in s3:
+                    conf[f"{prefix}.s3.{key}"] = s3[key]
+        return conf

@@ -1,0 +1,319 @@
+"""A warehouse whose tables are Apache Iceberg tables of one catalog (``warehouse.format: iceberg``).
+
+It keeps :class:`~pipelines.warehouse.Warehouse`'s interface for the steps: a step stages its
+tables in a local directory (``<root>/<layer>/<table>/.staging.*``: Arrow writers, Spark's
+Parquet writes, exactly as for the Parquet layout) and, when the step ends without error, the
+staged rows are committed instead of renamed:
+
+1. each table gets **one Iceberg commit**: the run's partition (``run_id``, and ``step`` in a
+   shared table) deleted and the staged rows appended, in one table transaction. Without a
+   Spark session in the process pyiceberg commits Arrow batches read from the staged files (no
+   JVM); inside a Spark step (the build) Spark commits them through ``iceberg-spark-runtime``
+   (``DataFrameWriterV2.overwrite``) over the same catalog.
+2. then one append to the ledger table ``meta.commits`` records the snapshot id each table of
+   the step was committed as: that append is the step's single point of publication.
+
+Readers go through the ledger (:meth:`IcebergWarehouse.snapshot_id`): a run's table is read at
+the snapshot its last step recorded, filtered to its partition: a time-travel read. A step
+killed before its ledger append leaves table snapshots nobody's ledger row names (not visible);
+running the step again replaces its partitions and records new snapshots. Iceberg has no
+transaction over several tables in a SQL catalog; the ledger is what makes a step's tables
+visible together.
+
+Locks (one writer per run and step), the run records (``runs.jsonl``, ``runs/``) and Spark's
+and dbt's working files stay in the local directory ``root``; the tables' data and metadata go
+to the catalog's location (``root`` itself by default, or ``s3a://bucket/prefix``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
+import pyarrow.parquet as pq
+
+from pipelines.iceberg import schemas
+from pipelines.iceberg.catalog import CatalogConfig
+from pipelines.runs import check_run_id
+from pipelines.tables import SCHEMAS
+from pipelines.warehouse import StepLock, Transaction, Warehouse
+
+LEDGER = "meta/commits"
+LEDGER_SCHEMA = pa.schema([
+    ("step", pa.string()),
+    ("table_name", pa.string()),
+    ("snapshot_id", pa.int64()),
+    ("rows", pa.int64()),
+    ("committed_at", pa.timestamp("ms", tz="UTC")),
+])
+BATCH_ROWS = 1 << 20  # rows per Arrow batch read from a staged file and appended
+COMMIT_TRIES = 8  # a commit that lost a race with another writer of the same table is retried
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*.parquet") if not p.name.startswith((".", "_"))) if path.is_dir() else []
+
+
+class IcebergWarehouse(Warehouse):
+    """The warehouse of ``root`` (local) with its tables in the Iceberg catalog ``catalog``."""
+
+    format = "iceberg"
+
+    def __init__(self, root, location: str | None = None, catalog: str | None = None):
+        super().__init__(root)
+        self.catalog_config = CatalogConfig.for_warehouse(self.root, location, catalog)
+        self._catalog = None
+
+    # -- the catalog -----------------------------------------------------------------------
+    @property
+    def catalog(self):
+        if self._catalog is None:
+            self._catalog = self.catalog_config.open()
+        return self._catalog
+
+    def table(self, table: str, declared: pa.Schema | None = None):
+        """The Iceberg table of warehouse ``table`` (created, with its namespace, on first use)."""
+        ident = schemas.identifier(table)
+        cat = self.catalog
+        cat.create_namespace_if_not_exists(ident[0])
+        if cat.table_exists(ident):
+            return cat.load_table(ident)
+        schema = schemas.iceberg_schema(table, declared if declared is not None else self._declared(table))
+        try:
+            return cat.create_table(ident, schema=schema, partition_spec=schemas.partition_spec(schema, table),
+                                    properties={"write.parquet.compression-codec": "zstd"})
+        except Exception:
+            if cat.table_exists(ident):  # another writer created it first
+                return cat.load_table(ident)
+            raise
+
+    @staticmethod
+    def _declared(table: str) -> pa.Schema:
+        return LEDGER_SCHEMA if table == LEDGER else SCHEMAS[table]
+
+    # -- reads -----------------------------------------------------------------------------
+    def _ledger_rows(self, run_id: str) -> pa.Table:
+        from pyiceberg.expressions import EqualTo
+
+        if not self.catalog.table_exists(schemas.identifier(LEDGER)):
+            return LEDGER_SCHEMA.empty_table()
+        ledger = self.catalog.load_table(schemas.identifier(LEDGER))
+        return ledger.scan(row_filter=EqualTo(schemas.RUN_ID, run_id)).to_arrow()
+
+    def snapshots(self, run_id: str) -> dict[tuple[str, str], int | None]:
+        """(step, table) -> the snapshot id its last commit in run ``run_id`` recorded (None: the
+        table had no snapshot at all, nothing written to it yet)."""
+        rows = self._ledger_rows(check_run_id(run_id)).sort_by("committed_at").to_pylist()
+        return {(r["step"], r["table_name"]): r["snapshot_id"] for r in rows}
+
+    def written(self, table: str, run_id: str) -> tuple[bool, int | None]:
+        """(a step of run ``run_id`` wrote ``table``, the snapshot to read it at): the newest
+        snapshot any step of the run recorded for it (a shared table's steps each commit after
+        the one before), None when there is nothing to read."""
+        ids = [sid for (_, t), sid in self.snapshots(run_id).items() if t == table]
+        known = [s for s in ids if s is not None]
+        return bool(ids), (max(known, key=lambda s: self._committed_at(table, s)) if known else None)
+
+    def snapshot_id(self, table: str, run_id: str) -> int | None:
+        return self.written(table, run_id)[1]
+
+    def _committed_at(self, table: str, snapshot_id: int) -> int:
+        snap = self.catalog.load_table(schemas.identifier(table)).snapshot_by_id(snapshot_id)
+        return snap.timestamp_ms if snap is not None else 0
+
+    def exists(self, table: str, run_id: str) -> bool:
+        return self.written(table, run_id)[0]
+
+    def run_ids(self, table: str) -> list[str]:
+        if not self.catalog.table_exists(schemas.identifier(LEDGER)):
+            return []
+        rows = self.catalog.load_table(schemas.identifier(LEDGER)).scan(selected_fields=("run_id", "table_name"))
+        data = rows.to_arrow()
+        return sorted(set(data.filter(pa.compute.equal(data["table_name"], table))["run_id"].to_pylist()))
+
+    def read_arrow(self, table: str, run_id: str, declared: pa.Schema | None = None) -> pa.Table:
+        """Run ``run_id``'s rows of ``table`` as its declared Arrow schema, read at the snapshot
+        the ledger recorded (empty when no step of the run wrote it)."""
+        from pyiceberg.expressions import EqualTo
+
+        declared = declared if declared is not None else self._declared(table)
+        sid = self.snapshot_id(table, run_id)
+        if sid is None:
+            return declared.empty_table()
+        scan = self.catalog.load_table(schemas.identifier(table)).scan(
+            row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid)
+        return schemas.to_declared(table, scan.to_arrow(), declared)
+
+    def row_count(self, table: str, run_id: str) -> int:
+        """Rows of run ``run_id``'s ``table``, from the manifests' file records (no data read)."""
+        from pyiceberg.expressions import EqualTo
+
+        sid = self.snapshot_id(table, run_id)
+        if sid is None:
+            return 0
+        scan = self.catalog.load_table(schemas.identifier(table)).scan(
+            row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid)
+        tasks = list(scan.plan_files())
+        if any(task.delete_files for task in tasks):  # rows deleted by position: count what is left
+            return scan.to_arrow().num_rows
+        return sum(task.file.record_count for task in tasks)
+
+    def settle(self, run_id: str, wait: float = 30.0) -> None:
+        """Nothing to finish: a step's tables are visible once its ledger row is (see the module)."""
+
+    # -- writes ----------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self, run_id: str, step: str = "main") -> Iterator[Transaction]:
+        """Stage the step's tables locally; commit each as one Iceberg snapshot, then the ledger
+        row naming them all, when the block ends without error (nothing on error)."""
+        import shutil
+
+        tx = Transaction(self, check_run_id(run_id), check_run_id(step, "step"))
+        with StepLock(self.root, run_id, step):
+            self._recover(run_id, step)  # a killed writer's staging dirs
+            try:
+                yield tx
+                for w in tx.writers.values():
+                    w.close()
+                committed = [(table, *self._commit(table, run_id, step, path, tx))
+                             for table, path in tx.staged.items()]
+                self._record(run_id, step, committed)
+            except BaseException:
+                for w in tx.writers.values():
+                    if w._writer is not None:
+                        w._writer.close()
+                raise
+            finally:
+                for path in tx.staged.values():
+                    shutil.rmtree(path, ignore_errors=True)
+        self.runs.record_step(run_id, step)
+
+    def _partition(self, table: str, run_id: str, step: str) -> dict[str, str]:
+        values = {schemas.RUN_ID: run_id, schemas.STEP: step}
+        return {name: values[name] for name in schemas.partition_columns(table)}
+
+    def _commit(self, table: str, run_id: str, step: str, staged: Path, tx: Transaction) -> tuple[int, int]:
+        """Replaces the run's partition of ``table`` with the staged rows: (snapshot id, rows)."""
+        declared = tx.writers[table].schema if table in tx.writers else SCHEMAS[table]
+        files = _parquet_files(staged)
+        spark = _active_spark()
+        if spark is not None and table not in tx.writers:
+            return self._commit_spark(spark, table, run_id, step, files, declared)
+        return self._commit_arrow(table, self._partition(table, run_id, step), files, declared)
+
+    def _commit_arrow(self, table: str, partition: dict[str, str], files: list[Path],
+                      declared: pa.Schema) -> tuple[int, int]:
+        """pyiceberg: one table transaction (delete the partition, append the batches), retried
+        on a conflicting commit of another writer."""
+        from pyiceberg.exceptions import CommitFailedException
+        from pyiceberg.expressions import And, EqualTo
+
+        where = None
+        for name, value in partition.items():
+            term = EqualTo(name, value)
+            where = term if where is None else And(where, term)
+        for attempt in range(COMMIT_TRIES):
+            ice = self.table(table, declared)
+            txn = ice.transaction()
+            with warnings.catch_warnings():  # "did not match any records": a first write of the run
+                warnings.simplefilter("ignore", UserWarning)
+                txn.delete(where)
+            rows = 0
+            for path in files:
+                pf = pq.ParquetFile(path)
+                for batch in pf.iter_batches(batch_size=BATCH_ROWS):
+                    data = pa.Table.from_batches([batch])
+                    data = data.select(declared.names).cast(declared) if not data.schema.equals(declared) else data
+                    txn.append(schemas.to_write(table, data, partition, declared))
+                    rows += batch.num_rows
+            try:
+                done = txn.commit_transaction()
+            except CommitFailedException:
+                if attempt == COMMIT_TRIES - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            snap = done.current_snapshot()  # None: a table never written, and nothing to write now
+            return (None if snap is None else snap.snapshot_id), rows
+        raise AssertionError("unreachable")
+
+    def _commit_spark(self, spark, table: str, run_id: str, step: str, files: list[Path],
+                      declared: pa.Schema) -> tuple[int, int]:
+        """Spark through iceberg-spark-runtime: the partition overwritten by the staged rows in
+        one commit; the snapshot found again by the token in its summary."""
+        from pyspark.sql import functions as F
+
+        from pipelines.spark.schemas import table_schema
+
+        self.table(table, declared)  # created by pyiceberg with the declared mapping
+        ident = spark_identifier(table)
+        token = uuid.uuid4().hex
+        if files:
+            df = spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files])
+        else:
+            df = spark.createDataFrame([], table_schema(table))
+        cond = None
+        for name, value in self._partition(table, run_id, step).items():
+            df = df.withColumn(name, F.lit(value))
+            term = F.col(name) == F.lit(value)
+            cond = term if cond is None else cond & term
+        spark.sql(f"REFRESH TABLE {ident}")
+        df.writeTo(ident).option(f"snapshot-property.{TOKEN}", token).overwrite(cond)
+        snap = spark.sql(
+            f"SELECT snapshot_id, summary['added-records'] AS added FROM {ident}.snapshots "
+            f"WHERE summary['{TOKEN}'] = '{token}'").collect()
+        if len(snap) != 1:
+            raise RuntimeError(f"{ident}: the snapshot of this commit (token {token}) is not in its history")
+        return snap[0]["snapshot_id"], int(snap[0]["added"] or 0)
+
+    def _record(self, run_id: str, step: str, committed: list[tuple[str, int, int]]) -> None:
+        """The step's ledger rows, one append: from now on its tables are visible."""
+        now = datetime.now(UTC)
+        data = pa.table({
+            "step": [step] * len(committed), "table_name": [t for t, _, _ in committed],
+            "snapshot_id": [s for _, s, _ in committed], "rows": [r for _, _, r in committed],
+            "committed_at": pa.array([now] * len(committed), pa.timestamp("ms", tz="UTC")),
+        }, schema=LEDGER_SCHEMA)
+        from pyiceberg.exceptions import CommitFailedException
+
+        for attempt in range(COMMIT_TRIES):
+            try:
+                self.table(LEDGER, LEDGER_SCHEMA).append(schemas.to_write(LEDGER, data, {schemas.RUN_ID: run_id},
+                                                                          LEDGER_SCHEMA))
+                return
+            except CommitFailedException:
+                if attempt == COMMIT_TRIES - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    # the Parquet layout's publish machinery has nothing to do here
+    def _roll_forward(self, run_id: str, moves: list[list[str]]) -> None:
+        raise NotImplementedError("an Iceberg warehouse publishes by commits, not renames")
+
+
+TOKEN = "kaudit.commit-token"
+
+
+def spark_identifier(table: str) -> str:
+    from pipelines.iceberg.catalog import SPARK_CATALOG
+
+    layer, name = schemas.identifier(table)
+    return f"{SPARK_CATALOG}.{layer}.{name}"
+
+
+def _active_spark():
+    """The process's active Spark session, if a step started one (without importing pyspark)."""
+    import sys
+
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
