@@ -311,6 +311,32 @@ RAW_LOG_START_CHECKPOINTS = pa.schema(
     ]
 )
 
+# Tiered storage (KIP-405): every record of __remote_log_metadata (pipelines.kafka.remote_log)
+REMOTE_LEADER_EPOCHS = pa.list_(pa.struct([("leader_epoch", pa.int32()), ("start_offset", pa.int64())]))
+RAW_REMOTE_LOG_METADATA = pa.schema(
+    [
+        ("record_type", pa.string()),  # RemoteLogSegmentMetadata[Update]Record | RemotePartitionDeleteMetadataRecord
+        ("topic", pa.string()),
+        ("topic_id", pa.string()),
+        ("partition", pa.int32()),
+        ("remote_segment_id", pa.string()),  # null for a partition delete
+        ("start_offset", pa.int64()),  # first offset of the segment (RemoteLogSegmentMetadataRecord only)
+        ("end_offset", pa.int64()),  # last offset of the segment, inclusive
+        ("broker_id", pa.int32()),  # the broker (or controller) that wrote the event
+        ("max_timestamp", TS),  # greatest record timestamp of the segment
+        ("event_timestamp", TS),  # when the event was written
+        ("segment_leader_epochs", REMOTE_LEADER_EPOCHS),
+        ("segment_size_bytes", pa.int32()),
+        ("state_id", pa.int8()),  # RemoteLogSegmentState / RemotePartitionDeleteState id
+        ("state", pa.string()),  # COPY_SEGMENT_STARTED .. DELETE_SEGMENT_FINISHED, DELETE_PARTITION_*
+        ("custom_metadata", pa.binary()),
+        ("metadata_partition", pa.int32()),  # the __remote_log_metadata partition
+        ("log_offset", pa.int64()),
+        ("batch_timestamp", TS),
+        ("segment_file", pa.string()),
+    ]
+)
+
 # Every change of the coordination znodes the txn-log replay applied (pipelines.zookeeper.history)
 RAW_ZNODE_CHANGES = pa.schema(
     [
@@ -456,6 +482,7 @@ RAW = {
     "raw/log_end_offsets": RAW_LOG_END_OFFSETS,
     "raw/batch_timestamps": RAW_BATCH_TIMESTAMPS,
     "raw/log_start_checkpoints": RAW_LOG_START_CHECKPOINTS,
+    "raw/remote_log_metadata": RAW_REMOTE_LOG_METADATA,
     "raw/topic_configs": RAW_TOPIC_CONFIGS,
     "raw/quarantine": RAW_QUARANTINE,
 }

@@ -22,6 +22,8 @@ from pipelines.kafka.log_end import SOURCE as LOG_END_SOURCE
 from pipelines.kafka.log_end import read_offsets_file, read_topic_configs, scan_partition
 from pipelines.kafka.offsets import TABLES, decode_file_to_parts
 from pipelines.kafka.paths import data_partition_dirs, offsets_segments
+from pipelines.kafka.remote_log import TABLE as REMOTE_LOG_TABLE
+from pipelines.kafka.remote_log import decode_paths as decode_remote_log
 from pipelines.kafka.share_state import TABLE as SHARE_STATE_TABLE
 from pipelines.kafka.share_state import decode_paths as decode_share_state
 from pipelines.procs import die_with
@@ -163,7 +165,8 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     """Log start/end offsets per data-topic partition into ``raw/log_end_offsets`` (``paths`` or
     ``offsets_file``: the command line asks for one of them or ``topic_configs``), the batch
     headers' timestamps into ``raw/batch_timestamps``, the log dirs' log-start checkpoints into
-    ``raw/log_start_checkpoints`` and the ``topic_configs`` file's lines into ``raw/topic_configs``."""
+    ``raw/log_start_checkpoints``, the tiered-storage events of ``__remote_log_metadata`` into
+    ``raw/remote_log_metadata`` and the ``topic_configs`` file's lines into ``raw/topic_configs``."""
     configs = read_topic_configs(topic_configs) if topic_configs is not None else []
     rows: dict[tuple[str, int], dict] = {}
     headers: dict[tuple[str, int], pa.Table | None] = {}
@@ -205,6 +208,8 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
         found, bad = read_checkpoint(f)
         quarantined.extend(quarantine.row(LOG_END_SOURCE, loc, why) for loc, why in bad)
         checkpoints.extend((t, p, o, str(f)) for t, p, o in found)
+    remote, remote_bad, remote_files = decode_remote_log(paths)
+    quarantined.extend(remote_bad)
     from_file = 0
     if offsets_file is not None:
         for topic, partition, offset in read_offsets_file(offsets_file):
@@ -226,6 +231,8 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
         tx.writer("raw/batch_timestamps")
         tx.write("raw/log_start_checkpoints", checkpoint_table(sorted(checkpoints)))
         tx.writer("raw/log_start_checkpoints")
+        tx.write(REMOTE_LOG_TABLE, remote)
+        tx.writer(REMOTE_LOG_TABLE)
         tx.write("raw/topic_configs", pa.Table.from_pylist(
             [dict(zip(RAW_TOPIC_CONFIGS.names, c, strict=True)) for c in configs], RAW_TOPIC_CONFIGS))
         tx.writer("raw/topic_configs")
@@ -234,7 +241,11 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     if configs:
         ctx.say(f"log-end: {len(configs)} topic configs from {topic_configs}")
     ctx.say(f"log-end: {len(ordered)} partitions ({len(dirs)} partition dirs, {from_file} lines from --offsets-file)")
+    if remote_files:
+        ctx.say(f"log-end: {remote.num_rows} remote log metadata events "
+                f"(__remote_log_metadata, {remote_files} segments)")
     if quarantined:
         ctx.say(f"log-end: {len(quarantined)} corrupt batch headers / checkpoint lines quarantined")
     return {"partitions": len(ordered), "dirs": len(dirs), "offsets_file_lines": from_file,
+            "remote_log_events": remote.num_rows,
             "topic_configs": len(configs), "quarantine": len(quarantined)}

@@ -169,20 +169,25 @@ def decode_segment(path: Path, state_partition: int) -> tuple[list[dict], list[d
 
 
 def share_state_segments(paths: list[Path]) -> list[tuple[int, Path]]:
-    """(state partition, segment) of every ``__share_group_state`` segment under ``paths`` (log
-    dirs or its partition dirs), in log order; of a partition held by several log dirs
-    (replicas), the one whose log goes furthest."""
+    """(state partition, segment) of every ``__share_group_state`` segment under ``paths``."""
+    return topic_segments(paths, SHARE_STATE_TOPIC)
+
+
+def topic_segments(paths: list[Path], topic: str) -> list[tuple[int, Path]]:
+    """(partition, segment) of every segment of ``topic`` under ``paths`` (log dirs or its
+    partition dirs), in log order; of a partition held by several log dirs (replicas), the one
+    whose log goes furthest."""
     replicas: dict[int, dict[Path, list[Path]]] = {}
     for p in map(Path, paths):
         if not p.is_dir():
             continue
         m = PARTITION_DIR.match(p.name)
-        if m and m["topic"] == SHARE_STATE_TOPIC:
+        if m and m["topic"] == topic:
             dirs = [(int(m["partition"]), p)]
         elif m:
             continue
         else:
-            dirs = [(n, d) for t, n, d in partition_dirs(p) if t == SHARE_STATE_TOPIC]
+            dirs = [(n, d) for t, n, d in partition_dirs(p) if t == topic]
         for n, d in dirs:
             replicas.setdefault(n, {}).setdefault(d.resolve(), segment_files(d))
     out = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.spark import assignment_kip848 as kip848
@@ -196,15 +196,36 @@ def kraft_partitions(df: DataFrame) -> DataFrame:
     return df.select("topic", "topic_id", "partition", "replicas", "isr", "leader")
 
 
-def commits_below_log_start(lag: DataFrame, log_ends: DataFrame, checkpoints: DataFrame, risk: DataFrame) -> DataFrame:
-    """Current committed offsets below their partition's log start (the first batch present,
-    or the log dir's log-start checkpoint when further; computed here from the raw tables, not
-    taken from the mart), with ``flagged``: ``marts/data_loss_risk`` has the row as ``lost``."""
+def remote_log_starts(remote: DataFrame) -> DataFrame:
+    """(topic, partition, ``_remote``): the first offset of tiered storage's live remote
+    segments (``raw/remote_log_metadata``: a segment whose last event is COPY_SEGMENT_FINISHED,
+    its partition not deleted)."""
+    seg = Window.partitionBy("remote_segment_id").orderBy(F.desc("metadata_partition"), F.desc("log_offset"))
+    last = (remote.where(F.col("remote_segment_id").isNotNull()).withColumn("_n", F.row_number().over(seg))
+            .where(F.col("_n") == 1).select("remote_segment_id", "state"))
+    deleted = (remote.where(F.col("record_type") == "RemotePartitionDeleteMetadataRecord")
+               .select("topic_id", "partition").distinct())
+    return (
+        remote.where(F.col("record_type") == "RemoteLogSegmentMetadataRecord")
+        .join(last.where(F.col("state") == "COPY_SEGMENT_FINISHED"), ["remote_segment_id"])
+        .join(deleted, ["topic_id", "partition"], "left_anti")
+        .groupBy("topic", "partition").agg(F.min("start_offset").alias("_remote"))
+    )
+
+
+def commits_below_log_start(lag: DataFrame, log_ends: DataFrame, checkpoints: DataFrame, risk: DataFrame,
+                            remote: DataFrame) -> DataFrame:
+    """Current committed offsets below their partition's log start (the first offset held, in
+    the local segments or in tiered storage's live remote segments, or the log dir's log-start
+    checkpoint when further; computed here from the raw tables, not taken from the mart), with
+    ``flagged``: ``marts/data_loss_risk`` has the row as ``lost``."""
     starts = (
         log_ends.groupBy("topic", "partition").agg(F.min("log_start_offset").alias("_segments"))
         .join(checkpoints.groupBy("topic", "partition").agg(F.max("log_start_offset").alias("_checkpoint")),
               ["topic", "partition"], "full")
-        .select("topic", "partition", F.greatest("_segments", "_checkpoint").alias("log_start_offset"))
+        .join(remote_log_starts(remote), ["topic", "partition"], "left")
+        .select("topic", "partition",
+                F.greatest("_checkpoint", F.least("_segments", "_remote")).alias("log_start_offset"))
     )
     lost = (
         risk.where(F.col("status") == "lost")
@@ -291,7 +312,8 @@ VIEWS: dict[str, View] = {
     "coordinator_records": View(("raw/coordinator_records",), identity, present=("raw/coordinator_records",)),
     # no commit below the log start is a pass; judged only when the run read the data-topic logs
     "commits_below_log_start": View(
-        ("marts/consumer_lag", "raw/log_end_offsets", "raw/log_start_checkpoints", "marts/data_loss_risk"),
+        ("marts/consumer_lag", "raw/log_end_offsets", "raw/log_start_checkpoints", "marts/data_loss_risk",
+         "raw/remote_log_metadata"),
         commits_below_log_start,
         evidence=("marts/consumer_lag", "raw/log_end_offsets"),
         present=("marts/data_loss_risk",),

@@ -19,6 +19,7 @@ SOURCES: dict[str, str] = {
     "kaudit_raw.log_end_offsets": "raw/log_end_offsets",
     "kaudit_raw.batch_timestamps": "raw/batch_timestamps",
     "kaudit_raw.log_start_checkpoints": "raw/log_start_checkpoints",
+    "kaudit_raw.remote_log_metadata": "raw/remote_log_metadata",
     "kaudit_raw.topic_configs": "raw/topic_configs",
     "kaudit_raw.znodes": "raw/znodes",
     "kaudit_raw.kraft_configs": "raw/kraft_configs",

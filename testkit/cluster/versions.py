@@ -30,6 +30,11 @@ BUNDLES: dict[str, tuple[str, ...]] = {
     **{f"kafka-{v}": (f"org.apache.kafka:kafka_2.13:{v}", f"org.apache.kafka:kafka-tools:{v}",
                       "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3")
        for v in ("4.0.2", "4.1.1", "4.2.2", "4.3.1", "4.4.0")},
+    # tiered storage (KIP-405): Kafka's own test plugin LocalTieredStorage is in the storage
+    # module's test jar (it uses the clients' test jar's TestUtils); 4.2+ publish no test jars
+    "kafka-tiered-4.1.1": ("org.apache.kafka:kafka_2.13:4.1.1", "org.apache.kafka:kafka-tools:4.1.1",
+                           "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
+                           "org.apache.kafka:kafka-storage:4.1.1:test", "org.apache.kafka:kafka-clients:4.1.1:test"),
     # ZooKeeper-mode releases: 1.1 still has the old high-level consumer (kafka.consumer.*);
     # both log through Log4j 1, whose SLF4J binding their POMs leave out
     "kafka-1.1.1": ("org.apache.kafka:kafka_2.12:1.1.1", "org.slf4j:slf4j-log4j12:1.7.25"),
