@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from testkit.cluster.kraft_scenarios import as_json, run_scenario
+from testkit.cluster.kraft_scenarios import Outcome, as_json, from_json, run_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "kafka-real"
@@ -51,6 +51,12 @@ def keep(version: str, scenario: str, dest: Path | None = None) -> Path:
         _copy_log_dir(outcome.metadata_dir.parent, dest / "metadata", (".log", ".checkpoint"))
     (dest / "oracle.json").write_text(json.dumps(as_json(outcome), indent=1, sort_keys=True) + "\n")
     return dest
+
+
+def outcome(case: Path) -> Outcome:
+    """A kept fixture as the outcome of its run: ``oracle.json`` with the copied data dirs."""
+    return from_json(json.loads((case / "oracle.json").read_text()), [case / "logs"],
+                     case / "metadata" / "__cluster_metadata-0")
 
 
 def main(argv: list[str]) -> int:

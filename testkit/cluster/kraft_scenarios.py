@@ -242,9 +242,8 @@ def run_scenario(bundle: str, scenario: str, root: Path) -> Outcome:
     return outcome
 
 
-def load(root: Path) -> Outcome:
-    """The outcome ``run_scenario`` left in ``root`` (to compare a kept run again)."""
-    d = json.loads((Path(root) / "outcome.json").read_text())
+def from_json(d: dict, log_dirs: list[Path], metadata_dir: Path) -> Outcome:
+    """The outcome ``as_json`` wrote, with the data dirs it was about."""
     p = d["planted"]
     planted = Planted(
         resets={g: {(t, n) for t, n in v} for g, v in p["resets"].items()},
@@ -252,9 +251,15 @@ def load(root: Path) -> Outcome:
         deleted_topics=p["deleted_topics"], recreated_topics=p.get("recreated_topics", []),
         aborted_offsets=p["aborted_offsets"], healthy=p["healthy"],
     )
+    return Outcome(d["version"], d["scenario"], d["oracle"], planted, log_dirs, metadata_dir, d["killed"],
+                   d["requests"], 0.0)
+
+
+def load(root: Path) -> Outcome:
+    """The outcome ``run_scenario`` left in ``root`` (to compare a kept run again)."""
+    d = json.loads((Path(root) / "outcome.json").read_text())
     nodes = sorted(Path(root).glob("node-*"), key=lambda n: int(n.name.split("-")[1]))
-    return Outcome(d["version"], d["scenario"], d["oracle"], planted, [n / "logs" for n in nodes],
-                   nodes[0] / "metadata" / "__cluster_metadata-0", d["killed"], d["requests"], 0.0)
+    return from_json(d, [n / "logs" for n in nodes], nodes[0] / "metadata" / "__cluster_metadata-0")
 
 
 def as_json(outcome: Outcome) -> dict:
