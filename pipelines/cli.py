@@ -17,6 +17,7 @@ import typer
 
 from pipelines import steps
 from pipelines.argv import hoist_global_options
+from pipelines.clusters import check_alias, cluster_warehouse
 from pipelines.context import RunContext
 from pipelines.errors import KauditError, UsageError
 from pipelines.runs import LATEST, check_run_id, choose
@@ -59,6 +60,11 @@ def _global(
     spark_master: Annotated[
         str | None, typer.Option("--spark-master", help="Spark master URL (default local[*] or spark-submit's).")
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option("--cluster", help="The cluster's alias in a run of several clusters (extracts write its tables "
+                     "under <warehouse>/clusters/ALIAS/); default: the run's default cluster."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="Only errors.")] = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Tracebacks on errors; Spark's own log on stderr.")
@@ -70,8 +76,10 @@ def _global(
 ) -> None:
     if run_id is not None and run_id != LATEST:
         check_run_id(run_id)  # a usage error before any work, whatever the command
+    if cluster is not None:
+        check_alias(cluster)
     dbt_target = os.environ.get(DBT_TARGET_ENV) or None
-    ctx.obj = _Options(Warehouse(warehouse), run_id, spark_master, quiet, verbose, dbt_target)
+    ctx.obj = _Options(Warehouse(warehouse), run_id, spark_master, quiet, verbose, dbt_target, cluster)
 
 
 @dataclass(frozen=True)
@@ -84,10 +92,11 @@ class _Options:
     quiet: bool
     verbose: bool
     dbt_target: str | None
+    cluster: str | None = None  # --cluster: an extract writes into that cluster's warehouse
 
     def context(self, run_id: str) -> RunContext:
         return RunContext(
-            self.warehouse,
+            cluster_warehouse(self.warehouse, self.cluster),
             run_id,
             spark_master=self.spark_master,
             quiet=self.quiet,
@@ -159,6 +168,17 @@ def extract_offsets(
     if workers is not None and workers < 1:
         raise UsageError(f"--workers {workers}: expected 1 or more")
     steps.extract_offsets(_run(ctx, "extract"), paths=paths, workers=workers)
+
+
+@extract_app.command("mm2")
+def extract_mm2(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Kafka log dirs (or partition dirs) holding MirrorMaker 2's "
+                                                     "mm2-offset-syncs.*.internal / *.checkpoints.internal topics.")],
+) -> None:
+    """Decode MirrorMaker 2's offset syncs and checkpoints into raw/mm2_offset_syncs and raw/mm2_checkpoints
+    (name the cluster they were read from with --cluster ALIAS, MirrorMaker's alias for it)."""
+    steps.extract_mm2(_run(ctx, "extract"), paths=paths)
 
 
 @extract_app.command("log-end")

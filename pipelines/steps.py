@@ -68,6 +68,16 @@ def extract_log_end(ctx: RunContext, paths: list[Path], offsets_file: Path | Non
     return counts
 
 
+def extract_mm2(ctx: RunContext, paths: list[Path]) -> dict:
+    """``kaudit extract mm2``: MirrorMaker 2's offset-sync and checkpoint topics."""
+    from pipelines.kafka.mm2_extract import STEP
+    from pipelines.kafka.mm2_extract import extract_mm2 as run
+
+    counts = run(ctx, paths=paths)
+    _show_quarantine(ctx, STEP, "mm2")
+    return counts
+
+
 def extract_kraft(
     ctx: RunContext, paths: list[Path], at_offset: int | None = None, at_time_ms: int | None = None
 ) -> dict:
@@ -86,10 +96,11 @@ def extract_kraft(
 def require_extracted(ctx: RunContext) -> None:
     """:class:`InputError` unless the run holds ZooKeeper znodes or ``__consumer_offsets`` records
     (read once every step of the run has published whole)."""
+    from pipelines.kafka.mm2_extract import in_run as mm2_in_run
     from pipelines.reading import row_count
 
     ctx.warehouse.settle(ctx.run_id)
-    if not any(row_count(ctx.warehouse, t, ctx.run_id) for t in EXTRACTED):
+    if not any(row_count(ctx.warehouse, t, ctx.run_id) for t in EXTRACTED) and not mm2_in_run(ctx):
         raise InputError(
             f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records, "
             f"no KRaft metadata in {ctx.warehouse.root}); run `kaudit extract zk-snapshot|zk|offsets|kraft ...` first"

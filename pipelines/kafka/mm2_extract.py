@@ -123,3 +123,10 @@ def extract_mm2(ctx: RunContext, paths: list[Path]) -> dict:
     if bad:
         ctx.say(f"mm2: {len(bad)} records or batches quarantined")
     return {"offset_syncs": len(syncs), "checkpoints": len(checkpoints), "files": files, "quarantine": len(bad)}
+
+
+def in_run(ctx: RunContext) -> bool:
+    """The run holds MirrorMaker records in one of its clusters."""
+    from pipelines.clusters import aliases
+
+    return any(aliases(ctx.warehouse, ctx.run_id, t) for t in (SYNCS_TABLE, CHECKPOINTS_TABLE))

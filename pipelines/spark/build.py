@@ -51,6 +51,7 @@ from pipelines.spark import (
     assignment_zk,
     generations,
     kraft_registry,
+    mm2,
     rebalances,
     registry,
     share_groups,
@@ -236,7 +237,8 @@ def build_core(ctx: RunContext, assignors: dict[str, str], rule: SettleRule = DE
         write_staged(tx, "core/consumer_group_findings", findings)
         advance()
         group_frames = {**share_groups.core_frames(spark, ctx, topic_parts),
-                        **streams_groups.core_frames(spark, ctx, topic_parts)}
+                        **streams_groups.core_frames(spark, ctx, topic_parts),
+                        **mm2.core_frames(spark, ctx)}
         for table, frame in group_frames.items():
             write_staged(tx, table, frame)
             advance()

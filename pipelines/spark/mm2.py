@@ -181,3 +181,55 @@ def findings(rows: DataFrame) -> DataFrame:
     for f in frames[1:]:
         out = out.unionByName(f)
     return out
+
+
+# --- the run's clusters -------------------------------------------------------------------------
+
+SYNCS, CHECKPOINTS, COMMITS = "raw/mm2_offset_syncs", "raw/mm2_checkpoints", "raw/offset_commits"
+
+
+def pairs(ctx) -> list[tuple[str, str]]:
+    """The (source alias, target alias) pairs MirrorMaker replicates in the run: a checkpoint
+    topic read in cluster T names its source S; an offset-sync topic read in cluster S (their
+    default place) names its target T."""
+    from pipelines.clusters import aliases, cluster_warehouse
+    from pipelines.reading import read_arrow
+
+    found = set()
+    for alias in aliases(ctx.warehouse, ctx.run_id, CHECKPOINTS):
+        t = read_arrow(cluster_warehouse(ctx.warehouse, alias), CHECKPOINTS, ctx.run_id, columns=["source_alias"])
+        found |= {(s, alias) for s in set(t.column("source_alias").to_pylist())}
+    for alias in aliases(ctx.warehouse, ctx.run_id, SYNCS):
+        t = read_arrow(cluster_warehouse(ctx.warehouse, alias), SYNCS, ctx.run_id, columns=["target_alias"])
+        found |= {(alias, target) for target in set(t.column("target_alias").to_pylist())}
+    return sorted(found)
+
+
+def core_frames(spark, ctx) -> dict[str, DataFrame]:
+    """``core/mm2_failover`` and ``core/mm2_findings`` of every replication pair of the run (no
+    rows when it holds no MirrorMaker records). The offset syncs of a pair are read from every
+    cluster of the run (they live in the source by default, in the target with
+    ``offset-syncs.topic.location=target``); the commits from the source's and the target's
+    ``raw/offset_commits``."""
+    from pipelines.clusters import aliases, cluster_warehouse
+    from pipelines.kafka.mm2_extract import in_run
+    from pipelines.spark.io import empty, read_spark, reused
+
+    def table(alias: str, name: str) -> DataFrame:
+        return read_spark(spark, cluster_warehouse(ctx.warehouse, alias), name, ctx.run_id, with_run_id=False)
+
+    def union(name: str) -> DataFrame:
+        frames = [table(a, name) for a in aliases(ctx.warehouse, ctx.run_id, name)]
+        out = empty(spark, name)
+        for f in frames:
+            out = out.unionByName(f)
+        return out
+
+    rows = empty(spark, "core/mm2_failover")
+    if in_run(ctx):
+        syncs, checkpoints = union(SYNCS), union(CHECKPOINTS)
+        for source, target in pairs(ctx):
+            rows = rows.unionByName(failover(table(source, COMMITS), table(target, COMMITS), syncs, checkpoints,
+                                             source, target))
+        rows = reused(rows)  # computed once for both tables
+    return {"core/mm2_failover": rows, "core/mm2_findings": findings(rows)}

@@ -39,6 +39,9 @@ BUNDLES: dict[str, tuple[str, ...]] = {
     # both log through Log4j 1, whose SLF4J binding their POMs leave out
     "kafka-1.1.1": ("org.apache.kafka:kafka_2.12:1.1.1", "org.slf4j:slf4j-log4j12:1.7.25"),
     "kafka-2.8.2": ("org.apache.kafka:kafka_2.13:2.8.2", "org.slf4j:slf4j-log4j12:1.7.30"),
+    # MirrorMaker 2 (connect-mirror and its Connect runtime) of a release, logging through Log4j 2
+    "connect-mirror-4.3.1": ("org.apache.kafka:connect-mirror:4.3.1",
+                             "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3"),
     # S3Proxy: the S3-compatible server of the object-storage tests (testkit/storage.py)
     f"s3proxy-{S3PROXY}": (f"org.gaul:s3proxy:{S3PROXY}",),
 }

@@ -59,7 +59,8 @@ def test_checkpoint_from_kafka_python(args):
     assert decode_checkpoint_value(v) == dict(value_version=0, upstream_offset=up, downstream_offset=down,
                                               metadata=meta)
     # hand-checked: version 0, then the v0 struct
-    assert v[:2] == b"\x00\x00" and v[2:10] == up.to_bytes(8, "big") and v[18:20] == len(meta.encode()).to_bytes(2, "big")
+    assert v[:2] == b"\x00\x00" and v[2:10] == up.to_bytes(8, "big")
+    assert v[18:20] == len(meta.encode()).to_bytes(2, "big")
 
 
 def test_typed_errors():

@@ -1,0 +1,46 @@
+"""Runs with several clusters: ``--cluster ALIAS`` puts an extract's tables under
+``<warehouse>/clusters/ALIAS/`` with the same run id; without it they stay where single-cluster
+runs always had them."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.protocol.old.types import Int32, Int64, Schema, String
+
+from pipelines.clusters import DEFAULT_ALIAS, aliases, check_alias, cluster_warehouse
+from pipelines.errors import UsageError
+from pipelines.reading import read_arrow
+from testkit.cluster.kraft_oracle import kaudit
+from testkit.segments import batch, write_segment
+
+SYNC_KEY = Schema(("topic", String("utf-8")), ("partition", Int32))
+SYNC_VALUE = Schema(("upstreamOffset", Int64), ("offset", Int64))
+
+
+def test_aliases_and_their_warehouses(warehouse):
+    assert cluster_warehouse(warehouse, None) is warehouse
+    assert cluster_warehouse(warehouse, DEFAULT_ALIAS) is warehouse
+    assert cluster_warehouse(warehouse, "east").root == warehouse.root / "clusters" / "east"
+    for bad in ("a/b", "", "..", "a.b"):
+        with pytest.raises(UsageError, match="cluster alias"):
+            check_alias(bad)
+
+
+def test_extract_with_cluster_writes_under_its_alias(tmp_path):
+    logs = tmp_path / "logs"
+    write_segment(logs / "mm2-offset-syncs.east.internal-0" / "00000000000000000000.log",
+                  [batch([(SYNC_KEY.encode(["t", 0]), SYNC_VALUE.encode([5, 5]))], base_offset=0, timestamp_ms=1)])
+    wh = tmp_path / "wh"
+    code, out = kaudit("--warehouse", str(wh), "--run-id", "r", "--cluster", "west", "extract", "mm2", str(logs))
+    assert code == 0, out
+    code, out = kaudit("--warehouse", str(wh), "--run-id", "r", "extract", "mm2", str(logs))  # the default cluster
+    assert code == 0, out
+    from pipelines.warehouse import Warehouse
+
+    main = Warehouse(wh)
+    assert aliases(main, "r", "raw/mm2_offset_syncs") == [DEFAULT_ALIAS, "west"]
+    west = read_arrow(cluster_warehouse(main, "west"), "raw/mm2_offset_syncs", "r").to_pylist()
+    assert [(r["target_alias"], r["topic"], r["upstream_offset"]) for r in west] == [("east", "t", 5)]
+    assert (wh / "clusters" / "west" / "raw" / "mm2_offset_syncs" / "run_id=r").is_dir()
+    code, out = kaudit("--warehouse", str(wh), "--cluster", "no/such", "extract", "mm2", str(logs))
+    assert code == 2 and "cluster alias" in out and "Traceback" not in out
