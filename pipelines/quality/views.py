@@ -260,6 +260,11 @@ def identity(df: DataFrame) -> DataFrame:
     return df
 
 
+def findings_of_audited(findings: DataFrame, audited: DataFrame) -> DataFrame:
+    """An audit's findings (``audited``: the rows it judged, the view's evidence)."""
+    return findings
+
+
 @dataclass(frozen=True)
 class View:
     """``build`` over ``tables``. The view has data to judge only when every table of
@@ -317,6 +322,12 @@ VIEWS: dict[str, View] = {
         commits_below_log_start,
         evidence=("marts/consumer_lag", "raw/log_end_offsets"),
         present=("marts/data_loss_risk",),
+    ),
+    # MirrorMaker 2 failover readiness: judged only when the run has MirrorMaker records
+    "mm2_failover": View(("core/mm2_failover",), identity, evidence=("core/mm2_failover",)),
+    "mm2_findings": View(
+        ("core/mm2_findings", "core/mm2_failover"), findings_of_audited, evidence=("core/mm2_failover",),
+        present=("core/mm2_findings",)
     ),
 }
 

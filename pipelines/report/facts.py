@@ -19,6 +19,7 @@ from pipelines.quality.run import VALIDATION, read_results
 from pipelines.reading import read_arrow, read_built, row_count
 from pipelines.report.lag_time import LagTimeFacts, gather_lag_time
 from pipelines.report.metadata import MetadataFacts, gather_metadata
+from pipelines.report.mm2 import Mm2Facts, gather_mm2
 from pipelines.report.order import nulls_last
 from pipelines.report.rebalances import RebalanceFacts, gather_rebalances
 from pipelines.tables import (
@@ -184,6 +185,7 @@ class Facts:
     lag_time: LagTimeFacts | None = None  # lag in time, data loss, resets, stuck (None: no mart built)
     rebalances: RebalanceFacts | None = None  # rebalance history (None: the run has none)
     zk_history: dict | None = None  # the span of the ZooKeeper data dir's history (None: no data dir read)
+    mm2: Mm2Facts | None = None  # MirrorMaker 2 failover readiness (None: the run has none)
 
     @property
     def audited(self) -> int:
@@ -192,7 +194,7 @@ class Facts:
     @property
     def empty(self) -> bool:
         """Nothing was extracted or audited for the run."""
-        return not (self.znodes or self.offset_records or self.audited or self.group_findings)
+        return not (self.znodes or self.offset_records or self.audited or self.group_findings or self.mm2)
 
     @property
     def unhealthy(self) -> list[GroupHealth]:
@@ -545,4 +547,5 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         lag_time=gather_lag_time(wh, run_id),
         rebalances=gather_rebalances(wh, run_id, _read),
         zk_history=zk_history(wh, run_id),
+        mm2=gather_mm2(wh, run_id),
     )
