@@ -756,6 +756,41 @@ CORE = {
             ("detail", pa.string()),
         ]
     ),
+    # the ZooKeeper-to-KRaft migration audit (pipelines.spark.migration)
+    "core/migration_states": pa.schema(
+        [
+            ("source", pa.string()),  # 'log' | 'snapshot' of the metadata log
+            ("offset", pa.int64()),
+            ("at", TS),
+            ("state_id", pa.int8()),  # ZkMigrationState: 0 NONE, 1 MIGRATION, 2 PRE_MIGRATION, 3 POST_MIGRATION
+            ("state", pa.string()),
+        ]
+    ),
+    "core/migration_audit": pa.schema(
+        [
+            ("kind", pa.string()),  # cluster_id | topic_id | replicas | isr | config | broker
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("name", pa.string()),  # the config name, the broker id
+            ("zookeeper", pa.string()),  # the value ZooKeeper held (lists: sorted, comma-separated)
+            ("kraft", pa.string()),  # the value KRaft holds
+            ("status", pa.string()),  # match | differs | only_zookeeper | only_kraft
+            ("is_finding", pa.bool_()),  # a cluster id, topic id, replicas or config that differs or was lost
+        ]
+    ),
+    "core/migration_offsets": pa.schema(
+        [
+            ("group_id", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("before_offset", pa.int64()),  # the committed offset when the migration began; null: none
+            ("before_at", TS),
+            ("after_offset", pa.int64()),  # the committed offset now; null: none
+            ("after_at", TS),
+            ("status", pa.string()),  # lost | moved_backwards | advanced | unchanged | new
+            ("is_finding", pa.bool_()),  # lost or moved_backwards
+        ]
+    ),
 }
 
 SCHEMAS = {**RAW, **CORE}

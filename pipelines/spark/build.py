@@ -51,6 +51,7 @@ from pipelines.spark import (
     assignment_zk,
     generations,
     kraft_registry,
+    migration,
     mm2,
     rebalances,
     registry,
@@ -238,7 +239,7 @@ def build_core(ctx: RunContext, assignors: dict[str, str], rule: SettleRule = DE
         advance()
         group_frames = {**share_groups.core_frames(spark, ctx, topic_parts),
                         **streams_groups.core_frames(spark, ctx, topic_parts),
-                        **mm2.core_frames(spark, ctx)}
+                        **mm2.core_frames(spark, ctx), **migration.core_frames(spark, ctx)}
         for table, frame in group_frames.items():
             write_staged(tx, table, frame)
             advance()
