@@ -33,6 +33,8 @@ SOURCES: dict[str, str] = {
     "kaudit_core.assignment_audit": "core/assignment_audit",
     "kaudit_core.rebalance_states": "core/rebalance_states",
     "kaudit_core.settled_audit": "core/settled_audit",
+    "kaudit_core.mm2_failover": "core/mm2_failover",
+    "kaudit_core.mm2_findings": "core/mm2_findings",
 }
 
 
