@@ -259,10 +259,41 @@ def oracle_json(answer: dict) -> dict:
     }
 
 
+def _split(key: str) -> tuple:
+    *names, part = key.split("/")
+    return (*names, int(part))
+
+
+def oracle_from_json(d: dict, zk_data: Path, logs: Path) -> dict:
+    """The answer ``run`` returned, from its JSON (``oracle_json``) and the kept data dirs."""
+    committed: dict[str, dict] = defaultdict(dict)
+    for key, o in d["committed"].items():
+        g, t, p = _split(key)
+        committed[g][(t, p)] = o
+    return {
+        "tree": {p: None if v is None else v.encode() for p, v in d["tree"].items()},
+        "describe_zk": {g: {_split(tp): row for tp, row in rows.items()} for g, rows in d["describe_zk"].items()},
+        "kafka": ({_split(k): o for k, o in d["kafka_committed"].items()},
+                  {_split(k): o for k, o in d["log_start"].items()},
+                  {_split(k): o for k, o in d["log_end"].items()}),
+        "groups": d["groups"],
+        "did": {"committed": committed, "killed": d["killed"], "regression": tuple(d["regression"]),
+                "py-range": {"member_id": d["py_member"]}},
+        "zk_data": zk_data, "logs": logs,
+    }
+
+
+def kept(fixtures: Path, broker: str, fmt: str) -> dict:
+    """A run kept by ``write_fixtures``, as ``run`` returned it."""
+    kafka = fixtures / "kafka-real" / f"{broker.split('-', 1)[1]}-{fmt}"
+    return oracle_from_json(json.loads((kafka / "oracle.json").read_text()),
+                            fixtures / "zk-real" / f"{ZOOKEEPER_OF[broker]}-{fmt}" / "data", kafka)
+
+
 def write_fixtures(broker: str, fmt: str, fixtures: Path) -> None:
-    """A run's ZooKeeper data dir into ``fixtures/zk-real/<zookeeper>-<fmt>/``, its non-empty
-    ``__consumer_offsets`` segments into ``fixtures/kafka-real/<broker version>-<fmt>/``, the
-    oracle's JSON beside each."""
+    """A run's ZooKeeper data dir into ``fixtures/zk-real/<zookeeper>-<fmt>/``, the non-empty
+    segments of its log dir (``__consumer_offsets`` and the data topics) into
+    ``fixtures/kafka-real/<broker version>-<fmt>/``, the oracle's JSON beside each."""
     version = broker.split("-", 1)[1]
     zk_out = fixtures / "zk-real" / f"{ZOOKEEPER_OF[broker]}-{fmt}"
     kafka_out = fixtures / "kafka-real" / f"{version}-{fmt}"
@@ -272,7 +303,7 @@ def write_fixtures(broker: str, fmt: str, fixtures: Path) -> None:
             if out.exists():
                 shutil.rmtree(out)
         shutil.copytree(answer["zk_data"], zk_out / "data")
-        for part in sorted(answer["logs"].glob("__consumer_offsets-*")):
+        for part in sorted(p for p in answer["logs"].iterdir() if p.is_dir()):
             for seg in part.glob("*.log"):
                 if seg.stat().st_size:
                     (kafka_out / part.name).mkdir(parents=True, exist_ok=True)

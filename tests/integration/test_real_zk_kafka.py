@@ -8,6 +8,11 @@ with the broker's ``OffsetFetch``; log start and end with ``ListOffsets``; lag p
 with ``ConsumerGroupCommand --describe``; the planted regression (an ``ImportZkOffsets``) found
 and nothing else.
 
+``1.1.1-v0-kept``: the same comparisons, with no broker, on the data dirs such a run wrote and
+the answers it read, kept as regression fixtures (``tests/fixtures/zk-real/3.4.14-v0``,
+``tests/fixtures/kafka-real/1.1.1-v0``, by ``python -m testkit.cluster.kafka_zk_scenario
+kafka-1.1.1 v0 tests/fixtures``): 0.9.0's message format, brokers stopped clean.
+
 The default run: Kafka 1.1.1 in its own message format (v2), stopped clean. ``-m matrix`` adds
 the 0.9.0 format (records without timestamps, group metadata value v0, offset commit value v1,
 as 0.9 brokers wrote them) and a Kafka 2.8.2 broker (the 1.1.1 old consumer against it), brokers
@@ -23,12 +28,13 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from testkit.cluster.kafka_zk_scenario import TOPICS, run
+from testkit.cluster.kafka_zk_scenario import TOPICS, kept, run
 from testkit.cluster.kraft_oracle import kaudit
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
 RUN = "zk-era"
 STEPS = [["extract", "zk-snapshot", "{zk}"], ["extract", "offsets", "{logs}"], ["extract", "log-end", "{logs}"],
          ["build"], ["validate"], ["report"]]
@@ -45,6 +51,7 @@ def _read(wh: Path, table: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module", params=[
+    pytest.param(("kafka-1.1.1", "v0", "kept"), id="1.1.1-v0-kept"),
     pytest.param(("kafka-1.1.1", "v2", "clean"), id="1.1.1-v2-clean"),
     pytest.param(("kafka-1.1.1", "v0", "kill -9"), id="1.1.1-v0-kill9", marks=pytest.mark.matrix),
     pytest.param(("kafka-2.8.2", "v0", "clean"), id="2.8.2-v0-clean", marks=pytest.mark.matrix),
@@ -54,7 +61,7 @@ def audited(request, spark, tmp_path_factory):
     broker, fmt, broker_stop = request.param
     root = tmp_path_factory.mktemp(f"zk-era-{fmt}")
     t0 = time.monotonic()
-    oracle = run(root, fmt, broker_stop, broker)
+    oracle = kept(FIXTURES, broker, fmt) if broker_stop == "kept" else run(root, fmt, broker_stop, broker)
     print(f"scenario {fmt}: {time.monotonic() - t0:.1f} s")
     wh = root / "warehouse"
     outputs = {}
