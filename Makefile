@@ -40,7 +40,8 @@ iceberg-jars: $(VENV)/.installed-test
 MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real_zk_releases.py \
 	tests/integration/test_real_zk_kafka.py tests/integration/test_real_zk_kafka_classic.py \
 	tests/integration/test_real_share_streams.py tests/integration/test_tiered_storage.py \
-	tests/integration/test_real_mm2.py tests/integration/test_migration_audit.py
+	tests/integration/test_real_mm2.py tests/integration/test_real_kraft_fixtures_audited.py \
+	tests/integration/test_migration_audit.py
 matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m testkit.cluster.maven
 	$(BIN)/python -m pytest -m "matrix or not matrix" $(MATRIX_TESTS) $(PYTEST_ARGS)
