@@ -190,6 +190,15 @@ class Sources(_Model):
         return self
 
 
+class ClusterSources(_Model):
+    """The sources of one more cluster of the run (``clusters.<alias>``): its tables go under
+    ``<warehouse>/clusters/<alias>/`` (docs/clusters.md). ``mirror_maker``: log dirs (or partition
+    dirs) holding MirrorMaker 2's offset-sync or checkpoint topics (``kaudit extract mm2``)."""
+
+    kafka: KafkaSource = Field(default_factory=KafkaSource)
+    mirror_maker: list[Path] = Field(default_factory=list)
+
+
 class SparkConfig(_Model):
     master: str | None = None
     conf: dict[str, str] = Field(default_factory=dict)
@@ -246,6 +255,7 @@ class AuditConfig(_Model):
     run_id: str | None = None
     steps: list[Literal[STEPS]] = Field(default_factory=lambda: list(STEPS))
     sources: Sources = Field(default_factory=Sources)
+    clusters: dict[str, ClusterSources] = Field(default_factory=dict)  # alias -> sources of more clusters
     spark: SparkConfig = Field(default_factory=SparkConfig)
     dbt: DbtConfig = Field(default_factory=DbtConfig)
     assignors: dict[str, Literal[ZOOKEEPER_ASSIGNORS]] = Field(default_factory=dict)
@@ -259,6 +269,17 @@ class AuditConfig(_Model):
     def _run_id(cls, v: str | None) -> str | None:
         if v is not None and (not isinstance(v, str) or not RUN_ID.match(v)):
             raise ValueError(f"a run id is {RUN_ID_RULE}, got {v!r}")
+        return v
+
+    @field_validator("clusters")
+    @classmethod
+    def _aliases(cls, v: dict[str, ClusterSources]) -> dict[str, ClusterSources]:
+        from pipelines.clusters import ALIAS_RULE, DEFAULT_ALIAS
+
+        for alias in v:
+            if not RUN_ID.match(alias) or alias == DEFAULT_ALIAS:
+                raise ValueError(f"a cluster alias is {ALIAS_RULE} and not {DEFAULT_ALIAS!r} (the sources: "
+                                 f"section's cluster), got {alias!r}")
         return v
 
     @field_validator("steps")
@@ -407,19 +428,24 @@ def _resolve_paths(cfg: AuditConfig, base: Path) -> AuditConfig:
             zk.append(z.model_copy(update={"tls": tls}))
         else:
             zk.append(z)
-    k = cfg.sources.kafka
-    kafka = k.model_copy(
-        update={
-            "log_dirs": [p(d) for d in k.log_dirs],
-            "consumer_offsets": [p(d) for d in k.consumer_offsets],
-            "offsets_file": p(k.offsets_file),
-            "topic_configs": p(k.topic_configs),
-        }
-    )
+    def kafka_paths(k: KafkaSource) -> KafkaSource:
+        return k.model_copy(
+            update={
+                "log_dirs": [p(d) for d in k.log_dirs],
+                "consumer_offsets": [p(d) for d in k.consumer_offsets],
+                "offsets_file": p(k.offsets_file),
+                "topic_configs": p(k.topic_configs),
+            }
+        )
+
+    kafka = kafka_paths(cfg.sources.kafka)
     kraft = cfg.sources.kraft.model_copy(update={"paths": [p(d) for d in cfg.sources.kraft.paths]})
+    clusters = {a: c.model_copy(update={"kafka": kafka_paths(c.kafka), "mirror_maker": [p(d) for d in c.mirror_maker]})
+                for a, c in cfg.clusters.items()}
     return cfg.model_copy(
         update={
             "warehouse": p(cfg.warehouse),
             "sources": cfg.sources.model_copy(update={"zookeeper": zk, "kafka": kafka, "kraft": kraft}),
+            "clusters": clusters,
         }
     )

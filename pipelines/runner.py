@@ -33,6 +33,11 @@ def plan(cfg: AuditConfig) -> list[str]:
             units.append("extract:log-end")
         if cfg.sources.kraft.paths:
             units.append("extract:kraft")
+        for alias, c in cfg.clusters.items():  # the run's other clusters (docs/clusters.md)
+            if c.kafka.log_dirs or c.kafka.consumer_offsets:
+                units.append(f"extract:{alias}:offsets")
+            if c.mirror_maker:
+                units.append(f"extract:{alias}:mm2")
     units += [s for s in cfg.steps if s != "extract"]
     return units
 
@@ -126,6 +131,8 @@ def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
         kr = cfg.sources.kraft
         at_time = None if kr.at_time is None else parse_time_ms(kr.at_time)
         steps.extract_kraft(ctx, paths=list(kr.paths), at_offset=kr.at_offset, at_time_ms=at_time)
+    elif unit.startswith("extract:") and unit.count(":") == 2:
+        _run_cluster_unit(cfg, ctx, *unit.split(":")[1:])
     elif unit == "build":
         steps.build(ctx, assignors=dict(cfg.assignors), run_dbt=False, settle=cfg.history.rule)
     elif unit == "dbt":
@@ -136,6 +143,20 @@ def run_unit(cfg: AuditConfig, ctx: RunContext, unit: str) -> None:
         steps.report(ctx)
     else:  # pragma: no cover - plan() makes only the units above
         raise UsageError(f"unknown unit {unit!r}")
+
+
+def _run_cluster_unit(cfg: AuditConfig, ctx: RunContext, alias: str, kind: str) -> None:
+    """``extract:<alias>:offsets|mm2``: an extract of cluster ``alias`` into its warehouse."""
+    from dataclasses import replace
+
+    from pipelines.clusters import cluster_warehouse
+
+    c = cfg.clusters[alias]
+    cctx = replace(ctx, warehouse=cluster_warehouse(ctx.warehouse, alias))
+    if kind == "offsets":
+        steps.extract_offsets(cctx, paths=[*c.kafka.log_dirs, *c.kafka.consumer_offsets], workers=c.kafka.workers)
+    else:
+        steps.extract_mm2(cctx, paths=list(c.mirror_maker))
 
 
 def run_config(

@@ -4,6 +4,8 @@ runs always had them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kafka.protocol.old.types import Int32, Int64, Schema, String
 
@@ -44,3 +46,41 @@ def test_extract_with_cluster_writes_under_its_alias(tmp_path):
     assert (wh / "clusters" / "west" / "raw" / "mm2_offset_syncs" / "run_id=r").is_dir()
     code, out = kaudit("--warehouse", str(wh), "--cluster", "no/such", "extract", "mm2", str(logs))
     assert code == 2 and "cluster alias" in out and "Traceback" not in out
+
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "mm2-real" / "4.3.1"
+
+
+def test_config_names_clusters_and_runs_their_extracts(tmp_path):
+    from pipelines.config import load_config
+    from pipelines.reading import row_count
+    from pipelines.runner import plan
+    from pipelines.warehouse import Warehouse
+
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(f"""warehouse: wh
+run_id: two
+steps: [extract]
+clusters:
+  source:
+    kafka: {{log_dirs: ["{FIXTURE / 'source' / 'logs'}"]}}
+    mirror_maker: ["{FIXTURE / 'source' / 'logs'}"]
+  target:
+    mirror_maker: ["{FIXTURE / 'target' / 'logs'}"]
+""")
+    assert plan(load_config(cfg)) == ["extract:source:offsets", "extract:source:mm2", "extract:target:mm2"]
+    code, out = kaudit("run", "--config", str(cfg))
+    assert code == 0, out
+    main = Warehouse(tmp_path / "wh")
+    rows = {(a, t): row_count(cluster_warehouse(main, a), t, "two") for a in ("source", "target")
+            for t in ("raw/mm2_offset_syncs", "raw/mm2_checkpoints", "raw/offset_commits")}
+    assert rows == {("source", "raw/mm2_offset_syncs"): 14, ("source", "raw/mm2_checkpoints"): 0,
+                    ("source", "raw/offset_commits"): rows[("source", "raw/offset_commits")],
+                    ("target", "raw/mm2_offset_syncs"): 0, ("target", "raw/mm2_checkpoints"): 10,
+                    ("target", "raw/offset_commits"): None}
+    assert rows[("source", "raw/offset_commits")] >= 12  # four groups' commits on three partitions
+    assert aliases(main, "two", "raw/offset_commits") == ["source"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("clusters:\n  default:\n    mirror_maker: [x]\n")
+    with pytest.raises(UsageError, match="cluster alias"):
+        load_config(bad)
