@@ -6,7 +6,8 @@ CLI's global callback (:mod:`pipelines.cli`); a unit test holds these names to i
 from __future__ import annotations
 
 GLOBAL_FLAGS = ("--quiet", "--verbose", "--version")
-GLOBAL_OPTIONS = ("--warehouse", "--run-id", "--spark-master", "--cluster")  # each takes a value
+GLOBAL_OPTIONS = ("--warehouse", "--run-id", "--spark-master", "--cluster", "--warehouse-format", "--catalog",
+                  "--warehouse-local")  # each takes a value
 
 
 def split_global_options(argv: list[str]) -> tuple[list[str], list[str]]:

@@ -21,7 +21,7 @@ from pipelines.clusters import check_alias, cluster_warehouse
 from pipelines.context import RunContext
 from pipelines.errors import KauditError, UsageError
 from pipelines.runs import LATEST, check_run_id, choose
-from pipelines.warehouse import DEFAULT_ROOT, Warehouse
+from pipelines.warehouse import DEFAULT_ROOT, Warehouse, open_warehouse
 
 app = typer.Typer(
     name="kaudit",
@@ -48,7 +48,10 @@ def _print_version(value: bool | None) -> None:
 @app.callback()
 def _global(
     ctx: typer.Context,
-    warehouse: Annotated[Path, typer.Option("--warehouse", help="Warehouse directory.")] = Path(DEFAULT_ROOT),
+    warehouse: Annotated[
+        str, typer.Option("--warehouse", help="Warehouse directory (with --warehouse-format iceberg also an "
+                          "object-store URI: s3a://bucket/prefix).")
+    ] = DEFAULT_ROOT,
     run_id: Annotated[
         str | None,
         typer.Option(
@@ -73,13 +76,26 @@ def _global(
         bool | None,
         typer.Option("--version", help="Print kaudit's version and exit.", is_eager=True, callback=_print_version),
     ] = None,
+    warehouse_format: Annotated[
+        str, typer.Option("--warehouse-format", help="parquet (directories of Parquet files) or iceberg (Apache "
+                          "Iceberg tables in a catalog; extract and build so far).")
+    ] = "parquet",
+    catalog: Annotated[
+        str | None, typer.Option("--catalog", help="The Iceberg catalog: sqlite:///PATH or a SQLite file path "
+                                 "(default: <warehouse>.catalog.db beside the warehouse directory).")
+    ] = None,
+    warehouse_local: Annotated[
+        Path | None, typer.Option("--warehouse-local", help="With an object-store --warehouse: the local directory "
+                                  "of its run records, locks and staging.")
+    ] = None,
 ) -> None:
     if run_id is not None and run_id != LATEST:
         check_run_id(run_id)  # a usage error before any work, whatever the command
     if cluster is not None:
         check_alias(cluster)
     dbt_target = os.environ.get(DBT_TARGET_ENV) or None
-    ctx.obj = _Options(Warehouse(warehouse), run_id, spark_master, quiet, verbose, dbt_target, cluster)
+    store = open_warehouse(warehouse, warehouse_format, catalog, warehouse_local)
+    ctx.obj = _Options(store, run_id, spark_master, quiet, verbose, dbt_target, cluster)
 
 
 @dataclass(frozen=True)
@@ -109,10 +125,22 @@ def _run(ctx: typer.Context, kind: str) -> RunContext:
     """The command's RunContext, its run chosen by the rule of :mod:`pipelines.runs`; says which
     run on the command's first line."""
     opts: _Options = ctx.find_object(_Options)
+    if opts.warehouse.format == "iceberg":
+        _iceberg_ready(ctx)
     choice = choose(opts.warehouse.root, opts.run_id, kind)
     run = opts.context(choice.run_id)
     run.say(choice.line(opts.warehouse.runs.info(choice.run_id) if choice.how == "continued" else None))
     return run
+
+
+def _iceberg_ready(ctx: typer.Context) -> None:
+    """A usage error for what an Iceberg warehouse cannot do yet: dbt, validate, report, the demo."""
+    extract = ctx.parent is not None and ctx.parent.info_name == "extract"
+    if not extract and ctx.info_name != "build":
+        raise UsageError(f"kaudit {ctx.info_name}: not on an Iceberg warehouse yet (extract and build are); "
+                         "use --warehouse-format parquet")
+    if ctx.info_name == "build" and not ctx.params.get("skip_dbt"):
+        raise UsageError("kaudit build: dbt does not build on an Iceberg warehouse yet; add --skip-dbt")
 
 
 # --- extract ---------------------------------------------------------------------------------

@@ -62,6 +62,10 @@ class RunContext:
         from pipelines.spark.session import get_spark, is_small_run, size_to_run
 
         catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
+        if self.warehouse.format == "iceberg":  # its catalog as Spark's catalog ``kaudit`` (and Iceberg's jars)
+            from pipelines.iceberg.spark import session_conf
+
+            catalog.update(session_conf(self.warehouse))
         log = None if self.verbose else self.warehouse.root / "logs" / "spark.log"
         rows = run_rows(self.warehouse, self.run_id)
         spark = get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log, small=is_small_run(rows))

@@ -64,11 +64,14 @@ def reason_kind(text: str) -> str:
 
 def step_lines(warehouse: Warehouse, run_id: str, step: str, label: str, shown: int = SHOWN) -> list[str]:
     """Lines about the quarantine rows ``step`` wrote for ``run_id`` (none when it wrote none)."""
-    path = warehouse.partition_dir("raw/quarantine", run_id) / f"part-{step}.parquet"
-    if not path.is_file():
-        return []
-    # ParquetFile, not pq.read_table: that imports pyarrow.dataset (~0.03 s of a short extract)
-    rows = pq.ParquetFile(path).read(columns=["location", "reason"]).to_pylist()
+    if warehouse.format == "iceberg":  # the step's own partition of the table
+        rows = warehouse.read_step("raw/quarantine", run_id, step).select(["location", "reason"]).to_pylist()
+    else:
+        path = warehouse.partition_dir("raw/quarantine", run_id) / f"part-{step}.parquet"
+        if not path.is_file():
+            return []
+        # ParquetFile, not pq.read_table: that imports pyarrow.dataset (~0.03 s of a short extract)
+        rows = pq.ParquetFile(path).read(columns=["location", "reason"]).to_pylist()
     if not rows:
         return []
     kinds = Counter(reason_kind(r["reason"] or "") for r in rows)

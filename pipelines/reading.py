@@ -74,6 +74,8 @@ def table_files(warehouse: Warehouse, table: str, run_id: str) -> list[Path]:
 def row_count(warehouse: Warehouse, table: str, run_id: str) -> int | None:
     """Rows of the run's partition of ``table``, from the Parquet footers (no data read); None
     when the run does not have the table."""
+    if warehouse.format == "iceberg":  # from the manifests of the snapshot the run recorded
+        return warehouse.row_count(table, run_id) if warehouse.exists(table, run_id) else None
     part = warehouse.partition_dir(table, run_id)
     if not part.is_dir():
         return None
@@ -98,8 +100,11 @@ def read_arrow(
     ``columns`` and ``filter`` (a ``pyarrow.dataset`` expression) are pushed down to the files."""
     schema = declared_schema(table)
     names = schema.names if columns is None else columns
-    files = table_files(warehouse, table, run_id)
-    if files:
+    files = [] if warehouse.format == "iceberg" else table_files(warehouse, table, run_id)
+    if warehouse.format == "iceberg":  # the snapshot the run recorded, its partition
+        data = warehouse.read_arrow(table, run_id, schema)
+        data = (data.filter(filter) if filter is not None else data).select(names)
+    elif files:
         dataset = ds.dataset([str(f) for f in files], format="parquet", schema=schema)
         data = dataset.to_table(columns=names, filter=filter)
     else:  # (not schema.empty_table(): that makes pyarrow import pandas, ~0.4 s)

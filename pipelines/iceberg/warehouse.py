@@ -151,6 +151,18 @@ class IcebergWarehouse(Warehouse):
             row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid)
         return schemas.to_declared(table, scan.to_arrow(), declared)
 
+    def read_step(self, table: str, run_id: str, step: str) -> pa.Table:
+        """The rows ``step`` of run ``run_id`` wrote to the shared ``table`` (its own partition)."""
+        from pyiceberg.expressions import And, EqualTo
+
+        sid = self.snapshot_id(table, run_id)
+        declared = self._declared(table)
+        if sid is None:
+            return declared.empty_table()
+        where = And(EqualTo(schemas.RUN_ID, run_id), EqualTo(schemas.STEP, step))
+        scan = self.catalog.load_table(schemas.identifier(table)).scan(row_filter=where, snapshot_id=sid)
+        return schemas.to_declared(table, scan.to_arrow(), declared)
+
     def row_count(self, table: str, run_id: str) -> int:
         """Rows of run ``run_id``'s ``table``, from the manifests' file records (no data read)."""
         from pyiceberg.expressions import EqualTo

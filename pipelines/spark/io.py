@@ -31,7 +31,12 @@ def read_spark(
     spark: SparkSession, warehouse: Warehouse, table: str, run_id: str, with_run_id: bool = True
 ) -> DataFrame:
     """The run's ``table`` (raw, core or mart) as a DataFrame of its declared schema (a column a
-    file lacks, of ``ADDED_COLUMNS``, is null), plus ``run_id`` unless ``with_run_id`` is False."""
+    file lacks, of ``ADDED_COLUMNS``, is null), plus ``run_id`` unless ``with_run_id`` is False.
+    In an Iceberg warehouse: the run's partition of the table at the snapshot the run recorded."""
+    if warehouse.format == "iceberg":
+        from pipelines.iceberg.spark import read_table
+
+        return read_table(spark, warehouse, table, run_id, with_run_id)
     files = table_files(warehouse, table, run_id)
     if not files:
         return empty(spark, table, with_run_id)
@@ -55,7 +60,12 @@ def _row_group_stats(path: Path, column: str) -> list[tuple[pq.Statistics | None
 def row_group_bounds(warehouse: Warehouse, table: str, run_id: str, column: str) -> set:
     """Every row group's min and max of ``column`` in the run's partition, from the Parquet
     statistics (the column's values where a file has none): for a column of at most two
-    values per row group (``raw/znodes.source``), its set of values, with no Spark job."""
+    values per row group (``raw/znodes.source``), its set of values, with no Spark job (in an
+    Iceberg warehouse: the column's distinct values, read by pyiceberg)."""
+    if warehouse.format == "iceberg":
+        values = set(warehouse.read_arrow(table, run_id).column(column).unique().to_pylist())
+        values.discard(None)
+        return values
     part = warehouse.partition_dir(table, run_id)
     values: set = set()
     for path in parquet_files(part):

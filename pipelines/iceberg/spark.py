@@ -1,0 +1,38 @@
+"""Spark over the Iceberg warehouse: the session's catalog settings and the one read of a run's table."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.iceberg import jars, schemas
+from pipelines.iceberg.warehouse import IcebergWarehouse, spark_identifier
+
+
+def session_conf(warehouse: IcebergWarehouse) -> dict[str, str]:
+    """The catalog ``kaudit`` (Iceberg's ``SparkCatalog`` over the warehouse's SQL catalog) and
+    Iceberg's jars; :class:`~pipelines.iceberg.jars.JarsMissing` while they are not fetched."""
+    return warehouse.catalog_config.spark_conf(jars.paths())
+
+
+def read_table(spark: SparkSession, warehouse: IcebergWarehouse, table: str, run_id: str,
+               with_run_id: bool = True) -> DataFrame:
+    """Run ``run_id``'s rows of ``table`` as its declared Spark schema, read at the snapshot the
+    run's ledger recorded (a time-travel read, pruned to the run's partition); no rows of that
+    schema when no step of the run wrote it."""
+    from pipelines.spark.io import empty
+    from pipelines.spark.schemas import table_schema
+
+    sid = warehouse.snapshot_id(table, run_id)
+    if sid is None:
+        return empty(spark, table, with_run_id)
+    df = (spark.read.option("versionAsOf", sid).table(spark_identifier(table))
+          .where(F.col(schemas.RUN_ID) == F.lit(run_id)))
+    # a cast only where Iceberg's type is wider than the declared one (int for a short or byte):
+    # a column cast without need is a new attribute, and a plan that joins a frame read here
+    # with a local checkpoint of itself then has two producers of one attribute, which Spark's
+    # analyzer cannot tell apart ("Failure when resolving conflicting references in Join")
+    read = {f.name: f.dataType for f in df.schema.fields}
+    cols = [F.col(f.name) if read.get(f.name) == f.dataType else F.col(f.name).cast(f.dataType).alias(f.name)
+            for f in table_schema(table).fields]
+    return df.select(*cols, F.col(schemas.RUN_ID)) if with_run_id else df.select(*cols)
