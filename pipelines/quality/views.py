@@ -279,6 +279,9 @@ class View:
 
 
 VIEWS: dict[str, View] = {
+    # the ZooKeeper-to-KRaft migration: judged only when the run's metadata log records one
+    "migration_audit": View(("core/migration_audit",), identity, evidence=("core/migration_audit",)),
+    "migration_offsets": View(("core/migration_offsets",), identity, evidence=("core/migration_audit",)),
     "assignment_audit": View(("core/assignment_audit",), assignment_audit, evidence=("core/assignment_audit",)),
     "observed_owners": View(
         (

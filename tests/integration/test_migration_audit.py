@@ -9,11 +9,13 @@ group moved backwards, a group's offsets deleted) as the only findings.
 
 In the suite: the kept fixture (``tests/fixtures/migration-real/3.9.2-migration``), its
 extracts and the three core tables. Under ``make matrix``: a live migration through
-``kaudit build``.
+``kaudit build`` and ``kaudit validate`` (the ``migration`` GX suite fails on the planted offset
+faults only).
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -61,3 +63,12 @@ def test_real_migration_audited(spark, tmp_path):
     assert code == 0, out[-3000:]
     tables = {t: read_arrow(Warehouse(wh), t, "real", with_run_id=False).to_pylist() for t in TABLES}
     _check({"before": outcome.before, "after": outcome.after}, tables, "3.9.2 migration (live)", started)
+    # GX: the planted offset faults fail their expectation with their 4 rows; the rest passes
+    code, out = kaudit("--warehouse", str(wh), "--run-id", "real", "--spark-master", "local[2]", "validate")
+    results = json.loads((wh / "validation" / "run_id=real" / "results.json").read_text())
+    suite = {r["expectation"]: r for r in results if r["suite"] == "migration"}
+    assert (suite["migration_kept_committed_offsets"]["success"],
+            suite["migration_kept_committed_offsets"]["unexpected_count"]) == (False, 4), out[-3000:]
+    for name in ("migration_carried_everything_over", "migration_audit_statuses_named",
+                 "migration_offsets_statuses_named"):
+        assert suite[name]["success"] is True, (name, suite[name])
