@@ -107,13 +107,13 @@ def latest_checkpoints(checkpoints: DataFrame, source_alias: str) -> DataFrame:
 
 def failover(source_commits: DataFrame, target_commits: DataFrame, syncs: DataFrame, checkpoints: DataFrame,
              source_alias: str, target_alias: str) -> DataFrame:
-    """``core/mm2_failover``: one row per group and source partition that MirrorMaker replicates
-    (offset syncs of ``target_alias`` exist for it) and that the group committed on the source
-    or that a checkpoint names."""
+    """``core/mm2_failover``: one row per group and partition of a source topic MirrorMaker
+    replicates (offset syncs of ``target_alias`` exist for the topic) that the group committed on
+    the source, or that a checkpoint names. A partition with no sync has no translation."""
     mine = syncs.where(F.col("target_alias") == target_alias)
     usable = usable_syncs(mine)
-    replicated = mine.select(*TP).distinct()
-    src = effective_commits(source_commits).join(replicated, list(TP), "left_semi") \
+    replicated = mine.select("topic").distinct()
+    src = effective_commits(source_commits).join(replicated, ["topic"], "left_semi") \
         .withColumnRenamed("committed_offset", "source_committed_offset")
     cps = latest_checkpoints(checkpoints, source_alias)
     cps_t = translate(cps.withColumnRenamed("source_topic", "topic"), "checkpoint_upstream_offset", usable, "cp")

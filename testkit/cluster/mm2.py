@@ -232,13 +232,15 @@ def run_mm2_scenario(root: Path, per_partition: int = 50, more: int = 30) -> Mm2
             def replicated():
                 d, groups = _answer(tgt)
                 ends = {p: _end(d.get("log_offsets") or {}, f"{remote}:{p}") for p in range(PARTITIONS)}
+                before = state.get("groups")
                 state.update(ends=ends, groups=groups, mm2=mm2.running())
                 done = all(e == per_partition for e in ends.values())
-                synced = all(len(groups[g]) == PARTITIONS for g in GROUPS if g.startswith("g-"))
-                return done and synced and mm2.running()
+                synced = all(groups[g] for g in GROUPS if g.startswith("g-"))
+                # MirrorMaker may not translate every partition (no sync for it yet): settled when
+                # its group offsets on the target stay the same over a few sync intervals
+                return done and synced and groups == before and mm2.running()
 
-            _wait("replication and group offset sync", replicated, timeout=240, state=state)
-            time.sleep(4)  # a few more checkpoint and sync rounds on the settled state
+            _wait("replication and group offset sync", replicated, timeout=240, every=3.0, state=state)
             mm2.stop()
             did.append({"mm2": "stopped"})
             src.do("produce", topic=TOPIC, per_partition=more)

@@ -28,7 +28,7 @@ def test_real_mirror_maker_failover_matches_the_clusters(tmp_path):
     # the target holds the translated offsets of the three checkpointed groups only
     assert oracle["source_offsets"]["g-lagging"] == {f"orders:{p}": 80 for p in range(3)}
     assert oracle["target_offsets"]["x-orphan"] == {}
-    assert len(oracle["offset_syncs"]) >= 3 and len(oracle["checkpoints"]) >= 9
+    assert oracle["offset_syncs"] and oracle["checkpoints"]
     wh = tmp_path / "warehouse"
     extract(kaudit, outcome.source.log_dirs[0], outcome.target.log_dirs[0], wh)
     code, out = kaudit("--warehouse", str(wh), "--run-id", "mm2", "--spark-master", "local[2]", "build", "--skip-dbt")
@@ -40,4 +40,7 @@ def test_real_mirror_maker_failover_matches_the_clusters(tmp_path):
     rows = read_arrow(main, "core/mm2_failover", "mm2").to_pylist()
     findings = read_arrow(main, "core/mm2_findings", "mm2").to_pylist()
     assert compare(oracle, rows, findings) == []
+    planted = {("never_checkpointed", "x-orphan", p) for p in range(3)} | {
+        ("target_ahead_of_translation", "g-ahead", 0), ("checkpoint_disagrees", "g-healthy", 2)}
+    assert planted <= {(f["finding"], f["group_id"], f["partition"]) for f in findings}
     assert len(rows) == len(expected_rows(oracle)) == 12
