@@ -41,9 +41,11 @@ MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real
 	tests/integration/test_real_zk_kafka.py tests/integration/test_real_zk_kafka_classic.py \
 	tests/integration/test_real_share_streams.py tests/integration/test_tiered_storage.py \
 	tests/integration/test_real_mm2.py tests/integration/test_real_kraft_fixtures_audited.py \
-	tests/integration/test_migration_audit.py
+	tests/integration/test_migration_audit.py \
+	tests/integration/test_iceberg_warehouse.py tests/integration/test_iceberg_kill.py
 matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m testkit.cluster.maven
+	$(BIN)/python -m pipelines.iceberg.jars
 	$(BIN)/python -m pytest -m "matrix or not matrix" $(MATRIX_TESTS) $(PYTEST_ARGS)
 
 unit: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)

@@ -1,0 +1,110 @@
+"""kill -9 of an extract step writing to an Iceberg warehouse: what it committed before the kill
+is not visible (no ledger row names it), and running the step again gives the tables a run
+that was never killed gives. The oracle is that clean run, in a warehouse of its own.
+
+The kill lands where it matters most: the test watches the catalog (the SQLite file, read with
+sqlite3) and kills the moment a raw table has been committed while the step's ledger row has
+not, the window between a step's table commits and its publication; then at fixed fractions
+of a clean run's wall time."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipelines.iceberg.warehouse import IcebergWarehouse
+from pipelines.tables import RAW
+
+pytestmark = [pytest.mark.integration, pytest.mark.matrix]
+
+REPO = Path(__file__).resolve().parents[2]
+LOGS = REPO / "pipelines" / "demo" / "data" / "kafka-logs"
+RUN = "kill-1"
+STEP = "extract_offsets"
+
+
+def _command(root: Path) -> list[str]:
+    return [sys.executable, "-m", "pipelines", "--quiet", "--warehouse", str(root), "--warehouse-format", "iceberg",
+            "--run-id", RUN, "extract", "offsets", str(LOGS)]
+
+
+def _run(root: Path) -> float:
+    start = time.monotonic()
+    done = subprocess.run(_command(root), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return time.monotonic() - start
+
+
+def _catalog_state(db: Path) -> tuple[set[str], bool]:
+    """(raw tables with a committed metadata file, the ledger table exists), read with sqlite3."""
+    if not db.is_file():
+        return set(), False
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.05) as con:
+            rows = con.execute("SELECT table_namespace, table_name, metadata_location FROM iceberg_tables").fetchall()
+    except sqlite3.Error:
+        return set(), False
+    raw = {f"{ns}/{name}" for ns, name, loc in rows if ns == "raw" and loc}
+    return raw, any(ns == "meta" and name == "commits" for ns, name, _ in rows)
+
+
+def _kill_between_commits(root: Path) -> bool:
+    """Starts the step; kills it once a raw table is in the catalog and the ledger is not.
+    True if it was killed in that window, False if the step finished first."""
+    db = root.with_name(root.name + ".catalog.db")
+    proc = subprocess.Popen(_command(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while proc.poll() is None:
+            raw, ledger = _catalog_state(db)
+            if raw and not ledger:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return True
+            time.sleep(0.005)
+        return False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _kill_after(root: Path, seconds: float) -> None:
+    proc = subprocess.Popen(_command(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _tables(wh: IcebergWarehouse) -> dict[str, list[str]]:
+    return {t: sorted(repr(r) for r in wh.read_arrow(t, RUN).to_pylist()) for t in RAW if wh.exists(t, RUN)}
+
+
+def test_killed_extract_leaves_nothing_visible_and_a_rerun_gives_the_same_tables(tmp_path):
+    clean_root = tmp_path / "clean" / "wh"
+    wall = _run(clean_root)
+    clean = _tables(IcebergWarehouse(clean_root))
+    assert clean.get("raw/offset_commits"), "the clean run committed no offset commits"
+
+    root = tmp_path / "killed" / "wh"
+    killed_in_window = _kill_between_commits(root)
+    wh = IcebergWarehouse(root)
+    if killed_in_window:
+        # tables committed, the ledger not: none of the step's tables is visible
+        assert wh.snapshots(RUN) == {}
+        assert not any(wh.exists(t, RUN) for t in RAW)
+    for fraction in (0.2, 0.5, 0.8):
+        _kill_after(root, wall * fraction)
+        visible = _tables(IcebergWarehouse(root))
+        assert visible in ({}, clean), f"killed at {fraction:.0%} of {wall:.1f} s: a partial step is visible"
+    _run(root)
+    assert _tables(IcebergWarehouse(root)) == clean
+    print(f"\nclean run {wall:.1f} s; killed between table commits and the ledger: {killed_in_window}")
