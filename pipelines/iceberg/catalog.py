@@ -13,7 +13,7 @@ PostgreSQL (pyiceberg's ``sql-postgres`` extra and the PostgreSQL JDBC driver on
 classpath).
 
 Table data lives under the *location* (the warehouse directory itself by default, or an
-object-store URI such as ``s3a://bucket/prefix``): ``<location>/<layer>.db/<name>/``.
+object-store URI such as ``s3a://bucket/prefix``): ``<location>/<layer>/<name>/``.
 For S3 the endpoint and credentials come from the environment as AWS tools read them
 (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``);
 paths are addressed path-style (a bucket name is not a host name on a private server).

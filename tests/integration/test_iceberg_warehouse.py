@@ -106,7 +106,7 @@ def test_s3_iceberg_warehouse_holds_the_parquet_rows(parquet_run, tmp_path):
                    "--catalog", str(tmp_path / "catalog.db")]
         _pipeline(options, s3.env())
         keys = s3.objects("kaudit")
-        assert any(k.startswith("warehouse/core.db/assignment_audit/data/") for k in keys), keys[:20]
+        assert any(k.startswith("warehouse/core/assignment_audit/data/") for k in keys), keys[:20]
         assert not list(local.glob("*/*/*.parquet")), "table data left on the local disk"
         env = s3.env()
         old = {k: os.environ.get(k) for k in env}
