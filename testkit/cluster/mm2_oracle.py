@@ -48,12 +48,15 @@ def expected_rows(oracle: dict) -> dict[tuple[str, int], dict]:
     for g, p in sorted(keys):
         src = oracle["source_offsets"].get(g, {}).get(f"{TOPIC}:{p}")
         tgt = oracle["target_offsets"].get(g, {}).get(f"{REMOTE}:{p}")
-        translated, _ = translate(syncs, p, src) if src is not None else (None, None)
+        translated, sync = translate(syncs, p, src) if src is not None else (None, None)
+        # syncs are upstream == downstream (checked): the target holds the source's offsets, and
+        # the exact restart position is the source offset, known once a sync is at or below it
+        known = sync is not None and tgt is not None
         cp = last_cp.get((g, p))
         row = dict(source_committed_offset=src, target_committed_offset=tgt, translated_offset=translated,
-                   expected_target_offset=src,  # syncs are upstream == downstream (checked)
-                   records_reread=None if src is None or tgt is None else max(src - tgt, 0),
-                   records_skipped=None if src is None or tgt is None else max(tgt - src, 0),
+                   expected_target_offset=src if sync is not None else None,
+                   records_reread=max(src - tgt, 0) if known else None,
+                   records_skipped=max(tgt - src, 0) if known else None,
                    checkpoint_upstream_offset=cp and cp["upstream_offset"],
                    checkpoint_downstream_offset=cp and cp["downstream_offset"])
         out[(g, p)] = row

@@ -9,6 +9,8 @@ decoded them, and what the scenario did)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pipelines.clusters import cluster_warehouse
@@ -24,6 +26,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.matrix]
 def test_real_mirror_maker_failover_matches_the_clusters(tmp_path):
     outcome = run_mm2_scenario(tmp_path / "clusters")
     oracle = outcome.oracle
+    (tmp_path / "oracle.json").write_text(json.dumps(oracle, indent=1))  # kept beside the data dirs
     # the scenario did what it says: the groups' offsets on the source are the ones committed,
     # the target holds the translated offsets of the three checkpointed groups only
     assert oracle["source_offsets"]["g-lagging"] == {f"orders:{p}": 80 for p in range(3)}
