@@ -126,15 +126,19 @@ def _run(ctx: typer.Context, kind: str) -> RunContext:
     run on the command's first line."""
     opts: _Options = ctx.find_object(_Options)
     if opts.warehouse.format == "iceberg":
-        _iceberg_ready(ctx)
+        _iceberg_ready(ctx, opts.cluster)
     choice = choose(opts.warehouse.root, opts.run_id, kind)
     run = opts.context(choice.run_id)
     run.say(choice.line(opts.warehouse.runs.info(choice.run_id) if choice.how == "continued" else None))
     return run
 
 
-def _iceberg_ready(ctx: typer.Context) -> None:
-    """A usage error for what an Iceberg warehouse cannot do yet: dbt, validate, report, the demo."""
+def _iceberg_ready(ctx: typer.Context, cluster: str | None) -> None:
+    """A usage error for what an Iceberg warehouse cannot do yet: dbt, validate, report, the demo,
+    a named cluster's tables (``--cluster``: kept in a Parquet warehouse of its own)."""
+    if cluster is not None:
+        raise UsageError("--cluster: a run of several clusters is not on an Iceberg warehouse yet; "
+                         "use --warehouse-format parquet")
     extract = ctx.parent is not None and ctx.parent.info_name == "extract"
     if not extract and ctx.info_name != "build":
         raise UsageError(f"kaudit {ctx.info_name}: not on an Iceberg warehouse yet (extract and build are); "
