@@ -59,7 +59,7 @@ remote_oldest as (
         on
             remote.topic = local_segments.topic
             and remote.`partition` = local_segments.`partition`
-            and local_segments.segment_base_offset >= remote.remote_log_end_offset
+            and remote.remote_log_end_offset <= local_segments.segment_base_offset
     where remote.segment_number = 1
     group by
         remote.topic, remote.`partition`, remote.start_offset, remote.end_offset, remote.max_timestamp,

@@ -18,7 +18,7 @@ created as (
         max_timestamp,
         cast(segment_size_bytes as bigint) as segment_size_bytes,
         event_timestamp as copy_started_at,
-        row_number() over (partition by remote_segment_id order by metadata_partition, log_offset) as copy
+        row_number() over (partition by remote_segment_id order by metadata_partition, log_offset) as copy_number
     from events
     where record_type = 'RemoteLogSegmentMetadataRecord'
 ),
@@ -62,4 +62,4 @@ inner join latest
     on created.remote_segment_id = latest.remote_segment_id and latest.recency = 1
 left join deleted_partitions
     on created.topic_id = deleted_partitions.topic_id and created.`partition` = deleted_partitions.`partition`
-where created.copy = 1
+where created.copy_number = 1
