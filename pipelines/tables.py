@@ -796,7 +796,8 @@ CORE = {
 SCHEMAS = {**RAW, **CORE}
 
 # the named findings of core/share_group_findings
-SHARE_GROUP_FINDINGS = ("archived_unacknowledged", "partition_unassigned", "member_epoch_ahead", "share_state_unknown")
+SHARE_GROUP_FINDINGS = ("archived_unacknowledged", "partition_unassigned", "member_epoch_ahead", "share_state_unknown",
+                        "simple_assignor_mismatch")
 # the named findings of core/mm2_findings
 MM2_FINDINGS = ("checkpoint_disagrees", "target_ahead_of_translation", "never_checkpointed")
 # the named findings of core/streams_group_findings

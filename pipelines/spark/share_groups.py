@@ -29,7 +29,18 @@ until the broker gave up (delivery count at ``group.share.delivery.count.limit``
 Findings (``finding``): ``archived_unacknowledged`` (per share-partition: how many offsets and
 which, with their delivery counts), ``partition_unassigned`` (a partition of a topic some member
 subscribes to that no member's current assignment holds), ``member_epoch_ahead`` (a member's
-epoch above the group's assignment epoch), ``share_state_unknown``.
+epoch above the group's assignment epoch), ``share_state_unknown``, ``simple_assignor_mismatch``.
+
+The simple assignor (Apache Kafka ``group-coordinator/.../assignor/SimpleAssignor.java``,
+``SimpleHomogeneousAssignmentBuilder.java``) is sticky: which member gets which partition
+depends on the previous assignment, so only its balance is checked, where it is deterministic -
+a homogeneous group (every live member subscribes to the same topics, ``M`` members, ``P``
+partitions of those topics) that has settled (every member's epoch equal to the assignment
+epoch and the group epoch: a group still reconciling is a transition, not a fault, as for
+KIP-848 groups). There each partition is shared by at most ``D = ceil(M / P)`` members, and
+each member holds ``floor(D * P / M)`` or ``ceil(D * P / M)`` partitions (the builder's
+desired counts). A partition shared by more, or a member holding another count, is a
+``simple_assignor_mismatch``.
 
 Every function is DataFrame -> DataFrame (no UDF).
 """
@@ -215,7 +226,51 @@ def findings(state: DataFrame, assigned: DataFrame, topic_partitions: DataFrame)
         F.lit(None).cast("string").alias("topic"), "member_id", F.lit("member_epoch_ahead").alias("finding"),
         F.concat(F.lit("member epoch "), F.col("member_epoch").cast("string"), F.lit(" > assignment epoch "),
                  F.col("assignment_epoch").cast("string")).alias("detail")))
-    return archived.unionByName(unknown).unionByName(unassigned).unionByName(ahead)
+    return (archived.unionByName(unknown).unionByName(unassigned).unionByName(ahead)
+            .unionByName(simple_assignor(assigned, topic_partitions)))
+
+
+def simple_assignor(assigned: DataFrame, topic_partitions: DataFrame) -> DataFrame:
+    """``simple_assignor_mismatch`` findings of the settled homogeneous share groups of
+    ``assigned`` (``core/share_group_assignments``) over ``topic, partition`` of the cluster."""
+    members = assigned.select("group_id", "member_id", "member_epoch", "assignment_epoch", "group_epoch",
+                              F.array_sort(F.coalesce("subscribed_topics", F.array().cast("array<string>")))
+                              .alias("subs")).distinct()
+    groups = members.groupBy("group_id").agg(
+        F.countDistinct("member_id").alias("m"), F.countDistinct("subs").alias("_subscriptions"),
+        F.first("subs").alias("subs"),
+        F.min(F.coalesce(F.col("member_epoch") == F.col("assignment_epoch"), F.lit(False))).alias("_at_target"),
+        F.min(F.coalesce(F.col("assignment_epoch") == F.col("group_epoch"), F.lit(False))).alias("_current"))
+    parts = (groups.select("group_id", F.explode("subs").alias("topic"))
+             .join(topic_partitions.select("topic", "partition").distinct(), "topic")
+             .groupBy("group_id").agg(F.count(F.lit(1)).alias("p")))
+    settled = (groups.where((F.col("_subscriptions") == 1) & F.col("_at_target") & F.col("_current"))
+               .join(parts, "group_id").where(F.col("p") > 0)
+               .withColumn("d", F.expr("cast((m + p - 1) div p as int)"))
+               .withColumn("lo", F.expr("cast(floor(d * p / m) as int)"))
+               .withColumn("hi", F.expr("cast(ceil(d * p / m) as int)"))
+               .select("group_id", "m", "p", "d", "lo", "hi"))
+    held = assigned.where(F.col("partition").isNotNull()).join(settled, "group_id")
+    shared = (held.groupBy("group_id", "topic_id", "topic", "partition", "d")
+              .agg(F.countDistinct("member_id").alias("n")).where(F.col("n") > F.col("d")).select(
+        "group_id", "topic_id", "partition", "topic", F.lit(None).cast("string").alias("member_id"),
+        F.lit("simple_assignor_mismatch").alias("finding"),
+        F.concat(F.lit("held by "), F.col("n").cast("string"), F.lit(" members; the simple assignor shares a "
+                                                                      "partition among at most "),
+                 F.col("d").cast("string")).alias("detail")))
+    counts = (assigned.join(settled, "group_id")
+              .groupBy("group_id", "member_id", "lo", "hi", "m", "p")
+              .agg(F.count("partition").alias("n")).where((F.col("n") < F.col("lo")) | (F.col("n") > F.col("hi")))
+              .select("group_id", F.lit(None).cast("string").alias("topic_id"),
+                      F.lit(None).cast("int").alias("partition"), F.lit(None).cast("string").alias("topic"),
+                      "member_id", F.lit("simple_assignor_mismatch").alias("finding"),
+                      F.concat(F.lit("holds "), F.col("n").cast("string"),
+                               F.lit(" partitions; the simple assignor gives each of "), F.col("m").cast("string"),
+                               F.lit(" members "), F.col("lo").cast("string"),
+                               F.when(F.col("hi") != F.col("lo"), F.concat(F.lit(" or "), F.col("hi").cast("string")))
+                               .otherwise(F.lit("")),
+                               F.lit(" of "), F.col("p").cast("string")).alias("detail")))
+    return shared.unionByName(counts)
 
 
 def core_frames(spark, ctx, topic_parts: DataFrame) -> dict[str, DataFrame]:
