@@ -35,6 +35,11 @@ SOURCES: dict[str, str] = {
     "kaudit_core.settled_audit": "core/settled_audit",
     "kaudit_core.mm2_failover": "core/mm2_failover",
     "kaudit_core.mm2_findings": "core/mm2_findings",
+    "kaudit_core.share_partition_state": "core/share_partition_state",
+    "kaudit_core.share_group_assignments": "core/share_group_assignments",
+    "kaudit_core.share_group_findings": "core/share_group_findings",
+    "kaudit_core.streams_group_topology": "core/streams_group_topology",
+    "kaudit_core.streams_group_tasks": "core/streams_group_tasks",
 }
 
 
