@@ -260,6 +260,13 @@ def identity(df: DataFrame) -> DataFrame:
     return df
 
 
+def streams_active_tasks(tasks: DataFrame) -> DataFrame:
+    """Per Streams group, one row per member holding a task active now (current assignment, not
+    pending revocation: the hand-off of a revoked task is no second owner)."""
+    return tasks.where((F.col("assignment") == "current") & (F.col("task_kind") == "active")
+                       & ~F.col("pending_revocation")).select("group_id", "subtopology_id", "partition", "member_id")
+
+
 def findings_of_audited(findings: DataFrame, audited: DataFrame) -> DataFrame:
     """An audit's findings (``audited``: the rows it judged, the view's evidence)."""
     return findings
@@ -332,6 +339,24 @@ VIEWS: dict[str, View] = {
         ("core/mm2_findings", "core/mm2_failover"), findings_of_audited, evidence=("core/mm2_failover",),
         present=("core/mm2_findings",)
     ),
+    # share and Streams groups: judged only when the run has such groups
+    "share_partition_state": View(
+        ("core/share_partition_state",), identity, evidence=("core/share_partition_state",)
+    ),
+    "share_group_lag": View(("marts/share_group_lag",), identity, evidence=("marts/share_group_lag",)),
+    "share_group_findings": View(
+        ("core/share_group_findings", "core/share_group_assignments"), findings_of_audited,
+        evidence=("core/share_group_assignments",), present=("core/share_group_findings",),
+    ),
+    "streams_group_tasks": View(("core/streams_group_tasks",), identity, evidence=("core/streams_group_tasks",)),
+    "streams_active_tasks": View(
+        ("core/streams_group_tasks",), streams_active_tasks, evidence=("core/streams_group_tasks",)
+    ),
+    "streams_group_findings": View(
+        ("core/streams_group_findings", "core/streams_group_tasks"), findings_of_audited,
+        evidence=("core/streams_group_tasks",), present=("core/streams_group_findings",),
+    ),
+    "streams_group_lag": View(("marts/streams_group_lag",), identity, evidence=("marts/streams_group_lag",)),
 }
 
 
