@@ -22,6 +22,7 @@ from pipelines.report.metadata import MetadataFacts, gather_metadata
 from pipelines.report.mm2 import Mm2Facts, gather_mm2
 from pipelines.report.order import nulls_last
 from pipelines.report.rebalances import RebalanceFacts, gather_rebalances
+from pipelines.report.share_streams import ShareStreamsFacts, gather_share_streams
 from pipelines.tables import (
     ASSIGNMENT_STATUSES,
     CONSUMER_GROUP_FINDINGS,
@@ -186,6 +187,7 @@ class Facts:
     rebalances: RebalanceFacts | None = None  # rebalance history (None: the run has none)
     zk_history: dict | None = None  # the span of the ZooKeeper data dir's history (None: no data dir read)
     mm2: Mm2Facts | None = None  # MirrorMaker 2 failover readiness (None: the run has none)
+    share_streams: ShareStreamsFacts | None = None  # share and Streams groups (None: the run has none)
 
     @property
     def audited(self) -> int:
@@ -194,7 +196,8 @@ class Facts:
     @property
     def empty(self) -> bool:
         """Nothing was extracted or audited for the run."""
-        return not (self.znodes or self.offset_records or self.audited or self.group_findings or self.mm2)
+        return not (self.znodes or self.offset_records or self.audited or self.group_findings or self.share_streams
+                    or self.mm2)
 
     @property
     def unhealthy(self) -> list[GroupHealth]:
@@ -548,4 +551,5 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         rebalances=gather_rebalances(wh, run_id, _read),
         zk_history=zk_history(wh, run_id),
         mm2=gather_mm2(wh, run_id),
+        share_streams=gather_share_streams(wh, run_id),
     )

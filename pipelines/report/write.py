@@ -15,6 +15,8 @@ from pipelines.report.lag_time import LagTimeFacts, finding_rows
 from pipelines.report.metadata import MetadataFacts
 from pipelines.report.page import FINDINGS_CSV, render
 from pipelines.report.rebalances import PAST, STORM, STUCK, RebalanceFacts, state_name
+from pipelines.report.share_streams import ShareStreamsFacts
+from pipelines.report.share_streams import finding_rows as share_finding_rows
 
 REPORTS = "reports"
 CSV_COLUMNS = ("source", "group_id", "topic", "partition", "broker_id", "status", "expected_owner", "observed_owners",
@@ -30,7 +32,8 @@ def _iso(t) -> str:
 
 def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFacts | None = None,
                        lag_time: LagTimeFacts | None = None, group_findings: list[GroupFinding] = (),
-                       rebalances: RebalanceFacts | None = None) -> None:
+                       rebalances: RebalanceFacts | None = None,
+                       share_streams: ShareStreamsFacts | None = None) -> None:
     """One row per finding; several observed owners are joined with ``;`` in each owner column.
     The KRaft findings follow with ``source`` kraft: ``isr_below_min_insync`` (per partition,
     no group) and ``deleted_topic_commits`` (per group and partition: its last offset); then the
@@ -42,7 +45,9 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
     ``detail`` the state, when it ended and how long it lasted), ``stuck_rebalance`` per
     rebalance that did not settle within the stuck limit (``detail``: when it began, settled and
     how long it took), and ``rebalance_storm`` per group (``detail``: how many, the most in one
-    hour, from when to when)."""
+    hour, from when to when); then the share and Streams group findings
+    (``share_streams.finding_rows``): ``status`` the finding's name, ``observed_owners`` its
+    member, ``detail`` what it found."""
     with path.open("w", newline="", encoding="utf-8") as out:
         w = csv.writer(out)
         w.writerow(CSV_COLUMNS)
@@ -85,6 +90,9 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
             w.writerow([s["source"], s["group_id"], "", "", "", STORM, "", "", "", "", "", "", "", "",
                         f"{s['rebalances']} rebalance(s) in a storm, up to {s['peak']} in one hour, "
                         f"{_iso(s['first_at'])} to {_iso(s['last_at'])}"])
+        for r in share_finding_rows(share_streams):
+            w.writerow(["kafka", r["group_id"], r["topic"] or "", "" if r["partition"] is None else r["partition"], "",
+                        r["finding"], "", r["member_id"] or "", "", "", "", "", "", "", r["detail"] or ""])
 
 
 def write_report(ctx: RunContext) -> Path:
@@ -94,7 +102,7 @@ def write_report(ctx: RunContext) -> Path:
         out = tx.staging_dir(REPORTS)
         out.mkdir(parents=True, exist_ok=True)
         write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata, facts.lag_time, facts.group_findings,
-                           facts.rebalances)
+                           facts.rebalances, facts.share_streams)
         (out / "index.html").write_text(render(facts), encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     page = ctx.warehouse.partition_dir(REPORTS, ctx.run_id) / "index.html"
