@@ -221,7 +221,13 @@ def run_scenario(bundle: str, scenario: str, root: Path) -> Outcome:
     """Start the cluster, run ``scenario``, dump the oracle, stop (or kill) the brokers."""
     t0 = time.monotonic()
     steps, brokers = SCENARIOS[scenario]
-    cluster = KafkaCluster(bundle, root, brokers=brokers, config=dict(CHECKPOINTS))
+    config = dict(CHECKPOINTS)
+    if brokers > 1:
+        # a replica of every __consumer_offsets partition on each broker: a group's coordinator
+        # moves on when the broker holding its partition stops (with one replica, a group whose
+        # partition was on the broker left stopped has no coordinator until it comes back)
+        config["offsets.topic.replication.factor"] = str(brokers)
+    cluster = KafkaCluster(bundle, root, brokers=brokers, config=config)
     try:
         cluster.start()
         with Driver(cluster) as d:
