@@ -18,7 +18,8 @@ def build(logs: Path, warehouse: Path, run: str = "share") -> dict[str, list[dic
         assert code == 0 and "internal error" not in out, out[-3000:]
     wh = Warehouse(warehouse)
     return {t: read_arrow(wh, t, run).to_pylist()
-            for t in ("core/share_partition_state", "core/share_group_assignments", "core/share_group_findings")}
+            for t in ("core/share_partition_state", "core/share_group_assignments", "core/share_group_findings",
+                      "marts/share_group_lag", "marts/share_group_archived_records")}
 
 
 def compare(tables: dict[str, list[dict]], oracle: dict) -> int:
@@ -36,6 +37,13 @@ def compare(tables: dict[str, list[dict]], oracle: dict) -> int:
             assert row["log_end_offset"] == oracle["log_end_offsets"][tp]
             assert row["topic_id"] == oracle["topic_ids"][tp.split(":")[0]]
             compared += 4
+        # the mart: the same lag per share-partition, owned by the members the cluster named
+        owners = {tp: sorted(m["member_id"] for m in d["members"] if tp in m["assignment"]) for tp in d["lag"]}
+        mart = {f"{r['topic']}:{r['partition']}": r for r in tables["marts/share_group_lag"] if r["group_id"] == g}
+        assert {tp: (r["start_offset"], r["lag"], sorted((r["owners"] or "").split(", ")))
+                for tp, r in mart.items()} == {
+            tp: (d["start_offsets"][tp], d["lag"][tp], owners[tp]) for tp in d["lag"]}
+        compared += 3 * len(mart)
         members = {}
         for r in tables["core/share_group_assignments"]:
             if r["group_id"] == g:
@@ -64,3 +72,7 @@ def planted(tables: dict[str, list[dict]], oracle: dict) -> None:
     assert row["archived_max_delivery_count"] == did["poison_deliveries"]["share-poison"]
     healthy = [r for r in tables["core/share_partition_state"] if r["group_id"] == "share-healthy"]
     assert healthy and all(r["archived"] == 0 for r in healthy)
+    assert [(r["group_id"], r["topic"], r["partition"], r["archived_offset"], r["max_delivery_count"])
+            for r in tables["marts/share_group_archived_records"]] == [
+        ("share-poison", did["topic"], did["poison_partition"], did["poison_offset"],
+         did["poison_deliveries"]["share-poison"])]
