@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.reading import read_arrow
+from pipelines.report.order import nulls_last
 from pipelines.warehouse import Warehouse
 
 MAX_ROWS = 200  # partitions shown per pair; the tables have them all
@@ -25,7 +26,7 @@ class Mm2Facts:
 
 
 def _key(r: dict) -> tuple:
-    return (r["group_id"], r["topic"], r["partition"])
+    return nulls_last(r["group_id"], r["topic"], r["partition"])
 
 
 def gather_mm2(wh: Warehouse, run_id: str) -> Mm2Facts | None:
@@ -35,18 +36,18 @@ def gather_mm2(wh: Warehouse, run_id: str) -> Mm2Facts | None:
         return None
     found = read_arrow(wh, "core/mm2_findings", run_id, with_run_id=False).to_pylist()
     pairs = []
-    for s, t in sorted({(r["source_alias"], r["target_alias"]) for r in rows}):
+    for s, t in sorted({(r["source_alias"], r["target_alias"]) for r in rows}, key=lambda p: nulls_last(*p)):
         mine = sorted((r for r in rows if (r["source_alias"], r["target_alias"]) == (s, t)), key=_key)
         flagged = {}
         for f in found:
             if (f["source_alias"], f["target_alias"]) == (s, t):
                 flagged.setdefault(_key(f), []).append(f["finding"])
         for r in mine:
-            r["findings"] = sorted(flagged.get(_key(r), []))
+            r["findings"] = sorted(flagged.get(_key(r), []), key=nulls_last)
         pairs.append(dict(
             source_alias=s, target_alias=t, rows=mine,
             findings=sorted((f for f in found if (f["source_alias"], f["target_alias"]) == (s, t)),
-                            key=lambda f: (f["finding"], *_key(f))),
+                            key=lambda f: (*nulls_last(f["finding"]), *_key(f))),
             reread=sum(r["records_reread"] or 0 for r in mine),
             skipped=sum(r["records_skipped"] or 0 for r in mine),
             groups=len({r["group_id"] for r in mine}),
