@@ -256,7 +256,8 @@ def owners_at_moments(history: DataFrame) -> DataFrame:
     return moments.join(h, key).where(covering).select(*key, "moment", "owner").distinct()
 
 
-def identity(df: DataFrame) -> DataFrame:
+def identity(df: DataFrame, *_: DataFrame) -> DataFrame:
+    """The view's first table as it is (the others only say whether there is data to judge)."""
     return df
 
 
@@ -288,7 +289,8 @@ class View:
 VIEWS: dict[str, View] = {
     # the ZooKeeper-to-KRaft migration: judged only when the run's metadata log records one
     "migration_audit": View(("core/migration_audit",), identity, evidence=("core/migration_audit",)),
-    "migration_offsets": View(("core/migration_offsets",), identity, evidence=("core/migration_audit",)),
+    "migration_offsets": View(("core/migration_offsets", "core/migration_audit"), identity,
+                              evidence=("core/migration_audit",)),
     "assignment_audit": View(("core/assignment_audit",), assignment_audit, evidence=("core/assignment_audit",)),
     "observed_owners": View(
         (

@@ -41,7 +41,7 @@ def _task(r: dict) -> str:
 
 def _task_order(task: str) -> tuple:
     sub, _, part = task.rpartition("_")
-    return sub, int(part)
+    return nulls_last(sub, int(part) if part.isdigit() else None, part)
 
 
 def _share(wh: Warehouse, run_id: str) -> list[dict]:
@@ -64,9 +64,11 @@ def _share(wh: Warehouse, run_id: str) -> list[dict]:
         if r["partition"] is not None:
             m["partitions"].append(f"{r['topic'] or r['topic_id']}:{r['partition']}")
             owners[(r["group_id"], r["topic_id"], r["partition"])].append(r["member_id"])
-    rows = lag.to_pylist() if lag is not None else [
-        {**r, "owners": ", ".join(sorted(owners.get((r["group_id"], r["topic_id"], r["partition"]), [])))}
-        for r in state]
+    def held_by(r: dict) -> str:
+        members = owners.get((r["group_id"], r["topic_id"], r["partition"]), [])
+        return ", ".join(m or "-" for m in sorted(members, key=nulls_last))
+
+    rows = lag.to_pylist() if lag is not None else [{**r, "owners": held_by(r)} for r in state]
     for r in rows:
         group(r["group_id"])["partitions"].append(r)
     for r in state:
@@ -78,7 +80,7 @@ def _share(wh: Warehouse, run_id: str) -> list[dict]:
     for r in found:
         group(r["group_id"])["findings"].append(r)
     for g in groups.values():
-        g["members"] = sorted(g["members"].values(), key=lambda m: m["member_id"])
+        g["members"] = sorted(g["members"].values(), key=lambda m: nulls_last(m["member_id"]))
         for m in g["members"]:
             m["partitions"].sort()
         g["partitions"].sort(key=lambda r: nulls_last(r["topic"], r["partition"]))
@@ -86,7 +88,7 @@ def _share(wh: Warehouse, run_id: str) -> list[dict]:
         g["findings"].sort(key=lambda r: nulls_last(order.get(r["finding"], 99), r["topic"], r["partition"],
                                                     r["member_id"]))
         g["lag"] = sum(r["lag"] for r in g["partitions"] if r["lag"] is not None)
-    return sorted(groups.values(), key=lambda g: (-len(g["findings"]), g["group_id"]))
+    return sorted(groups.values(), key=lambda g: nulls_last(-len(g["findings"]), g["group_id"]))
 
 
 def _streams(wh: Warehouse, run_id: str) -> tuple[list[dict], bool]:
@@ -108,7 +110,12 @@ def _streams(wh: Warehouse, run_id: str) -> tuple[list[dict], bool]:
                                                      **{k: [] for k in KINDS}})
         if r["assignment"] == "current":
             m["member_epoch"] = r["member_epoch"]
-            (m["pending"] if r["pending_revocation"] else m[r["task_kind"]]).append(_task(r))
+            if r["pending_revocation"]:
+                m["pending"].append(_task(r))
+            elif r["task_kind"] in KINDS:
+                m[r["task_kind"]].append(_task(r))
+            else:  # a kind the contract allows but Kafka does not write: listed last, with its kind
+                m["pending"].append(f"{_task(r)} (kind {r['task_kind']})")
     for r in lag.to_pylist() if lag is not None else ():
         g = group(r["group_id"])
         g["tasks"].append(r)
@@ -119,14 +126,14 @@ def _streams(wh: Warehouse, run_id: str) -> tuple[list[dict], bool]:
     for r in found:
         group(r["group_id"])["findings"].append(r)
     for g in groups.values():
-        g["members"] = sorted(g["members"].values(), key=lambda m: m["member_id"])
+        g["members"] = sorted(g["members"].values(), key=lambda m: nulls_last(m["member_id"]))
         for m in g["members"]:
             for k in (*KINDS, "pending"):
                 m[k].sort(key=_task_order)
         g["tasks"].sort(key=lambda r: nulls_last(r["subtopology_id"], r["partition"], r["topic"]))
         g["findings"].sort(key=lambda r: nulls_last(order.get(r["finding"], 99), r["member_id"], r["subtopology_id"],
                                                     r["partition"]))
-    return sorted(groups.values(), key=lambda g: (-len(g["findings"]), g["group_id"])), lag is not None
+    return sorted(groups.values(), key=lambda g: nulls_last(-len(g["findings"]), g["group_id"])), lag is not None
 
 
 def gather_share_streams(wh: Warehouse, run_id: str) -> ShareStreamsFacts | None:
