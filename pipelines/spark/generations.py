@@ -254,7 +254,9 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
     window and stuck limit; ``more_times``: (frame, time column) of the run's other
     ``__consumer_offsets`` records, whose times extend the history's end past the last group
     record (as :func:`build` gathers them)."""
-    consumer = group_metadata.where(F.col("is_tombstone") | (F.col("protocol_type") == "consumer"))
+    # a record without a group id (the contract allows a null) is a state of no group
+    consumer = group_metadata.where(
+        F.col("group_id").isNotNull() & (F.col("is_tombstone") | (F.col("protocol_type") == "consumer")))
     records = consumer.select(*KEY, "generation", "protocol", "state_timestamp",
                               F.coalesce("is_tombstone", F.lit(False)).alias("is_tombstone"))
     starts = reused(_timed(state_starts(records, "generation"), "state_timestamp"))
@@ -361,7 +363,7 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame, state: di
     """(``core/rebalance_states``, ``core/settled_audit``) rows of the KIP-848 groups' epochs.
     ``raw``: the tables of :data:`assignment_kip848.RAW_TABLES`; ``state``: their
     :func:`assignment_kip848.state` (the build's, shared with the findings and the audit)."""
-    meta = raw["raw/consumer_group_metadata"].select(
+    meta = raw["raw/consumer_group_metadata"].where(F.col("group_id").isNotNull()).select(
         *KEY, F.col("group_epoch").alias("generation"), "is_tombstone", "batch_timestamp", "batch_offset")
     starts = reused(_timed(state_starts(meta, "generation"), "batch_timestamp"))
     ends = _operation_ends(starts, meta)
