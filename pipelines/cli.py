@@ -21,7 +21,8 @@ from pipelines.clusters import check_alias, cluster_warehouse
 from pipelines.context import RunContext
 from pipelines.errors import KauditError, UsageError
 from pipelines.runs import LATEST, check_run_id, choose
-from pipelines.warehouse import DEFAULT_ROOT, Warehouse, open_warehouse
+from pipelines.warehouse import DEFAULT_ROOT, Warehouse
+from pipelines.warehouse_formats import open_warehouse
 
 app = typer.Typer(
     name="kaudit",

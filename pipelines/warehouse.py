@@ -188,7 +188,7 @@ class Transaction:
 
 class Warehouse:
     """The Parquet layout (this module's docstring); ``pipelines.iceberg.warehouse.IcebergWarehouse``
-    keeps the same interface with Iceberg tables (:func:`open_warehouse` picks one)."""
+    keeps the same interface with Iceberg tables (:func:`pipelines.warehouse_formats.open_warehouse` picks one)."""
 
     format = "parquet"
 
@@ -331,32 +331,3 @@ class Warehouse:
     def read_meta(self, run_id: str, step: str) -> dict:
         path = self.meta_path(run_id, step)
         return json.loads(path.read_text()) if path.exists() else {}
-
-
-FORMATS = ("parquet", "iceberg")
-
-
-def open_warehouse(location: str | os.PathLike = DEFAULT_ROOT, fmt: str = "parquet", catalog: str | None = None,
-                   local: str | os.PathLike | None = None) -> Warehouse:
-    """The warehouse at ``location`` in format ``fmt`` (``FORMATS``). Parquet: ``location`` is
-    its directory. Iceberg: ``location`` is a directory or an object-store URI
-    (``s3a://bucket/prefix``) for the tables' files, ``catalog`` the catalog's URI (default: a
-    SQLite file beside the directory), ``local`` the directory of its locks, run records and
-    staging (default: ``location`` when it is a directory; required for a URI)."""
-    from pipelines.errors import UsageError
-
-    if fmt not in FORMATS:
-        raise UsageError(f"warehouse format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    text = str(location)
-    is_uri = "://" in text
-    if fmt == "parquet":
-        if is_uri or catalog is not None:
-            raise UsageError("a Parquet warehouse is a local directory without a catalog: "
-                             "use --warehouse-format iceberg for an object-store URI or a --catalog")
-        return Warehouse(location)
-    from pipelines.iceberg.warehouse import IcebergWarehouse
-
-    if is_uri and local is None:
-        raise UsageError(f"--warehouse {text}: an object-store warehouse needs a local directory for its "
-                         "run records and staging (--warehouse-local DIR)")
-    return IcebergWarehouse(local if is_uri else location, location=text if is_uri else None, catalog=catalog)

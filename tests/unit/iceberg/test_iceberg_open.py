@@ -9,7 +9,8 @@ import pytest
 
 from pipelines.errors import UsageError
 from pipelines.iceberg.warehouse import IcebergWarehouse
-from pipelines.warehouse import Warehouse, open_warehouse
+from pipelines.warehouse import Warehouse
+from pipelines.warehouse_formats import open_warehouse
 
 
 def test_parquet_is_the_default(tmp_path):
