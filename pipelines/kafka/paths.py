@@ -146,8 +146,10 @@ def offsets_segments(paths: list[Path]) -> list[Segment]:
 
 def data_partition_dirs(paths: list[Path]) -> list[tuple[str, int, Path]]:
     """Data-topic partition dirs under ``paths`` (log dirs or partition dirs), Kafka's own
-    logs (``NOT_DATA_TOPICS``) skipped."""
-    out = []
+    logs (``NOT_DATA_TOPICS``) skipped. A log dir holding no data topic is an error only when
+    no path holds one: among the log dirs of a cluster, a broker may host none (every data
+    replica reassigned away, only ``__consumer_offsets`` and ``-delete`` dirs left)."""
+    out, empty = [], []
     for p in map(Path, paths):
         _exists(p)
         if not p.is_dir():
@@ -159,7 +161,9 @@ def data_partition_dirs(paths: list[Path]) -> list[tuple[str, int, Path]]:
             found = partition_dirs(p)
         found = [x for x in found if x[0] not in NOT_DATA_TOPICS]
         if not found:
-            raise InputError(f"{p}: no topic-partition dirs of data topics "
-                             "(expected a Kafka log dir or <topic>-<N> dirs)")
+            empty.append(p)
         out.extend(found)
+    if not out:
+        raise InputError(f"{empty[0]}: no topic-partition dirs of data topics "
+                         "(expected a Kafka log dir or <topic>-<N> dirs)")
     return out

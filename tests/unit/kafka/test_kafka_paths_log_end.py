@@ -78,6 +78,17 @@ def test_data_partition_dirs_none_found(tmp_path):
         data_partition_dirs([tmp_path])
 
 
+def test_data_partition_dirs_a_broker_hosting_no_data_topic(tmp_path):
+    # a broker of a cluster whose data replicas were all reassigned away (as a real 3.9.2 broker
+    # of the ops matrix case left it): its log dir beside the others is no error
+    for name in ("b1/__consumer_offsets-0", "b1/orders-0.ca852d5497104621ada1fb4f1c542adc-delete", "b2/orders-0",
+                 "b2/__consumer_offsets-0"):
+        (tmp_path / name).mkdir(parents=True)
+    assert [(t, p) for t, p, _ in data_partition_dirs([tmp_path / "b1", tmp_path / "b2"])] == [("orders", 0)]
+    with pytest.raises(InputError, match=rf"^{tmp_path / 'b1'}: no topic-partition dirs of data topics"):
+        data_partition_dirs([tmp_path / "b1"])
+
+
 def test_data_partition_dirs_skip_internal_topics(tmp_path):
     for name in ("my-topic-with-dashes-3", "__consumer_offsets-0", "__transaction_state-1", "t-0", "t-0.x-delete",
                  "t-1-future"):
