@@ -9,6 +9,12 @@ columns or types differ from the declaration is an error naming the file and the
 core file may lack are the KRaft-only ones of ``ADDED_COLUMNS`` (null where the ZooKeeper
 registry built the table). ``run_id`` is the hive partition (``<table>/run_id=<id>/``), not a
 column of the files; the views add it.
+
+In an Iceberg warehouse (:class:`~pipelines.iceberg.warehouse.IcebergWarehouse`) the same
+functions read the run's partition of the Iceberg table (marts: ``marts.<name>``, built by dbt)
+at the snapshot the run's ledger recorded (a time-travel read: a later run, or a later commit
+of the same table, never changes what a read of this run returns), cast back to the declared
+schema; row counts come from the manifests.
 """
 
 from __future__ import annotations
@@ -102,8 +108,10 @@ def read_arrow(
     names = schema.names if columns is None else columns
     files = [] if warehouse.format == "iceberg" else table_files(warehouse, table, run_id)
     if warehouse.format == "iceberg":  # the snapshot the run recorded, its partition
-        data = warehouse.read_arrow(table, run_id, schema)
-        data = (data.filter(filter) if filter is not None else data).select(names)
+        if filter is None:
+            data = warehouse.read_arrow(table, run_id, schema, names)
+        else:  # (the filter's columns may be others than ``columns``)
+            data = warehouse.read_arrow(table, run_id, schema).filter(filter).select(names)
     elif files:
         dataset = ds.dataset([str(f) for f in files], format="parquet", schema=schema)
         data = dataset.to_table(columns=names, filter=filter)

@@ -19,6 +19,7 @@ Arrow (declared)      Iceberg                 note
 bool                  boolean
 int8, int16, int32    int                     Iceberg has no narrower integer
 int64                 long
+float32, float64      float, double           (the marts' double columns)
 string                string
 binary                binary
 timestamp[ms, UTC]    timestamptz             microseconds; every ms value fits exactly
@@ -30,17 +31,26 @@ map<K, V>             map<K, V>               key required (Iceberg's rule), val
 Every declared column is nullable (the contracts allow nulls), so every Iceberg field but the
 partition columns and map keys is optional. Field ids are assigned depth first from 1, so the
 same declared schema always maps to the same Iceberg schema.
+
+The declarations (:func:`declaration`): raw and core tables in :mod:`pipelines.tables`, marts
+(``marts/<name>``: the Iceberg table ``marts.<name>`` dbt builds) in their dbt contracts
+(:data:`pipelines.quality.marts.MARTS`). A timestamp Spark wrote in microseconds is read back
+floored to the declared milliseconds, as the Parquet layout's Spark writes store it
+(``spark.sql.parquet.outputTimestampType`` ``TIMESTAMP_MILLIS``).
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
+    DoubleType,
+    FloatType,
     IcebergType,
     IntegerType,
     ListType,
@@ -61,6 +71,15 @@ SHARED_TABLES = frozenset({"raw/quarantine", "raw/znodes"})
 
 class UnmappedType(TypeError):
     """An Arrow type the mapping has no Iceberg type for (a declared schema grew one)."""
+
+
+def declaration(table: str) -> pa.Schema:
+    """The declared Arrow schema of warehouse ``table`` (``raw/...``, ``core/...``, ``marts/...``)."""
+    if table.startswith("marts/"):
+        from pipelines.quality.marts import MARTS  # (the dbt contracts: read only where a mart is)
+
+        return MARTS[table.split("/", 1)[1]]
+    return SCHEMAS[table]
 
 
 def identifier(table: str) -> tuple[str, str]:
@@ -91,6 +110,10 @@ def _iceberg_type(t: pa.DataType, ids: _Ids) -> IcebergType:
         return IntegerType()
     if pa.types.is_int64(t):
         return LongType()
+    if pa.types.is_float32(t):
+        return FloatType()
+    if pa.types.is_float64(t):
+        return DoubleType()
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return StringType()
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
@@ -112,7 +135,7 @@ def _iceberg_type(t: pa.DataType, ids: _Ids) -> IcebergType:
 
 def iceberg_schema(table: str, declared: pa.Schema | None = None) -> Schema:
     """The Iceberg schema of warehouse ``table``: its declared columns, then its partition columns."""
-    declared = SCHEMAS[table] if declared is None else declared
+    declared = declaration(table) if declared is None else declared
     ids = _Ids()
     top = [(ids.next(), f) for f in declared]
     parts = [(ids.next(), name) for name in partition_columns(table)]
@@ -153,7 +176,7 @@ def _write_type(t: pa.DataType) -> pa.DataType:
 def write_schema(table: str, declared: pa.Schema | None = None) -> pa.Schema:
     """The Arrow schema a batch of ``table`` is cast to before pyiceberg writes it (Iceberg's
     types, partition columns last)."""
-    declared = SCHEMAS[table] if declared is None else declared
+    declared = declaration(table) if declared is None else declared
     fields = [pa.field(f.name, _write_type(f.type)) for f in declared]
     fields += [pa.field(name, pa.string(), nullable=False) for name in partition_columns(table)]
     return pa.schema(fields)
@@ -162,13 +185,25 @@ def write_schema(table: str, declared: pa.Schema | None = None) -> pa.Schema:
 def to_write(table: str, data: pa.Table, partition: dict[str, str], declared: pa.Schema | None = None) -> pa.Table:
     """``data`` (of the declared schema) as a batch of ``write_schema``: cast, partition values added."""
     schema = write_schema(table, declared)
-    cols = [data.column(f.name).cast(schema.field(f.name).type) for f in (SCHEMAS[table] if declared is None
+    cols = [data.column(f.name).cast(schema.field(f.name).type) for f in (declaration(table) if declared is None
                                                                           else declared)]
     cols += [pa.array([partition[name]] * data.num_rows, pa.string()) for name in partition_columns(table)]
     return pa.Table.from_arrays(cols, schema=schema)
 
 
 def to_declared(table: str, data: pa.Table, declared: pa.Schema | None = None) -> pa.Table:
-    """Rows read from the Iceberg table as ``table``'s declared Arrow schema (partition columns dropped)."""
-    declared = SCHEMAS[table] if declared is None else declared
-    return pa.Table.from_arrays([data.column(f.name).cast(f.type) for f in declared], schema=declared)
+    """Rows read from the Iceberg table as ``table``'s declared Arrow schema (partition columns
+    dropped; a timestamp finer than its declared unit floored to it)."""
+    declared = declaration(table) if declared is None else declared
+    return pa.Table.from_arrays([_to_type(data.column(f.name), f.type) for f in declared], schema=declared)
+
+
+_UNITS = {"s": "second", "ms": "millisecond", "us": "microsecond"}
+
+
+def _to_type(column, t: pa.DataType):
+    have = column.type
+    if pa.types.is_timestamp(t) and pa.types.is_timestamp(have) and have.unit != t.unit and t.unit in _UNITS:
+        column = pc.floor_temporal(column, unit=_UNITS[t.unit])
+        return column.cast(t, safe=False)  # floored: the cast drops only zeros
+    return column.cast(t)

@@ -22,7 +22,16 @@ visible together.
 
 Locks (one writer per run and step), the run records (``runs.jsonl``, ``runs/``) and Spark's
 and dbt's working files stay in the local directory ``root``; the tables' data and metadata go
-to the catalog's location (``root`` itself by default, or ``s3a://bucket/prefix``).
+to the catalog's location (``root`` itself by default, or ``s3a://bucket/prefix``). So do a
+run's documents (a staged name without a layer: ``validation``'s results.json and failing rows,
+``reports``' page, summary and findings): they are files, not tables, and are published as in
+the Parquet layout, renamed into ``root/<name>/run_id=<id>/`` once the step's tables and its
+ledger row are committed.
+
+Reads go through the ledger many times per step (every table a report or a validation reads):
+the ledger's rows of a run are scanned once per ledger snapshot (a new snapshot: a step
+committed, scanned again), and a table's metadata is loaded again only when it does not hold
+the snapshot to read (a snapshot id names one immutable state).
 """
 
 from __future__ import annotations
@@ -42,7 +51,6 @@ import pyarrow.parquet as pq
 from pipelines.iceberg import schemas
 from pipelines.iceberg.catalog import CatalogConfig
 from pipelines.runs import check_run_id
-from pipelines.tables import SCHEMAS
 from pipelines.warehouse import StepLock, Transaction, Warehouse
 
 LEDGER = "meta/commits"
@@ -70,6 +78,8 @@ class IcebergWarehouse(Warehouse):
         super().__init__(root)
         self.catalog_config = CatalogConfig.for_warehouse(self.root, location, catalog)
         self._catalog = None
+        self._loaded: dict[str, object] = {}  # table -> its pyiceberg Table, as last loaded
+        self._ledger_cache: dict[str, tuple[int | None, pa.Table]] = {}  # run -> (ledger snapshot, its rows)
 
     # -- the catalog -----------------------------------------------------------------------
     @property
@@ -96,16 +106,33 @@ class IcebergWarehouse(Warehouse):
 
     @staticmethod
     def _declared(table: str) -> pa.Schema:
-        return LEDGER_SCHEMA if table == LEDGER else SCHEMAS[table]
+        return LEDGER_SCHEMA if table == LEDGER else schemas.declaration(table)
 
     # -- reads -----------------------------------------------------------------------------
+    def _load(self, table: str, snapshot_id: int | None = None):
+        """The pyiceberg table of ``table``: as last loaded when that holds ``snapshot_id``,
+        else loaded again from the catalog."""
+        ice = self._loaded.get(table)
+        if ice is None or snapshot_id is None or ice.snapshot_by_id(snapshot_id) is None:
+            ice = self._loaded[table] = self.catalog.load_table(schemas.identifier(table))
+        return ice
+
     def _ledger_rows(self, run_id: str) -> pa.Table:
+        from pyiceberg.exceptions import NoSuchTableError
         from pyiceberg.expressions import EqualTo
 
-        if not self.catalog.table_exists(schemas.identifier(LEDGER)):
+        try:
+            ledger = self.catalog.load_table(schemas.identifier(LEDGER))
+        except NoSuchTableError:
             return LEDGER_SCHEMA.empty_table()
-        ledger = self.catalog.load_table(schemas.identifier(LEDGER))
-        return ledger.scan(row_filter=EqualTo(schemas.RUN_ID, run_id)).to_arrow()
+        snap = ledger.current_snapshot()
+        head = None if snap is None else snap.snapshot_id
+        cached = self._ledger_cache.get(run_id)
+        if cached is not None and cached[0] == head:
+            return cached[1]
+        rows = ledger.scan(row_filter=EqualTo(schemas.RUN_ID, run_id)).to_arrow()
+        self._ledger_cache[run_id] = (head, rows)
+        return rows
 
     def snapshots(self, run_id: str) -> dict[tuple[str, str], int | None]:
         """(step, table) -> the snapshot id its last commit in run ``run_id`` recorded (None: the
@@ -118,14 +145,16 @@ class IcebergWarehouse(Warehouse):
         snapshot any step of the run recorded for it (a shared table's steps each commit after
         the one before), None when there is nothing to read."""
         ids = [sid for (_, t), sid in self.snapshots(run_id).items() if t == table]
-        known = [s for s in ids if s is not None]
-        return bool(ids), (max(known, key=lambda s: self._committed_at(table, s)) if known else None)
+        known = list(dict.fromkeys(s for s in ids if s is not None))
+        if len(known) > 1:
+            return True, max(known, key=lambda s: self._committed_at(table, s))
+        return bool(ids), (known[0] if known else None)
 
     def snapshot_id(self, table: str, run_id: str) -> int | None:
         return self.written(table, run_id)[1]
 
     def _committed_at(self, table: str, snapshot_id: int) -> int:
-        snap = self.catalog.load_table(schemas.identifier(table)).snapshot_by_id(snapshot_id)
+        snap = self._load(table, snapshot_id).snapshot_by_id(snapshot_id)
         return snap.timestamp_ms if snap is not None else 0
 
     def exists(self, table: str, run_id: str) -> bool:
@@ -138,17 +167,21 @@ class IcebergWarehouse(Warehouse):
         data = rows.to_arrow()
         return sorted(set(data.filter(pa.compute.equal(data["table_name"], table))["run_id"].to_pylist()))
 
-    def read_arrow(self, table: str, run_id: str, declared: pa.Schema | None = None) -> pa.Table:
-        """Run ``run_id``'s rows of ``table`` as its declared Arrow schema, read at the snapshot
-        the ledger recorded (empty when no step of the run wrote it)."""
+    def read_arrow(self, table: str, run_id: str, declared: pa.Schema | None = None,
+                   columns: list[str] | None = None) -> pa.Table:
+        """Run ``run_id``'s rows of ``table`` as its declared Arrow schema (only ``columns``, in
+        that order, when given), read at the snapshot the ledger recorded (empty when no step of
+        the run wrote it)."""
         from pyiceberg.expressions import EqualTo
 
         declared = declared if declared is not None else self._declared(table)
+        if columns is not None:
+            declared = pa.schema([declared.field(c) for c in columns])
         sid = self.snapshot_id(table, run_id)
         if sid is None:
-            return declared.empty_table()
-        scan = self.catalog.load_table(schemas.identifier(table)).scan(
-            row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid)
+            return pa.Table.from_batches([], declared)
+        scan = self._load(table, sid).scan(row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid,
+                                           selected_fields=tuple(declared.names) or ("*",))
         return schemas.to_declared(table, scan.to_arrow(), declared)
 
     def read_step(self, table: str, run_id: str, step: str) -> pa.Table:
@@ -160,7 +193,7 @@ class IcebergWarehouse(Warehouse):
         if sid is None:
             return declared.empty_table()
         where = And(EqualTo(schemas.RUN_ID, run_id), EqualTo(schemas.STEP, step))
-        scan = self.catalog.load_table(schemas.identifier(table)).scan(row_filter=where, snapshot_id=sid)
+        scan = self._load(table, sid).scan(row_filter=where, snapshot_id=sid)
         return schemas.to_declared(table, scan.to_arrow(), declared)
 
     def row_count(self, table: str, run_id: str) -> int:
@@ -170,8 +203,7 @@ class IcebergWarehouse(Warehouse):
         sid = self.snapshot_id(table, run_id)
         if sid is None:
             return 0
-        scan = self.catalog.load_table(schemas.identifier(table)).scan(
-            row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid)
+        scan = self._load(table, sid).scan(row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid)
         tasks = list(scan.plan_files())
         if any(task.delete_files for task in tasks):  # rows deleted by position: count what is left
             return scan.to_arrow().num_rows
@@ -184,7 +216,8 @@ class IcebergWarehouse(Warehouse):
     @contextmanager
     def transaction(self, run_id: str, step: str = "main") -> Iterator[Transaction]:
         """Stage the step's tables locally; commit each as one Iceberg snapshot, then the ledger
-        row naming them all, when the block ends without error (nothing on error)."""
+        row naming them all, then publish its documents (staged names without a layer), when
+        the block ends without error (nothing on error)."""
         import shutil
 
         tx = Transaction(self, check_run_id(run_id), check_run_id(step, "step"))
@@ -195,8 +228,12 @@ class IcebergWarehouse(Warehouse):
                 for w in tx.writers.values():
                     w.close()
                 committed = [(table, *self._commit(table, run_id, step, path, tx))
-                             for table, path in tx.staged.items()]
-                self._record(run_id, step, committed)
+                             for table, path in tx.staged.items() if is_table(table)]
+                if committed:
+                    self._record(run_id, step, committed)
+                for name, path in tx.staged.items():
+                    if not is_table(name):
+                        self._publish(path, self.partition_dir(name, run_id))
             except BaseException:
                 for w in tx.writers.values():
                     if w._writer is not None:
@@ -213,7 +250,7 @@ class IcebergWarehouse(Warehouse):
 
     def _commit(self, table: str, run_id: str, step: str, staged: Path, tx: Transaction) -> tuple[int, int]:
         """Replaces the run's partition of ``table`` with the staged rows: (snapshot id, rows)."""
-        declared = tx.writers[table].schema if table in tx.writers else SCHEMAS[table]
+        declared = tx.writers[table].schema if table in tx.writers else self._declared(table)
         files = _parquet_files(staged)
         spark = _active_spark()
         if spark is not None and table not in tx.writers:
@@ -311,6 +348,12 @@ class IcebergWarehouse(Warehouse):
 
 
 TOKEN = "kaudit.commit-token"
+
+
+def is_table(name: str) -> bool:
+    """A staged name is a table (``<layer>/<name>``, committed to the catalog), or a run's
+    documents (``validation``, ``reports``: files published into the local directory)."""
+    return "/" in name
 
 
 def spark_identifier(table: str) -> str:
