@@ -802,7 +802,7 @@ SHARE_GROUP_FINDINGS = ("archived_unacknowledged", "partition_unassigned", "memb
 MM2_FINDINGS = ("checkpoint_disagrees", "target_ahead_of_translation", "never_checkpointed")
 # the named findings of core/streams_group_findings
 STREAMS_GROUP_FINDINGS = ("active_task_held_twice", "active_task_unassigned", "standby_with_active",
-                          "member_epoch_ahead")
+                          "member_epoch_ahead", "member_unresponsive")
 
 # core columns only some sources fill: a KRaft registry (null where the ZooKeeper registry
 # builds the table); the Kafka-era states (null for ZooKeeper states)

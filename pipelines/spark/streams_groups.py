@@ -19,7 +19,15 @@ Findings (``finding``), from the rules of Apache Kafka's group coordinator
   of its source topics in ``topic_partitions``) no member's target assignment holds active;
 - ``standby_with_active``: a member holding the same task standby (or warm-up) and active;
 - ``member_epoch_ahead``: a member's epoch above the group's assignment epoch, or the
-  assignment epoch above the group epoch.
+  assignment epoch above the group epoch;
+- ``member_unresponsive``: a member behind the group's assignment epoch with no record of its
+  own since that epoch's target assignment was written, while the group's log (its streams
+  records and offset commits) went on for ``SILENT_MS`` past it: a live member heartbeats every
+  ``group.streams.heartbeat.interval.ms`` and its first heartbeat of a new epoch writes its
+  assignment (the new epoch, or the tasks it has to revoke), so this one stopped heartbeating
+  (its process crashed) and the coordinator still counts it until the session timeout. One row
+  per active task it still holds (nobody processes them), or one without a task. A member
+  reconciling within the heartbeat intervals is a transition, not a finding.
 
 Every function is DataFrame -> DataFrame (no UDF).
 """
@@ -49,6 +57,9 @@ JSON_SCHEMAS = {
                             f"stateChangelogTopics:{_TOPIC_INFO},repartitionSourceTopics:{_TOPIC_INFO}>>>",
 }
 KINDS = ("active", "standby", "warmup")
+# Kafka's default group.streams.heartbeat.interval.ms; a member silent for two is unresponsive
+HEARTBEAT_MS = 5_000
+SILENT_MS = 2 * HEARTBEAT_MS
 
 
 def _live(records: DataFrame, record_type: str, *key: str) -> DataFrame:
@@ -114,9 +125,35 @@ def _finding(frame: DataFrame, finding: str, detail) -> DataFrame:
                         detail.alias("detail"))
 
 
-def findings(task_rows: DataFrame, topo: DataFrame, topic_partitions: DataFrame) -> DataFrame:
-    """``core/streams_group_findings`` from the tables above and the cluster's ``topic,
-    partition``."""
+def unresponsive(records: DataFrame, commits: DataFrame, task_rows: DataFrame) -> DataFrame:
+    """``member_unresponsive`` findings from the streams group records, the groups' offset
+    commits (``group_id, commit_timestamp``) and ``core/streams_group_tasks``."""
+    member = _live(records, "StreamsGroupCurrentMemberAssignment", "group_id", "member_id").select(
+        "group_id", "member_id", F.col("v.memberEpoch").alias("member_epoch"),
+        F.col("batch_timestamp").alias("member_at"))
+    epoch = _live(records, "StreamsGroupTargetAssignmentMetadata", "group_id").select(
+        "group_id", F.col("v.assignmentEpoch").alias("assignment_epoch"), F.col("batch_timestamp").alias("epoch_at"))
+    clock = (records.select("group_id", F.col("batch_timestamp").alias("at"))
+             .unionByName(commits.select("group_id", F.col("commit_timestamp").alias("at")))
+             .groupBy("group_id").agg(F.max("at").alias("last_at")))
+    silent_ms = (F.col("last_at").cast("double") - F.col("epoch_at").cast("double")) * 1000
+    silent = (member.join(epoch, "group_id").join(clock, "group_id")
+              .where((F.col("member_epoch") < F.col("assignment_epoch")) & (F.col("member_at") < F.col("epoch_at"))
+                     & (silent_ms >= SILENT_MS))
+              .withColumn("silent_s", F.round(silent_ms / 1000).cast("long")))
+    held = task_rows.where((F.col("assignment") == "current") & (F.col("task_kind") == "active")).select(
+        "group_id", "member_id", "subtopology_id", "partition")
+    rows = silent.join(held, ["group_id", "member_id"], "left")
+    return _finding(rows, "member_unresponsive", F.concat_ws(
+        " ", F.lit("member epoch"), F.col("member_epoch").cast("string"), F.lit("behind assignment epoch"),
+        F.col("assignment_epoch").cast("string"), F.lit("and no record of the member for"),
+        F.col("silent_s").cast("string"), F.lit("s of the group's log after that epoch's target assignment")))
+
+
+def findings(task_rows: DataFrame, topo: DataFrame, topic_partitions: DataFrame,
+             silent: DataFrame | None = None) -> DataFrame:
+    """``core/streams_group_findings`` from the tables above, the cluster's ``topic,
+    partition`` and the ``member_unresponsive`` rows (``unresponsive``) where given."""
     current = task_rows.where(F.col("assignment") == "current")
     active = current.where((F.col("task_kind") == "active") & ~F.col("pending_revocation"))
     twice = (active.groupBy("group_id", "subtopology_id", "partition")
@@ -147,7 +184,8 @@ def findings(task_rows: DataFrame, topo: DataFrame, topic_partitions: DataFrame)
     ahead = _finding(ahead, "member_epoch_ahead", F.concat_ws(
         " ", F.lit("member epoch"), F.col("member_epoch").cast("string"), F.lit("assignment epoch"),
         F.col("assignment_epoch").cast("string"), F.lit("group epoch"), F.col("group_epoch").cast("string")))
-    return twice.unionByName(unassigned).unionByName(both).unionByName(ahead)
+    out = twice.unionByName(unassigned).unionByName(both).unionByName(ahead)
+    return out if silent is None else out.unionByName(silent)
 
 
 def core_frames(spark, ctx, topic_parts: DataFrame) -> dict[str, DataFrame]:
@@ -162,9 +200,10 @@ def core_frames(spark, ctx, topic_parts: DataFrame) -> dict[str, DataFrame]:
     records = raw("raw/group_coordinator_records").where(F.col("key_type").between(17, 24))
     parts = (topic_parts.select("topic", "partition")
              .unionByName(raw("raw/log_end_offsets").select("topic", "partition")).distinct())
+    commits = raw("raw/offset_commits").join(records.select("group_id").distinct(), "group_id", "left_semi")
     topo, task_rows = topology(records), tasks(records)
     return {
         "core/streams_group_topology": topo,
         "core/streams_group_tasks": task_rows,
-        "core/streams_group_findings": findings(task_rows, topo, parts),
+        "core/streams_group_findings": findings(task_rows, topo, parts, unresponsive(records, commits, task_rows)),
     }

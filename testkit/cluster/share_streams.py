@@ -12,7 +12,10 @@ answers describe.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,10 +83,13 @@ class StreamsOutcome:
 
 
 def run_streams_scenario(bundle: str, root: Path, app: str = "counts-app", topic: str = "words",
-                         partitions: int = 3, records: int = 60, instances: int = 2) -> StreamsOutcome:
+                         partitions: int = 3, records: int = 60, instances: int = 2,
+                         faulty: str | None = None) -> StreamsOutcome:
     """A Kafka Streams application of ``instances`` instances (``StreamsScenario.java``, the
-    release's kafka-streams jar from Maven Central) on a one-node cluster of ``bundle``; its
-    answer, then the broker stopped cleanly with the members still in the group."""
+    release's kafka-streams jar from Maven Central) on a one-node cluster of ``bundle``; with
+    ``faulty``, a second application of that id whose member is killed (SIGKILL of its JVM) while
+    it had to hand active tasks over. Its answer, then the broker stopped cleanly with the
+    members still in the groups, then every JVM of the program killed."""
     from testkit.cluster.maven import classpath
 
     version = bundle.split("-", 1)[1]
@@ -99,7 +105,8 @@ def run_streams_scenario(bundle: str, root: Path, app: str = "counts-app", topic
             cluster.classpath = plain
         cmd = [cluster.java, *JVM_OPTS, *_client_logging(cluster, "streams"), "-cp",
                f"{cluster.classpath}:{streams_cp}:{classes}", "StreamsScenario", cluster.bootstrap, app, topic,
-               str(partitions), str(records), str(instances), str(cluster.root / "streams-state")]
+               str(partitions), str(records), str(instances), str(cluster.root / "streams-state"),
+               *([faulty] if faulty else [])]
         with open(cluster.root / "clients" / "streams.stderr", "ab") as err:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
                                     start_new_session=True)
@@ -110,8 +117,24 @@ def run_streams_scenario(bundle: str, root: Path, app: str = "counts-app", topic
                 answer = json.loads(line)
                 cluster.stop()
             finally:
-                proc.kill()
+                with contextlib.suppress(ProcessLookupError):  # the program and its instance JVMs
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     finally:
         cluster.close()
     return StreamsOutcome(cluster, answer)
+
+
+def keep_streams(outcome: StreamsOutcome, dest: Path) -> Path:
+    """Keep a Streams run as a fixture: ``dest/logs/`` (the broker's log dir, ``.log`` segments
+    of every partition with records, ``meta.properties``) and ``dest/oracle.json`` (the
+    program's answer)."""
+    import shutil
+
+    from testkit.cluster.kraft_fixtures import _copy_log_dir
+
+    if dest.exists():
+        shutil.rmtree(dest)
+    _copy_log_dir(outcome.log_dir, dest / "logs", (".log",))
+    (dest / "oracle.json").write_text(json.dumps(outcome.answer, indent=1) + "\n")
+    return dest

@@ -1,21 +1,28 @@
 """kaudit's share group tables against a real cluster's answers (``ShareScenario.java``'s
 ``oracle.json``: ``describeShareGroups``, ``listShareGroupOffsets`` with the broker's lag, log
-end offsets, topic ids) and what the scenario did (the poison record released until archived)."""
+end offsets, topic ids) and what the scenario did (the poison record released until archived);
+its Streams group tables against ``StreamsScenario.java``'s (``describeStreamsGroups`` with
+current and target tasks, ``listStreamsGroupOffsets``) and the member the scenario killed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pipelines.reading import read_arrow
+from pipelines.spark.streams_groups import KINDS
 from pipelines.warehouse import Warehouse
 from testkit.cluster.kraft_oracle import kaudit
 
 
-def build(logs: Path, warehouse: Path, run: str = "share") -> dict[str, list[dict]]:
+def build_steps(logs: Path, warehouse: Path, run: str) -> None:
     base = ["--warehouse", str(warehouse), "--run-id", run, "--spark-master", "local[2]"]
     for step in (["extract", "offsets", str(logs)], ["extract", "log-end", str(logs)], ["build"]):
         code, out = kaudit(*base, *step)
         assert code == 0 and "internal error" not in out, out[-3000:]
+
+
+def build(logs: Path, warehouse: Path, run: str = "share") -> dict[str, list[dict]]:
+    build_steps(logs, warehouse, run)
     wh = Warehouse(warehouse)
     return {t: read_arrow(wh, t, run).to_pylist()
             for t in ("core/share_partition_state", "core/share_group_assignments", "core/share_group_findings",
@@ -76,3 +83,54 @@ def planted(tables: dict[str, list[dict]], oracle: dict) -> None:
             for r in tables["marts/share_group_archived_records"]] == [
         ("share-poison", did["topic"], did["poison_partition"], did["poison_offset"],
          did["poison_deliveries"]["share-poison"])]
+
+
+STREAMS_TABLES = ("core/streams_group_topology", "core/streams_group_tasks", "core/streams_group_findings")
+_ROLES = {"source": "source_topics", "repartition_sink": "repartition_sink_topics",
+          "changelog": "state_changelog_topics", "repartition_source": "repartition_source_topics"}
+
+
+def build_streams(logs: Path, warehouse: Path, run: str = "streams") -> dict[str, list[dict]]:
+    """kaudit's extract (offsets, log-end) and build on a Streams cluster's log dir; its
+    ``core/streams_*`` tables."""
+    build_steps(logs, warehouse, run)
+    wh = Warehouse(warehouse)
+    return {t: read_arrow(wh, t, run).to_pylist() for t in STREAMS_TABLES}
+
+
+def compare_streams(tables: dict[str, list[dict]], group: dict) -> int:
+    """Asserts one Streams group's live topology, every member's epoch, process, client and
+    current and target tasks (active, standby, warm-up; current without the tasks pending
+    revocation, as ``describeStreamsGroups`` lists them) and the group's epochs equal the
+    cluster's answer ``group``; returns how many values were compared."""
+    g = group["group_id"]
+    topo = [r for r in tables["core/streams_group_topology"] if r["group_id"] == g]
+    ours = {(r["subtopology_id"], _ROLES[r["role"]], r["topic"]) for r in topo}
+    theirs = {(s, k, t) for s, d in group["subtopologies"].items() for k, ts in d.items() for t in ts}
+    assert ours == theirs, (g, ours ^ theirs)
+    assert {r["topology_epoch"] for r in topo} == {group["topology_epoch"]}
+    compared = len(theirs) + 1
+    members: dict[str, dict] = {}
+    for r in tables["core/streams_group_tasks"]:
+        if r["group_id"] != g or r["pending_revocation"]:
+            continue
+        m = members.setdefault(r["member_id"], {"process_id": r["process_id"], "client_id": r["client_id"],
+                                                "target": {k: [] for k in KINDS}, **{k: [] for k in KINDS}})
+        task = f"{r['subtopology_id']}_{r['partition']}"
+        if r["assignment"] == "current":
+            m["member_epoch"] = r["member_epoch"]
+            m[r["task_kind"]].append(task)
+        else:
+            m["target"][r["task_kind"]].append(task)
+        assert (r["assignment_epoch"], r["group_epoch"]) == (group["assignment_epoch"], group["group_epoch"]), r
+
+    def norm(m: dict) -> dict:
+        return {"member_epoch": m.get("member_epoch"), "process_id": m["process_id"], "client_id": m["client_id"],
+                **{k: sorted(m[k]) for k in KINDS}, "target": {k: sorted(m["target"][k]) for k in KINDS}}
+
+    cluster = {m["member_id"]: norm(m) for m in group["members"]}
+    # a member holding no task at all has no task row: only its epoch and ids are unseen
+    assert {k: norm(v) for k, v in members.items()} == {
+        k: v for k, v in cluster.items() if k in members or any(v[t] or v["target"][t] for t in KINDS)}
+    compared += 2 + sum(3 + sum(len(v[t]) + len(v["target"][t]) for t in KINDS) for v in cluster.values())
+    return compared

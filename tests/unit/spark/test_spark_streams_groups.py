@@ -73,3 +73,51 @@ def test_topology_tasks_and_findings(spark, tmp_path):
         ("member_epoch_ahead", "m2", None, None),
         ("standby_with_active", "m1", "0", 0),
     ]
+
+
+def _silent_case(spark, tmp_path, last_commit_after_ms):
+    """m1 stable at epoch 10 (its record at T0); at T0+1 s m2 joins, epoch 11 gives m2 the task
+    0_1 m1 holds; m2 reconciles at once, m1 writes nothing more; the group's last commit comes
+    ``last_commit_after_ms`` after epoch 11's target."""
+    from testkit.segments import offset_commit_key, offset_commit_value
+
+    at = T0 + 1_000
+    first = [
+        G.streams_group_metadata("app", 10, 1, {}),
+        G.streams_topology("app", 1, [dict(id="0", sources=["orders"], **SUB)]),
+        G.streams_member_metadata("app", "m1", client_id="c1", process_id="p1", **MEMBER),
+        G.streams_target_metadata("app", 10),
+        G.streams_target_member("app", "m1", {"0": [0, 1]}, {}, {}),
+        G.streams_current_member("app", "m1", epoch=10, previous_epoch=9, state=0,
+                                 tasks=({"0": [0, 1]}, {}, {}), pending=({}, {}, {})),
+    ]
+    second = [
+        G.streams_group_metadata("app", 11, 1, {}),
+        G.streams_member_metadata("app", "m2", client_id="c2", process_id="p2", **MEMBER),
+        G.streams_target_member("app", "m1", {"0": [0]}, {}, {}),
+        G.streams_target_member("app", "m2", {"0": [1]}, {}, {}),
+        G.streams_target_metadata("app", 11),
+        G.streams_current_member("app", "m2", epoch=11, previous_epoch=0, state=2,
+                                 tasks=({}, {}, {}), pending=({}, {}, {})),
+    ]
+    commit = [(offset_commit_key("app", "orders", 0), offset_commit_value(5, commit_ts=at + last_commit_after_ms))]
+    write_segment(tmp_path / "__consumer_offsets-0" / segment_name(0), [
+        batch(first, base_offset=0, timestamp_ms=T0), batch(second, base_offset=len(first), timestamp_ms=at),
+        batch(commit, base_offset=len(first) + len(second), timestamp_ms=at + last_commit_after_ms)])
+    tables, _ = decode_scope(offsets_segments([tmp_path]))
+    records = spark.createDataFrame(tables["raw/group_coordinator_records"].to_pylist(),
+                                    table_schema("raw/group_coordinator_records"))
+    commits = spark.createDataFrame(tables["raw/offset_commits"].to_pylist(), table_schema("raw/offset_commits"))
+    tasks = S.tasks(records)
+    return [(r.member_id, r.finding, r.subtopology_id, r.partition)
+            for r in S.unresponsive(records, commits, tasks).collect()]
+
+
+def test_member_silent_past_two_heartbeats_is_unresponsive(spark, tmp_path):
+    # m1 never came back for epoch 11 while the group went on 12 s: it holds 0_0 and 0_1 unprocessed
+    assert sorted(_silent_case(spark, tmp_path, 12_000)) == [
+        ("m1", "member_unresponsive", "0", 0), ("m1", "member_unresponsive", "0", 1)]
+
+
+def test_member_reconciling_within_the_heartbeats_is_a_transition(spark, tmp_path):
+    assert _silent_case(spark, tmp_path, S.SILENT_MS - 1_000) == []
