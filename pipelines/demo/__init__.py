@@ -37,6 +37,7 @@ from pipelines.runs import RUN_ID
 
 DATA = Path(__file__).resolve().parent / "data"
 MANIFEST = Path(__file__).resolve().parent / "faults.json"
+REAL = Path(__file__).resolve().parent / "real"  # data dirs real brokers wrote (real/README.md)
 MARKER = ".kaudit-demo"  # written into every demo dir: only such dirs are ever replaced
 DEFAULT_DIR = "demo-out"  # next to the warehouse
 KRAFT = "kraft"  # data/kraft: the KRaft cluster

@@ -44,7 +44,7 @@ ZOOKEEPER = "3.8.4"
 SOURCE = Path(__file__).with_name("java") / "MigrationScenario.java"
 CONTROLLER_ID = 3000
 MIGRATED = "Completed migration of metadata from ZooKeeper to KRaft"
-FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "migration-real" / "3.9.2-migration"
+FIXTURE = Path(__file__).resolve().parents[2] / "pipelines" / "demo" / "real" / "migration-3.9.2"
 
 
 @dataclass

@@ -12,7 +12,7 @@ earliest / earliest-local / latest, the committed offsets read back), then stops
 cleanly (it writes its log-start-offset-checkpoint) and ends the program.
 
 ``python -m testkit.cluster.tiered [DEST]`` keeps a run as a fixture (default
-``tests/fixtures/tiered-real/4.1.1-tiered/``): ``logs/`` (the ``.log`` segments of every
+``pipelines/demo/real/tiered-4.1.1/``): ``logs/`` (the ``.log`` segments of every
 partition holding records, ``__remote_log_metadata`` included, with ``meta.properties`` and the
 ``log-start-offset-checkpoint``), ``metadata/__cluster_metadata-0/`` and the answer as
 ``oracle.json``. The remote storage itself (the plugin's copies) is not kept: kaudit reads the
@@ -34,7 +34,7 @@ from testkit.cluster.kraft_driver import DriverError, _client_logging
 from testkit.cluster.kraft_fixtures import _copy_log_dir
 
 BUNDLE = "kafka-tiered-4.1.1"
-FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "tiered-real" / "4.1.1-tiered"
+FIXTURE = Path(__file__).resolve().parents[2] / "pipelines" / "demo" / "real" / "tiered-4.1.1"
 SOURCE = Path(__file__).with_name("java") / "TieredScenario.java"
 PLUGIN = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 

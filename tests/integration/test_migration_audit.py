@@ -7,7 +7,7 @@ the state transitions, the cluster id, topic ids, replicas and configs carried o
 created after, the broker's endpoint, and the groups' offsets with the two planted faults (a
 group moved backwards, a group's offsets deleted) as the only findings.
 
-In the suite: the kept fixture (``tests/fixtures/migration-real/3.9.2-migration``), its
+In the suite: the kept fixture (``pipelines/demo/real/migration-3.9.2``), its
 extracts and the three core tables. Under ``make matrix``: a live migration through
 ``kaudit build`` and ``kaudit validate`` (the ``migration`` GX suite fails on the planted offset
 faults only).

@@ -1,4 +1,4 @@
-"""The MM2 audit on the bytes of a real MirrorMaker 2 run (``tests/fixtures/mm2-real``, see its
+"""The MM2 audit on the bytes of a real MirrorMaker 2 run (``pipelines/demo/real/mm2-4.3.1``, see its
 README): kaudit's extract of both clusters (``--cluster source|target``) against the records the
 Java clients read and kafka-python decoded, and the audit's rows and findings against the
 clusters' Admin API answers and the planted faults (``testkit.cluster.mm2_oracle``)."""
@@ -6,12 +6,12 @@ clusters' Admin API answers and the planted faults (``testkit.cluster.mm2_oracle
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from pipelines.clusters import cluster_warehouse
 from pipelines.context import RunContext
+from pipelines.demo import REAL
 from pipelines.reading import read_arrow
 from pipelines.spark import mm2
 from pipelines.warehouse import Warehouse
@@ -19,7 +19,7 @@ from testkit.cluster.kraft_oracle import kaudit
 from testkit.cluster.mm2_oracle import compare, compare_raw, expected_findings, expected_rows, extract
 
 pytestmark = pytest.mark.integration
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mm2-real" / "4.3.1"
+FIXTURE = REAL / "mm2-4.3.1"
 
 
 def test_real_mm2_bytes_audited_against_the_clusters(spark, tmp_path):

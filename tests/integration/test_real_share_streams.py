@@ -3,7 +3,7 @@ one that releases a poison record until the broker archives it, real ``KafkaShar
 on a one-node KRaft cluster, the cluster's answers taken while both groups still had their
 members, the broker stopped, then kaudit's extract and build on its data dir compared with
 them (``testkit.cluster.share_streams_oracle``). Every release under ``make matrix``; the suite
-checks the kept 4.2.2 data dir (tests/fixtures/kafka-real/4.2.2-share) without a broker."""
+checks the kept 4.2.2 data dir (pipelines/demo/real/share-4.2.2) without a broker."""
 
 from __future__ import annotations
 

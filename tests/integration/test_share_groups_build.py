@@ -1,20 +1,20 @@
 """Share groups through the whole pipeline, on data dirs a real Kafka 4.2.2 broker wrote
-(``tests/fixtures/kafka-real/4.2.2-share``): ``kaudit extract offsets``, ``extract log-end`` and
+(``pipelines/demo/real/share-4.2.2``): ``kaudit extract offsets``, ``extract log-end`` and
 ``build`` against what the cluster answered before it stopped and what the scenario did
 (``testkit.cluster.share_streams_oracle``)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from pipelines.demo import REAL
 from testkit.cluster.share_streams_oracle import build, compare, planted
 
 pytestmark = pytest.mark.integration
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "kafka-real" / "4.2.2-share"
+FIXTURE = REAL / "share-4.2.2"
 
 
 def test_real_share_groups_audited(spark, tmp_path):

@@ -7,7 +7,7 @@ remote segments' coverage, committed offsets and lag, one commit lost below the 
 start, commits inside the oldest remote segment at risk from remote retention, none of the
 commits older than the local log start reported lost.
 
-In the suite: the kept fixture (``tests/fixtures/tiered-real/4.1.1-tiered``), extracts and the
+In the suite: the kept fixture (``pipelines/demo/real/tiered-4.1.1``), extracts and the
 marts the comparison reads. Under ``make matrix``: a live broker through every step, and the
 fixture without its log-start checkpoint (the log start from the remote segments alone) and
 without ``__remote_log_metadata`` (a tiered topic: the log start from the checkpoint alone).

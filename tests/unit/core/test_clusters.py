@@ -4,12 +4,11 @@ runs always had them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from kafka.protocol.old.types import Int32, Int64, Schema, String
 
 from pipelines.clusters import DEFAULT_ALIAS, aliases, check_alias, cluster_warehouse
+from pipelines.demo import REAL
 from pipelines.errors import UsageError
 from pipelines.reading import read_arrow
 from testkit.cluster.kraft_oracle import kaudit
@@ -48,7 +47,7 @@ def test_extract_with_cluster_writes_under_its_alias(tmp_path):
     assert code == 2 and "cluster alias" in out and "Traceback" not in out
 
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "mm2-real" / "4.3.1"
+FIXTURE = REAL / "mm2-4.3.1"
 
 
 def test_config_names_clusters_and_runs_their_extracts(tmp_path):

@@ -1,5 +1,5 @@
 """``__remote_log_metadata`` (tiered storage) decoding on the segments a real Kafka 4.1.1 broker
-wrote (``tests/fixtures/tiered-real/4.1.1-tiered``, ``testkit.cluster.tiered``), against what the
+wrote (``pipelines/demo/real/tiered-4.1.1``, ``testkit.cluster.tiered``), against what the
 scenario did and the broker answered (``oracle.json``); values that do not decode are
 quarantined with file, byte and reason."""
 

@@ -1,5 +1,5 @@
 """``__share_group_state`` decoding: bytes written by a real Kafka 4.2.2 broker (the fixture
-``tests/fixtures/kafka-real/4.2.2-share``, with the cluster's own answers), and hand-built
+``pipelines/demo/real/share-4.2.2``, with the cluster's own answers), and hand-built
 records for what a broker does not write on request (tombstones, unknown tags, damage)."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ from __future__ import annotations
 import base64
 import json
 import struct
-from pathlib import Path
 
 import pytest
 
+from pipelines.demo import REAL
 from pipelines.kafka.errors import DecodeError
 from pipelines.kafka.share_state import decode_key, decode_paths, decode_value, share_state_segments
 from testkit.segments import batch, write_segment
 
-FIXTURE = Path(__file__).parents[2] / "fixtures" / "kafka-real" / "4.2.2-share"
+FIXTURE = REAL / "share-4.2.2"
 
 
 @pytest.fixture(scope="module")

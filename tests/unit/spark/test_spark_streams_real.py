@@ -1,5 +1,5 @@
-"""A real Streams group (Kafka 4.2.2 broker and Kafka Streams 4.2.2, ``tests/fixtures/kafka-real/
-4.2.2-streams``): kaudit's decoder and ``pipelines.spark.streams_groups`` on the broker's
+"""A real Streams group (Kafka 4.2.2 broker and Kafka Streams 4.2.2, ``pipelines/demo/real/
+streams-4.2.2``): kaudit's decoder and ``pipelines.spark.streams_groups`` on the broker's
 ``__consumer_offsets``, against what ``describeStreamsGroups`` and ``listStreamsGroupOffsets``
 answered (``oracle.json``). The group is healthy: no finding."""
 
@@ -13,7 +13,8 @@ from pipelines.kafka.paths import offsets_segments
 from pipelines.spark import streams_groups as S
 from pipelines.spark.schemas import table_schema
 
-FIXTURE = Path(__file__).parents[2] / "fixtures" / "kafka-real" / "4.2.2-streams"
+# the one copy of the demo's real data dirs (pipelines/demo/real/README.md)
+FIXTURE = Path(__file__).resolve().parents[3] / "pipelines" / "demo" / "real" / "streams-4.2.2"
 
 
 def _tables():
