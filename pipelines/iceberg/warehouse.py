@@ -29,9 +29,11 @@ the Parquet layout, renamed into ``root/<name>/run_id=<id>/`` once the step's ta
 ledger row are committed.
 
 Reads go through the ledger many times per step (every table a report or a validation reads):
-the ledger's rows of a run are scanned once per ledger snapshot (a new snapshot: a step
-committed, scanned again), and a table's metadata is loaded again only when it does not hold
-the snapshot to read (a snapshot id names one immutable state).
+the ledger is loaded again only when the catalog's row of it names another metadata file (one
+indexed SQL query; a commit writes a new one), its rows of a run scanned once per ledger
+snapshot; a table's metadata is loaded again only when it does not hold the snapshot to read,
+and a row count is counted once per (table, snapshot, run): a snapshot id names one immutable
+state.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class IcebergWarehouse(Warehouse):
         self._catalog = None
         self._loaded: dict[str, object] = {}  # table -> its pyiceberg Table, as last loaded
         self._ledger_cache: dict[str, tuple[int | None, pa.Table]] = {}  # run -> (ledger snapshot, its rows)
+        self._counts: dict[tuple[str, int, str], int] = {}  # (table, snapshot, run) -> rows
 
     # -- the catalog -----------------------------------------------------------------------
     @property
@@ -117,13 +120,36 @@ class IcebergWarehouse(Warehouse):
             ice = self._loaded[table] = self.catalog.load_table(schemas.identifier(table))
         return ice
 
-    def _ledger_rows(self, run_id: str) -> pa.Table:
+    def _metadata_location(self, table: str) -> str | None:
+        """The metadata file the catalog's row of ``table`` names (None: no such table), from
+        the SQL catalog's ``iceberg_tables``, without reading the file."""
+        from sqlalchemy import text
+
+        layer, name = schemas.identifier(table)
+        with self.catalog.engine.connect() as db:
+            row = db.execute(text("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = :c "
+                                  "AND table_namespace = :n AND table_name = :t"),
+                             {"c": self.catalog.name, "n": layer, "t": name}).first()
+        return None if row is None else row[0]
+
+    def _ledger(self):
+        """The ledger table as the catalog has it now (None: nothing committed yet)."""
         from pyiceberg.exceptions import NoSuchTableError
+
+        ice = self._loaded.get(LEDGER)
+        if ice is not None and ice.metadata_location == self._metadata_location(LEDGER):
+            return ice
+        try:
+            ice = self._loaded[LEDGER] = self.catalog.load_table(schemas.identifier(LEDGER))
+        except NoSuchTableError:
+            return None
+        return ice
+
+    def _ledger_rows(self, run_id: str) -> pa.Table:
         from pyiceberg.expressions import EqualTo
 
-        try:
-            ledger = self.catalog.load_table(schemas.identifier(LEDGER))
-        except NoSuchTableError:
+        ledger = self._ledger()
+        if ledger is None:
             return LEDGER_SCHEMA.empty_table()
         snap = ledger.current_snapshot()
         head = None if snap is None else snap.snapshot_id
@@ -203,11 +229,15 @@ class IcebergWarehouse(Warehouse):
         sid = self.snapshot_id(table, run_id)
         if sid is None:
             return 0
-        scan = self._load(table, sid).scan(row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid)
-        tasks = list(scan.plan_files())
-        if any(task.delete_files for task in tasks):  # rows deleted by position: count what is left
-            return scan.to_arrow().num_rows
-        return sum(task.file.record_count for task in tasks)
+        key = (table, sid, run_id)
+        if key not in self._counts:
+            scan = self._load(table, sid).scan(row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid)
+            tasks = list(scan.plan_files())
+            if any(task.delete_files for task in tasks):  # rows deleted by position: count what is left
+                self._counts[key] = scan.to_arrow().num_rows
+            else:
+                self._counts[key] = sum(task.file.record_count for task in tasks)
+        return self._counts[key]
 
     def settle(self, run_id: str, wait: float = 30.0) -> None:
         """Nothing to finish: a step's tables are visible once its ledger row is (see the module)."""

@@ -40,10 +40,14 @@ def test_usage_errors(args, message):
         open_warehouse(*args)
 
 
-def test_steps_iceberg_cannot_run_yet_exit_2(tmp_path):
-    for step in (["report"], ["build"]):  # build: dbt is not there yet (--skip-dbt is)
+def test_validate_and_report_on_an_iceberg_run_not_built_exit_1(tmp_path):
+    for step in ("validate", "report"):  # they read the Iceberg warehouse: an unbuilt run is an input error
         done = subprocess.run([sys.executable, "-m", "pipelines", "--warehouse", str(tmp_path / "wh"),
-                               "--warehouse-format", "iceberg", "--run-id", "r1", *step],
+                               "--warehouse-format", "iceberg", "--run-id", "r1", step],
                               capture_output=True, text=True, timeout=120)
-        assert done.returncode == 2, (step, done.stdout, done.stderr)
-        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.returncode == 1, (step, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr, done.stderr
+        what = "validate" if step == "validate" else "report on"
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"kaudit: run r1: not built yet (no core/assignment_audit), nothing to {what}; run `kaudit build` first"
+        ), done.stderr
