@@ -135,15 +135,13 @@ def _run(ctx: typer.Context, kind: str) -> RunContext:
 
 
 def _iceberg_ready(ctx: typer.Context, cluster: str | None) -> None:
-    """A usage error for what an Iceberg warehouse cannot do yet: dbt, validate, report, the demo,
-    a named cluster's tables (``--cluster``: kept in a Parquet warehouse of its own)."""
+    """A usage error for what an Iceberg warehouse cannot do yet: dbt (the build's and the
+    demo's), a named cluster's tables (``--cluster``: kept in a Parquet warehouse of its own)."""
     if cluster is not None:
         raise UsageError("--cluster: a run of several clusters is not on an Iceberg warehouse yet; "
                          "use --warehouse-format parquet")
-    extract = ctx.parent is not None and ctx.parent.info_name == "extract"
-    if not extract and ctx.info_name != "build":
-        raise UsageError(f"kaudit {ctx.info_name}: not on an Iceberg warehouse yet (extract and build are); "
-                         "use --warehouse-format parquet")
+    if ctx.info_name == "demo":
+        raise UsageError("kaudit demo: dbt does not build on an Iceberg warehouse yet; use --warehouse-format parquet")
     if ctx.info_name == "build" and not ctx.params.get("skip_dbt"):
         raise UsageError("kaudit build: dbt does not build on an Iceberg warehouse yet; add --skip-dbt")
 
