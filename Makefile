@@ -20,7 +20,7 @@ demo: $(VENV)/.installed $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PA
 	$(BIN)/kaudit demo
 
 # lint and the docs first: a lint error or a broken docs link fails `make test` before the suite starts
-test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper chromium airflow-venv cluster-jars
+test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper chromium airflow-venv cluster-jars iceberg-jars
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Jars of the real Kafka/ZooKeeper releases the suite starts (testkit/cluster/versions.py), from
@@ -42,7 +42,8 @@ MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real
 	tests/integration/test_real_share_streams.py tests/integration/test_tiered_storage.py \
 	tests/integration/test_real_mm2.py tests/integration/test_real_kraft_fixtures_audited.py \
 	tests/integration/test_migration_audit.py \
-	tests/integration/test_iceberg_matches_parquet.py tests/integration/test_iceberg_kill.py
+	tests/integration/test_iceberg_matches_parquet.py tests/integration/test_iceberg_kill.py \
+	tests/integration/test_iceberg_dbt_parity.py
 matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m testkit.cluster.maven
 	$(BIN)/python -m pipelines.iceberg.jars

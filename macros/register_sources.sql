@@ -36,7 +36,15 @@
 
 
 {% macro kaudit_source_relation_sql(name, spec) -%}
-    {%- if spec['exists'] %}
+    {%- if spec['exists'] and spec.get('iceberg') %}
+    create view {{ name }} as
+    select
+        {%- for col in spec['columns'] %}
+        cast(`{{ col[0] }}` as {{ col[1] }}) as `{{ col[0] }}`{{ ',' if not loop.last }}
+        {%- endfor %}
+    from {{ spec['iceberg'] }} version as of {{ spec['snapshot'] }}
+    where run_id = {{ kaudit_run_id() }}
+    {%- elif spec['exists'] %}
     create table {{ name }} ({{ kaudit_column_ddl(spec['columns']) }})
     using parquet
     location '{{ spec['path'] }}'

@@ -18,6 +18,10 @@ select
     topic,
     broker_id,
     `partition`,
-    owner
+    owner{% if target.name == 'iceberg' %},
+    {#- the runs that open and close a version (on Parquet the log's partitions say so) -#}
+    {{ kaudit_run_id() }} as dbt_valid_from_run_id,
+    cast(null as string) as dbt_valid_to_run_id
+    {%- endif %}
 from {{ ref('int_partition_ownership') }}
 {% endsnapshot %}

@@ -27,12 +27,21 @@ def zk_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """One local SparkSession for the whole run (local[2], UTC, kaudit's conf, a small run's JVM:
-    the tests' tables hold a few rows each)."""
+    the tests' tables hold a few rows each), with Iceberg's jars and SQL extensions when they are
+    fetched (`make iceberg-jars`): a test on an Iceberg warehouse binds the catalog `kaudit` to
+    its own (``pipelines.iceberg.spark.bind_catalog``)."""
+    from pipelines.iceberg import jars
+    from pipelines.iceberg.catalog import CatalogConfig
     from pipelines.spark.session import get_spark
 
     catalog_dir = tmp_path_factory.mktemp("spark-warehouse")
-    session = get_spark("local[2]", app_name="kaudit-tests", conf={"spark.sql.warehouse.dir": str(catalog_dir)},
-                        small=True)
+    conf = {"spark.sql.warehouse.dir": str(catalog_dir)}
+    try:
+        iceberg = CatalogConfig.for_warehouse(catalog_dir).spark_conf(jars.paths())
+        conf.update({k: iceberg[k] for k in ("spark.jars", "spark.sql.extensions")})
+    except jars.JarsMissing:
+        pass
+    session = get_spark("local[2]", app_name="kaudit-tests", conf=conf, small=True)
     yield session
     session.stop()
 

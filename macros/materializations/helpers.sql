@@ -148,8 +148,10 @@
         intermediate ones) is written at `<warehouse>/<location_root>/run_id=<run>/<model>/`, one
         directory per run, so builds of different runs never share one. Both are known only when
         executing (`kaudit_location_root`, `kaudit_build_run`): the location is not part of the
-        saved parse. -#}
-    {%- if config.get('location_root', validator=validation.any[basestring]) is not none %}
+        saved parse. An Iceberg table (the marts and snapshots on an Iceberg warehouse) has no
+        location clause: its catalog places it. -#}
+    {%- if config.get('location_root', validator=validation.any[basestring]) is not none
+          and config.get('file_format') != 'iceberg' %}
     location '{{ kaudit_location_root() }}/run_id={{ kaudit_required_run_id("model " ~ model.name) }}/{{ model['alias'] }}'
     {%- endif %}
 {%- endmacro %}

@@ -121,6 +121,9 @@ class CatalogConfig:
             f"{prefix}.type": "jdbc",
             f"{prefix}.uri": self.jdbc_uri(),
             f"{prefix}.warehouse": self.location,
+            # no cache of loaded tables: pyiceberg commits to the same tables in this process
+            # (the extract, a test's inputs) and a cached table does not know their snapshots
+            f"{prefix}.cache-enabled": "false",
         }
         parsed = urlparse(self.uri)
         if parsed.username:

@@ -6,6 +6,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.iceberg import jars, schemas
+from pipelines.iceberg.catalog import SPARK_CATALOG
 from pipelines.iceberg.warehouse import IcebergWarehouse, spark_identifier
 
 
@@ -35,3 +36,23 @@ def read_table(spark: SparkSession, warehouse: IcebergWarehouse, table: str, run
     cols = [F.col(f.name) if read.get(f.name) == f.dataType else F.col(f.name).cast(f.dataType).alias(f.name)
             for f in table_schema(table).fields]
     return df.select(*cols, F.col(schemas.RUN_ID)) if with_run_id else df.select(*cols)
+
+
+_BOUND: dict[int, tuple[str, str]] = {}  # a JVM session's hash -> the (catalog, location) it was bound to
+
+
+def bind_catalog(spark: SparkSession, warehouse: IcebergWarehouse) -> None:
+    """Makes the session's catalog ``kaudit`` the warehouse's. A session that already exists
+    (reused by ``get_spark``) takes the catalog's settings, but Spark keeps a catalog it has
+    loaded: unless the session was bound to this catalog and location already, Spark's catalogs
+    are reloaded on their next use."""
+    config = warehouse.catalog_config
+    prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
+    for key, value in config.spark_conf([]).items():
+        if key.startswith(prefix):
+            spark.conf.set(key, value)
+    jsession = spark._jsparkSession
+    key, want = jsession.hashCode(), (config.uri, config.location)
+    if _BOUND.get(key) != want:
+        jsession.sessionState().catalogManager().reset()
+        _BOUND[key] = want

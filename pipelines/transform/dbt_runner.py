@@ -54,6 +54,8 @@ SAVED_PARSE = "partial_parse.msgpack"  # dbt's saved parse, in its target dir
 INSTALL_PARSES = Path(sys.prefix) / "kaudit-dbt-parse"  # <target>/partial_parse.msgpack: make's
 PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros", "snapshots", "data-tests", "seeds",
                  "analyses")  # (dbt_project.yml's paths)
+SESSION_TARGETS = ("session", "iceberg")  # profiles.yml's targets on this process's SparkSession
+ICEBERG_TARGET = "iceberg"
 _ONE_AT_A_TIME = threading.Lock()
 # (project, target) -> (_parse_state, the parse's Future[Manifest | None]): the newest parse of
 # each only (a newer state of the project's files replaces it)
@@ -137,8 +139,10 @@ class _Progress:
 
 
 def _target(ctx: RunContext, target: str | None = None) -> str:
-    """The profiles.yml target: ``target``, else the run's (``ctx.dbt_target``), else ``session``."""
-    return target or ctx.dbt_target or "session"
+    """The profiles.yml target: ``target``, else the run's (``ctx.dbt_target``), else ``session``
+    (``iceberg`` on an Iceberg warehouse: the same session, the marts and the history as tables
+    of its catalog)."""
+    return target or ctx.dbt_target or (ICEBERG_TARGET if ctx.warehouse.format == "iceberg" else "session")
 
 
 def parse_ahead(ctx: RunContext) -> Future:
@@ -232,8 +236,12 @@ def run_dbt(
 
     Raises :class:`StepError` naming the first failed node and why."""
     target = _target(ctx, target)
-    if target == "session":
-        ctx.spark()  # dbt-spark's getOrCreate() reuses this session
+    if target in SESSION_TARGETS:
+        spark = ctx.spark()  # dbt-spark's getOrCreate() reuses this session
+        if ctx.warehouse.format == "iceberg":
+            from pipelines.iceberg.spark import bind_catalog
+
+            bind_catalog(spark, ctx.warehouse)
 
     from dbt.cli.main import dbtRunner
 
@@ -263,13 +271,20 @@ def run_dbt(
     if not result.success:
         raise StepError(f"dbt build failed; log: {log}")
 
+    where = ctx.warehouse.root / "marts"
+    if ctx.warehouse.format == "iceberg":
+        from pipelines.transform import iceberg_ledger
+
+        committed = iceberg_ledger.record(ctx.warehouse, ctx.run_id, iceberg_ledger.built_tables(result.result))
+        where = f"{len(committed)} Iceberg tables of catalog kaudit (marts, snapshots)"
+
     counts: dict[str, int] = {}
     for unique_id, _status in progress.finished:
         kind = unique_id.split(".", 1)[0]
         counts[kind] = counts.get(kind, 0) + 1
     summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(counts.items()))
     ctx.say(f"dbt build ({target}): {summary or 'nothing to do'} in {elapsed:.1f}s; "
-            f"marts in {ctx.warehouse.root / 'marts'}")
+            f"marts in {where}")
 
 
 def _failures(run_result) -> list[str]:

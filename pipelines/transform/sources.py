@@ -5,6 +5,10 @@ Parquet partition, created by the on-run-start macro ``kaudit_register_sources``
 come from ``pipelines.tables`` (the one declaration of those schemas) as the Spark types of
 ``pipelines.spark.schemas``, in Spark SQL; a partition the run does not have becomes an empty
 view with the same columns.
+
+On an Iceberg warehouse a source is a view of the run's rows of the catalog's table
+(``kaudit.<layer>.<name>``) as of the snapshot the run's ledger recorded for it: "iceberg" and
+"snapshot" in place of "path".
 """
 
 from __future__ import annotations
@@ -44,13 +48,35 @@ SOURCES: dict[str, str] = {
 
 
 def run_sources(warehouse: Warehouse, run_id: str) -> dict[str, dict]:
-    """``{"<schema>.<table>": {"path", "exists", "columns": [[name, type], ...]}}`` for the run."""
+    """``{"<schema>.<table>": {"path", "exists", "columns": [[name, type], ...]}}`` for the run
+    (Iceberg: ``{"iceberg", "snapshot", "exists", "columns"}``)."""
+    if warehouse.format == "iceberg":
+        return _iceberg_sources(warehouse, run_id)
     out: dict[str, dict] = {}
     for relation, table in SOURCES.items():
         part = warehouse.partition_dir(table, run_id)
         out[relation] = {
             "path": str(part),
             "exists": bool(parquet_files(part)),
-            "columns": [[f.name, f.dataType.simpleString()] for f in table_schema(table).fields],
+            "columns": _columns(table),
+        }
+    return out
+
+
+def _columns(table: str) -> list[list[str]]:
+    return [[f.name, f.dataType.simpleString()] for f in table_schema(table).fields]
+
+
+def _iceberg_sources(warehouse, run_id: str) -> dict[str, dict]:
+    from pipelines.iceberg.warehouse import spark_identifier
+
+    out: dict[str, dict] = {}
+    for relation, table in SOURCES.items():
+        snapshot = warehouse.snapshot_id(table, run_id)
+        out[relation] = {
+            "iceberg": spark_identifier(table),
+            "snapshot": snapshot,
+            "exists": snapshot is not None,
+            "columns": _columns(table),
         }
     return out
