@@ -142,8 +142,6 @@ def _iceberg_ready(ctx: typer.Context, cluster: str | None) -> None:
                          "use --warehouse-format parquet")
     if ctx.info_name == "demo":
         raise UsageError("kaudit demo: dbt does not build on an Iceberg warehouse yet; use --warehouse-format parquet")
-    if ctx.info_name == "build" and not ctx.params.get("skip_dbt"):
-        raise UsageError("kaudit build: dbt does not build on an Iceberg warehouse yet; add --skip-dbt")
 
 
 # --- extract ---------------------------------------------------------------------------------
