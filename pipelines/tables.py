@@ -710,6 +710,25 @@ CORE = {
             ("pending_revocation", pa.bool_()),
         ]
     ),
+    # every assignment epoch of every Streams group, audited (pipelines.spark.streams_groups.epochs)
+    "core/streams_group_epochs": pa.schema(
+        [
+            ("group_id", pa.string()),
+            ("assignment_epoch", pa.int32()),
+            ("offsets_partition", pa.int32()),  # where the epoch's StreamsGroupTargetAssignmentMetadata is
+            ("log_offset", pa.int64()),
+            ("target_at", TS),  # its batch timestamp
+            ("members", pa.int32()),  # members with a target assignment at the epoch
+            ("members_settled", pa.int32()),  # of them, at the epoch and stable before the next epoch's target
+            ("settled", pa.bool_()),
+            ("settled_at", TS),  # the last of them; null when not settled
+            ("settle_ms", pa.int64()),
+            ("is_transition", pa.bool_()),  # never settled and superseded (not a fault); null: the last, unsettled
+            ("active_tasks", pa.int32()),  # distinct active tasks of the target
+            ("active_targeted_twice", pa.int32()),  # active tasks targeted to more than one member
+            ("standby_with_active", pa.int32()),  # tasks targeted standby or warm-up and active to one member
+        ]
+    ),
     # MirrorMaker 2 failover readiness (pipelines.spark.mm2): per group and replicated source
     # partition, its source offset, MirrorMaker's translation, its newest checkpoint and the
     # target's committed offset; records a failover now re-reads or skips

@@ -1,7 +1,8 @@
 """Streams groups (KIP-1071): their topology and every member's tasks from the streams group
 records of ``__consumer_offsets`` (``raw/group_coordinator_records``, key types 17-23, fields
 as JSON with Kafka 4.2's names), and their audit: ``core/streams_group_topology``,
-``core/streams_group_tasks``, ``core/streams_group_findings``.
+``core/streams_group_tasks``, ``core/streams_group_findings`` and the history of every
+assignment epoch, ``core/streams_group_epochs``.
 
 State: the latest record of each key (group; group and member) by (offsets partition, log
 offset), a tombstone as the latest record deleting it (as for KIP-848 groups). A task is
@@ -34,7 +35,7 @@ Every function is DataFrame -> DataFrame (no UDF).
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.spark.share_groups import _latest
@@ -120,6 +121,81 @@ def tasks(records: DataFrame) -> DataFrame:
                     "pending_revocation"))
 
 
+STABLE = 1  # the member state of StreamsGroupCurrentMemberAssignment: 1 stable, 2 unrevoked, 3 unreleased tasks
+
+
+def _typed(records: DataFrame, record_type: str) -> DataFrame:
+    return (records.where(F.col("record_type") == record_type)
+            .withColumn("v", F.from_json("fields", JSON_SCHEMAS[record_type]))
+            .withColumn("pos", F.struct("offsets_partition", "log_offset")))
+
+
+def _tasks_of(frame: DataFrame, column: str, *key: str) -> DataFrame:
+    t = frame.select(*key, F.explode(F.col(f"v.{column}")).alias("t"))
+    return t.select(*key, F.col("t.subtopologyId").alias("subtopology_id"),
+                    F.explode("t.partitions").alias("partition"))
+
+
+def epochs(records: DataFrame) -> DataFrame:
+    """``core/streams_group_epochs``: every assignment epoch of every Streams group in the
+    records (each StreamsGroupTargetAssignmentMetadata record, not only the latest), audited:
+    the target assignment the coordinator computed for it (each member's latest target record
+    before it, members whose target was deleted left out) with its active tasks targeted to more
+    than one member and its tasks targeted standby (or warm-up) and active to one member; and
+    whether every targeted member reached it (a current assignment record at that epoch, state
+    stable) before the next epoch's target. An epoch that never settled and was superseded is a
+    transition (``is_transition``), never a fault; the last one, still reconciling at the end of
+    the records, has ``is_transition`` null."""
+    key = ("group_id", "assignment_epoch", "pos")
+    order = Window.partitionBy("group_id").orderBy("pos")
+    meta = (_typed(records, "StreamsGroupTargetAssignmentMetadata")
+            .where(~F.coalesce(F.col("is_tombstone"), F.lit(False)))
+            .select("group_id", F.col("v.assignmentEpoch").alias("assignment_epoch"), "pos",
+                    F.col("batch_timestamp").alias("target_at"))
+            .withColumn("next_pos", F.lead("pos").over(order)))
+    member = _typed(records, "StreamsGroupTargetAssignmentMember").select(
+        "group_id", "member_id", F.col("pos").alias("member_pos"), "is_tombstone", "v")
+    target = (meta.join(member, "group_id").where(F.col("member_pos") < F.col("pos"))
+              .withColumn("_last", F.max("member_pos").over(Window.partitionBy(*key, "member_id")))
+              .where((F.col("member_pos") == F.col("_last")) & ~F.coalesce(F.col("is_tombstone"), F.lit(False))))
+    members = target.groupBy(*key).agg(F.countDistinct("member_id").alias("members"))
+    active = _tasks_of(target, "activeTasks", *key, "member_id")
+    owners = active.groupBy(*key, "subtopology_id", "partition").agg(F.countDistinct("member_id").alias("n"))
+    active_counts = owners.groupBy(*key).agg(
+        F.count(F.lit(1)).alias("active_tasks"),
+        F.sum(F.when(F.col("n") > 1, 1).otherwise(0)).alias("active_targeted_twice"))
+    standby = _tasks_of(target, "standbyTasks", *key, "member_id").unionByName(
+        _tasks_of(target, "warmupTasks", *key, "member_id"))
+    both = (standby.join(active, [*key, "member_id", "subtopology_id", "partition"])
+            .groupBy(*key).agg(F.count(F.lit(1)).alias("standby_with_active")))
+    current = _typed(records, "StreamsGroupCurrentMemberAssignment").where(
+        ~F.coalesce(F.col("is_tombstone"), F.lit(False))).select(
+        "group_id", "member_id", F.col("pos").alias("current_pos"), F.col("batch_timestamp").alias("current_at"),
+        F.col("v.memberEpoch").alias("member_epoch"), F.col("v.state").alias("state"))
+    reached = (meta.join(current, "group_id")
+               .where((F.col("member_epoch") == F.col("assignment_epoch")) & (F.col("state") == STABLE)
+                      & (F.col("current_pos") > F.col("pos"))
+                      & (F.col("next_pos").isNull() | (F.col("current_pos") < F.col("next_pos"))))
+               .join(target.select(*key, "member_id"), [*key, "member_id"], "left_semi")
+               .groupBy(*key).agg(F.countDistinct("member_id").alias("members_settled"),
+                                  F.max("current_at").alias("settled_at")))
+    out = (meta.join(members, list(key), "left").join(active_counts, list(key), "left")
+           .join(both, list(key), "left").join(reached, list(key), "left")
+           .fillna(0, ["members", "active_tasks", "active_targeted_twice", "standby_with_active", "members_settled"]))
+    settled = F.col("members_settled") == F.col("members")
+    return out.select(
+        "group_id", "assignment_epoch", F.col("pos.offsets_partition").alias("offsets_partition"),
+        F.col("pos.log_offset").alias("log_offset"), "target_at", F.col("members").cast("int").alias("members"),
+        F.col("members_settled").cast("int").alias("members_settled"),
+        settled.alias("settled"), F.when(settled, F.col("settled_at")).alias("settled_at"),
+        F.when(settled, ((F.col("settled_at").cast("double") - F.col("target_at").cast("double")) * 1000)
+               .cast("long")).alias("settle_ms"),
+        F.when(settled, F.lit(False)).when(F.col("next_pos").isNotNull(), F.lit(True)).alias("is_transition"),
+        F.col("active_tasks").cast("int").alias("active_tasks"),
+        F.col("active_targeted_twice").cast("int").alias("active_targeted_twice"),
+        F.col("standby_with_active").cast("int").alias("standby_with_active"))
+
+
 def _finding(frame: DataFrame, finding: str, detail) -> DataFrame:
     return frame.select("group_id", "member_id", "subtopology_id", "partition", F.lit(finding).alias("finding"),
                         detail.alias("detail"))
@@ -189,7 +265,7 @@ def findings(task_rows: DataFrame, topo: DataFrame, topic_partitions: DataFrame,
 
 
 def core_frames(spark, ctx, topic_parts: DataFrame) -> dict[str, DataFrame]:
-    """The three ``core/streams_*`` tables of ``ctx.run_id`` (empty when it has no streams
+    """The four ``core/streams_*`` tables of ``ctx.run_id`` (empty when it has no streams
     group): ``topic_parts`` is ``core/topic_partitions``, with the log ends the partitions of
     the source topics."""
     from pipelines.spark.io import read_spark
@@ -206,4 +282,5 @@ def core_frames(spark, ctx, topic_parts: DataFrame) -> dict[str, DataFrame]:
         "core/streams_group_topology": topo,
         "core/streams_group_tasks": task_rows,
         "core/streams_group_findings": findings(task_rows, topo, parts, unresponsive(records, commits, task_rows)),
+        "core/streams_group_epochs": epochs(records),
     }

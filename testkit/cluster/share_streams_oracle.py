@@ -92,10 +92,10 @@ _ROLES = {"source": "source_topics", "repartition_sink": "repartition_sink_topic
 
 def build_streams(logs: Path, warehouse: Path, run: str = "streams") -> dict[str, list[dict]]:
     """kaudit's extract (offsets, log-end) and build on a Streams cluster's log dir; its
-    ``core/streams_*`` tables."""
+    ``core/streams_*`` tables and ``raw/offset_commits``."""
     build_steps(logs, warehouse, run)
     wh = Warehouse(warehouse)
-    return {t: read_arrow(wh, t, run).to_pylist() for t in STREAMS_TABLES}
+    return {t: read_arrow(wh, t, run).to_pylist() for t in (*STREAMS_TABLES, "raw/offset_commits")}
 
 
 def compare_streams(tables: dict[str, list[dict]], group: dict) -> int:
@@ -134,3 +134,11 @@ def compare_streams(tables: dict[str, list[dict]], group: dict) -> int:
         k: v for k, v in cluster.items() if k in members or any(v[t] or v["target"][t] for t in KINDS)}
     compared += 2 + sum(3 + sum(len(v[t]) + len(v["target"][t]) for t in KINDS) for v in cluster.values())
     return compared
+
+
+def latest_commits(commits: list[dict]) -> dict[str, dict[str, int]]:
+    """``raw/offset_commits`` rows as each group's latest committed offset per ``topic:partition``."""
+    out: dict[str, dict[str, int]] = {}
+    for c in sorted(commits, key=lambda c: (c["offsets_partition"], c["log_offset"])):
+        out.setdefault(c["group_id"], {})[f"{c['topic']}:{c['partition']}"] = c["committed_offset"]
+    return out
