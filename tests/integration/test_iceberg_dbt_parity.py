@@ -36,6 +36,8 @@ def _iceberg_rows(iceberg: IcebergWarehouse, mart: str) -> pa.Table:
 
 def _parquet_rows(parquet: Warehouse, mart: str) -> pa.Table:
     data = ds.dataset(parquet.root / "marts" / mart, format="parquet", partitioning="hive").to_table()
+    if "run_id" not in data.column_names:  # no partition at all: the run's rows of the mart are none
+        return data
     return data.filter(pc.equal(data["run_id"].cast(pa.string()), RUN))
 
 
