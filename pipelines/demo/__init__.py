@@ -12,8 +12,10 @@ made them once; ``faults.json`` lists every planted fault and expected figure):
 :func:`run_demo` copies them to a directory of their own and runs the real steps on them:
 extract (ZooKeeper snapshot + logs, ``__consumer_offsets``, log ends) -> build -> validate ->
 report, and beside it the same for the KRaft cluster in a run of its own (``<run id>-kraft``: a
-run holds one cluster's evidence), and prints where the reports are and what they found next
-to what was planted.
+run holds one cluster's evidence), then the Kafka 4.x estate real brokers wrote (``real/``,
+:mod:`pipelines.demo.estate`: share and Streams groups, tiered storage, the ZooKeeper-to-KRaft
+migration, MirrorMaker 2), and prints where the reports are and what they found next to what
+was planted.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pipelines.runs import RUN_ID
 DATA = Path(__file__).resolve().parent / "data"
 MANIFEST = Path(__file__).resolve().parent / "faults.json"
 REAL = Path(__file__).resolve().parent / "real"  # data dirs real brokers wrote (real/README.md)
+REAL_DIR = "real"  # where the demo's copy of them goes
 MARKER = ".kaudit-demo"  # written into every demo dir: only such dirs are ever replaced
 DEFAULT_DIR = "demo-out"  # next to the warehouse
 KRAFT = "kraft"  # data/kraft: the KRaft cluster
@@ -60,11 +63,14 @@ def write_cluster(out: Path) -> Path:
             shutil.rmtree(out)
         elif any(out.iterdir()):
             raise UsageError(f"--out {out}: exists, is not empty and is not a kaudit demo cluster (no {MARKER})")
-    if not all((DATA / d).is_dir() for d in ("zookeeper", "kafka-logs", KRAFT)):
-        raise UsageError(f"{DATA}: the demo data is missing from this installation")
+    from pipelines.demo import estate
+
+    if not all((DATA / d).is_dir() for d in ("zookeeper", "kafka-logs", KRAFT)) or estate.missing():
+        raise UsageError(f"{DATA.parent}: the demo data is missing from this installation")
     staging = out.with_name(f".{out.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(DATA, staging)
+    shutil.copytree(REAL, staging / REAL_DIR)
     shutil.copy2(MANIFEST, staging / MANIFEST.name)
     (staging / MARKER).write_text(json.dumps({"kaudit_demo": 1, "source": str(DATA)}) + "\n")
     if out.exists():  # an empty directory the user gave us
@@ -95,6 +101,7 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
     kraft_ctx = dataclasses.replace(ctx, run_id=kraft_run_id(ctx.run_id), quiet=True)
     from pipelines import cluster, quality  # noqa: F401 - (quality: see below)
     from pipelines import steps as pipeline
+    from pipelines.demo import estate
 
     # the Spark session starts while the cluster is written and the extractors run (a build
     # submitted to a cluster needs none here), and Great Expectations is imported meanwhile
@@ -105,19 +112,29 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
     out = write_cluster(out if out is not None else ctx.warehouse.root.parent / DEFAULT_DIR)
     ctx.say(f"demo cluster written to {out} (warehouse {ctx.warehouse.root})")
 
-    def build(run: RunContext) -> None:
+    def build(run: RunContext, select: list[str] | None = None) -> None:
+        """The run's build; ``select``: only those dbt models (not submitted to a cluster)."""
         if spark is not None:
             spark.result()  # (the error that stopped the JVM's start, if any)
-        pipeline.build(run)
+        if select is None or spark is None:
+            pipeline.build(run)
+            return
+        from pipelines.transform.dbt_runner import run_dbt
+
+        pipeline.build(run, run_dbt=False)
+        run_dbt(run, select=select)
 
     # the KRaft run starts once the ZooKeeper run's first step is recorded (it stays the newest
     # run), and builds once the ZooKeeper run's build is over (`built`, also set as this run fails)
     recorded, built, stop = threading.Event(), threading.Event(), threading.Event()
     kraft_steps = kraft_plan(kraft_ctx, out, build, turn=built.wait if alongside else None)
+    # the real brokers' estate follows the KRaft run on its thread: one build at a time
+    estate_steps = estate.plan(ctx, out / REAL_DIR, lambda run, select: build(run, select))
 
-    def kraft_alongside() -> dict[str, float]:
+    def kraft_alongside() -> tuple[dict[str, float], dict[str, float]]:
         recorded.wait()
-        return timed(kraft_steps, stop)
+        kraft_timings = timed(kraft_steps, stop)
+        return kraft_timings, timed(estate_steps, stop)
 
     kraft_run = in_background(kraft_alongside, "demo-kraft") if alongside else None
     zk_dir, kafka_dir = out / "zookeeper", out / "kafka-logs"
@@ -166,8 +183,12 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
     else:
         ctx.say(f"all planted faults found (see {out / MANIFEST.name})")
     ctx.say(f"report: {report_dir / 'index.html'}  ({timings['total']:.0f} s)")
-    kraft_timings = kraft_run.result() if kraft_run is not None else timed(kraft_steps, stop)
+    if kraft_run is not None:
+        kraft_timings, estate_timings = kraft_run.result()
+    else:
+        kraft_timings, estate_timings = timed(kraft_steps, stop), timed(estate_steps, stop)
     kraft = kraft_outcome(ctx, kraft_ctx, kraft_timings, alongside)
+    real = estate.outcome(ctx, estate_timings)
     return {
         "out": str(out),
         "report": str(report_dir / "index.html"),
@@ -175,6 +196,7 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
         "timings": timings,
         "mismatches": mismatches,
         "kraft": kraft,
+        "real": real,
     }
 
 

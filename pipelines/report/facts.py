@@ -19,10 +19,12 @@ from pipelines.quality.run import VALIDATION, read_results
 from pipelines.reading import read_arrow, read_built, row_count
 from pipelines.report.lag_time import LagTimeFacts, gather_lag_time
 from pipelines.report.metadata import MetadataFacts, gather_metadata
+from pipelines.report.migration import MigrationFacts, gather_migration
 from pipelines.report.mm2 import Mm2Facts, gather_mm2
 from pipelines.report.order import nulls_last
 from pipelines.report.rebalances import RebalanceFacts, gather_rebalances
 from pipelines.report.share_streams import ShareStreamsFacts, gather_share_streams
+from pipelines.report.tiered import TieredFacts, gather_tiered
 from pipelines.tables import (
     ASSIGNMENT_STATUSES,
     CONSUMER_GROUP_FINDINGS,
@@ -188,6 +190,8 @@ class Facts:
     zk_history: dict | None = None  # the span of the ZooKeeper data dir's history (None: no data dir read)
     mm2: Mm2Facts | None = None  # MirrorMaker 2 failover readiness (None: the run has none)
     share_streams: ShareStreamsFacts | None = None  # share and Streams groups (None: the run has none)
+    migration: MigrationFacts | None = None  # the ZooKeeper-to-KRaft migration (None: the run has none)
+    tiered: TieredFacts | None = None  # tiered storage's remote segments (None: the run read none)
 
     @property
     def audited(self) -> int:
@@ -552,4 +556,6 @@ def gather(wh: Warehouse, run_id: str, max_regressions: int = 50) -> Facts:
         zk_history=zk_history(wh, run_id),
         mm2=gather_mm2(wh, run_id),
         share_streams=gather_share_streams(wh, run_id),
+        migration=gather_migration(wh, run_id),
+        tiered=gather_tiered(wh, run_id),
     )

@@ -13,6 +13,9 @@ from pipelines.context import RunContext
 from pipelines.report.facts import Finding, GroupFinding, gather
 from pipelines.report.lag_time import LagTimeFacts, finding_rows
 from pipelines.report.metadata import MetadataFacts
+from pipelines.report.migration import MigrationFacts
+from pipelines.report.migration import finding_rows as migration_finding_rows
+from pipelines.report.mm2 import Mm2Facts
 from pipelines.report.page import FINDINGS_CSV, render
 from pipelines.report.rebalances import PAST, STORM, STUCK, RebalanceFacts, state_name
 from pipelines.report.share_streams import ShareStreamsFacts
@@ -30,10 +33,15 @@ def _iso(t) -> str:
     return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else ""
 
 
+def _blank(v) -> object:
+    return "" if v is None else v
+
+
 def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFacts | None = None,
                        lag_time: LagTimeFacts | None = None, group_findings: list[GroupFinding] = (),
                        rebalances: RebalanceFacts | None = None,
-                       share_streams: ShareStreamsFacts | None = None) -> None:
+                       share_streams: ShareStreamsFacts | None = None, mm2: Mm2Facts | None = None,
+                       migration: MigrationFacts | None = None) -> None:
     """One row per finding; several observed owners are joined with ``;`` in each owner column.
     The KRaft findings follow with ``source`` kraft: ``isr_below_min_insync`` (per partition,
     no group) and ``deleted_topic_commits`` (per group and partition: its last offset); then the
@@ -47,7 +55,9 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
     how long it took), and ``rebalance_storm`` per group (``detail``: how many, the most in one
     hour, from when to when); then the share and Streams group findings
     (``share_streams.finding_rows``): ``status`` the finding's name, ``observed_owners`` its
-    member, ``detail`` what it found."""
+    member, ``detail`` what it found; then the MirrorMaker 2 findings (``source`` mm2, ``status``
+    the finding's name, ``committed_offset`` the source's, ``detail`` the pair of clusters and what
+    it found); then the migration's (``source`` migration, ``migration.finding_rows``)."""
     with path.open("w", newline="", encoding="utf-8") as out:
         w = csv.writer(out)
         w.writerow(CSV_COLUMNS)
@@ -93,6 +103,16 @@ def write_findings_csv(findings: list[Finding], path: Path, metadata: MetadataFa
         for r in share_finding_rows(share_streams):
             w.writerow(["kafka", r["group_id"], r["topic"] or "", "" if r["partition"] is None else r["partition"], "",
                         r["finding"], "", r["member_id"] or "", "", "", "", "", "", "", r["detail"] or ""])
+        for p in mm2.pairs if mm2 else ():
+            source = {(r["group_id"], r["topic"], r["partition"]): r["source_committed_offset"] for r in p["rows"]}
+            for r in p["findings"]:
+                offset = source.get((r["group_id"], r["topic"], r["partition"]))
+                w.writerow(["mm2", r["group_id"] or "", r["topic"] or "", _blank(r["partition"]), "", r["finding"],
+                            "", "", "", "", "", _blank(offset), "", "",
+                            f"{p['source_alias']} -> {p['target_alias']}: {r['detail'] or ''}"])
+        for r in migration_finding_rows(migration):
+            w.writerow(["migration", r["group_id"] or "", r["topic"] or "", _blank(r["partition"]), "", r["status"],
+                        "", "", "", "", "", _blank(r["committed_offset"]), "", "", r["detail"]])
 
 
 def write_report(ctx: RunContext) -> Path:
@@ -102,7 +122,7 @@ def write_report(ctx: RunContext) -> Path:
         out = tx.staging_dir(REPORTS)
         out.mkdir(parents=True, exist_ok=True)
         write_findings_csv(facts.findings, out / FINDINGS_CSV, facts.metadata, facts.lag_time, facts.group_findings,
-                           facts.rebalances, facts.share_streams)
+                           facts.rebalances, facts.share_streams, facts.mm2, facts.migration)
         (out / "index.html").write_text(render(facts), encoding="utf-8")
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     page = ctx.warehouse.partition_dir(REPORTS, ctx.run_id) / "index.html"
