@@ -121,3 +121,13 @@ def test_member_silent_past_two_heartbeats_is_unresponsive(spark, tmp_path):
 
 def test_member_reconciling_within_the_heartbeats_is_a_transition(spark, tmp_path):
     assert _silent_case(spark, tmp_path, S.SILENT_MS - 1_000) == []
+
+
+def test_no_streams_group_is_no_row(spark):
+    # a run without streams groups (the build always computes the streams tables)
+    records = spark.createDataFrame([], table_schema("raw/group_coordinator_records"))
+    commits = spark.createDataFrame([], table_schema("raw/offset_commits"))
+    parts = spark.createDataFrame([], "topic string, partition int")
+    tasks, topo = S.tasks(records), S.topology(records)
+    assert S.findings(tasks, topo, parts, S.unresponsive(records, commits, tasks)).count() == 0
+    assert S.epochs(records).count() == 0
