@@ -2,7 +2,8 @@
 
 Every table is read by :func:`pipelines.spark.io.read_spark` (raw and core tables with the
 schemas of ``pipelines.tables``, marts with their dbt contracts; a file that is not its
-declaration is an error). A table missing for the run (only one source ran) is an empty frame
+declaration is an error; on an Iceberg warehouse, the run's partition at the snapshot its
+ledger recorded). A table missing for the run (only one source ran) is an empty frame
 with the same columns; :meth:`RunTables.rows` tells the suites whether a view has data to judge
 at all (``pipelines.quality.views.missing_data``)."""
 
@@ -28,6 +29,6 @@ class RunTables:
         return self._cache[table]
 
     def rows(self, table: str) -> int | None:
-        """The row count of the run's ``table`` from its Parquet footers; None when the run does
-        not have the table."""
+        """The row count of the run's ``table`` from its Parquet footers (Iceberg: its manifests);
+        None when the run does not have the table."""
         return row_count(self.warehouse, table, self.run_id)
