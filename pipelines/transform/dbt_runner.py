@@ -322,5 +322,6 @@ def save_install_parse(target: str = "session") -> Path:
 
 
 if __name__ == "__main__":
-    saved = save_install_parse()
-    print(f"dbt's saved parse: {saved} ({saved.stat().st_size} bytes)")
+    for each in SESSION_TARGETS:  # (the Parquet layout's and the Iceberg warehouse's)
+        saved = save_install_parse(each)
+        print(f"dbt's saved parse ({each}): {saved} ({saved.stat().st_size} bytes)")
