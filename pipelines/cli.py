@@ -135,13 +135,11 @@ def _run(ctx: typer.Context, kind: str) -> RunContext:
 
 
 def _iceberg_ready(ctx: typer.Context, cluster: str | None) -> None:
-    """A usage error for what an Iceberg warehouse cannot do yet: dbt (the build's and the
-    demo's), a named cluster's tables (``--cluster``: kept in a Parquet warehouse of its own)."""
+    """A usage error for what an Iceberg warehouse cannot do yet: a named cluster's tables
+    (``--cluster``: kept in a Parquet warehouse of its own)."""
     if cluster is not None:
         raise UsageError("--cluster: a run of several clusters is not on an Iceberg warehouse yet; "
                          "use --warehouse-format parquet")
-    if ctx.info_name == "demo":
-        raise UsageError("kaudit demo: dbt does not build on an Iceberg warehouse yet; use --warehouse-format parquet")
 
 
 # --- extract ---------------------------------------------------------------------------------
