@@ -38,6 +38,7 @@ state.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 import warnings
@@ -63,6 +64,7 @@ LEDGER_SCHEMA = pa.schema([
     ("rows", pa.int64()),
     ("committed_at", pa.timestamp("ms", tz="UTC")),
 ])
+_OPENING = threading.Lock()  # one thread at a time opens a warehouse's catalog
 BATCH_ROWS = 1 << 20  # rows per Arrow batch read from a staged file and appended
 COMMIT_TRIES = 8  # a commit that lost a race with another writer of the same table is retried
 
@@ -87,8 +89,19 @@ class IcebergWarehouse(Warehouse):
     # -- the catalog -----------------------------------------------------------------------
     @property
     def catalog(self):
-        if self._catalog is None:
-            self._catalog = self.catalog_config.open()
+        """The catalog, opened once per warehouse object: threads of one process (the demo's runs
+        side by side) share it; a new catalog file's tables created by another process at the
+        same moment ("already exists") are opened as they are."""
+        with _OPENING:
+            if self._catalog is None:
+                from sqlalchemy.exc import OperationalError
+
+                try:
+                    self._catalog = self.catalog_config.open()
+                except OperationalError as err:
+                    if "already exists" not in str(err):
+                        raise
+                    self._catalog = self.catalog_config.open()
         return self._catalog
 
     def table(self, table: str, declared: pa.Schema | None = None):

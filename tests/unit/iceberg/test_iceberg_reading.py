@@ -180,3 +180,13 @@ def test_a_failed_step_publishes_no_document(wh):
         raise RuntimeError("boom")
     assert not wh.exists("reports", "r1") and not wh.partition_dir("reports", "r1").exists()
     assert not list(wh.root.glob("reports/.staging*"))
+
+
+def test_threads_of_one_process_open_a_new_catalog_once(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    wh = IcebergWarehouse(tmp_path / "warehouse")  # a new catalog file: its tables not created yet
+    with ThreadPoolExecutor(4) as pool:
+        catalogs = list(pool.map(lambda _: wh.catalog, range(4)))
+    assert all(c is catalogs[0] for c in catalogs)
+    assert wh.run_ids("raw/group_members") == []
