@@ -48,7 +48,8 @@ CASES = (
     Case("tiered", "tiered-4.1.1", "tiered storage, Kafka 4.1.1", metadata=True,
          marts=("data_loss_risk", "consumer_lag")),
     Case("migration", "migration-3.9.2", "ZooKeeper-to-KRaft migration, Kafka 3.9.2; MirrorMaker 2 4.3.1",
-         zookeeper=True, metadata=True, mm2=True, marts=("mm2_failover_readiness", "mm2_findings", "consumer_lag")),
+         zookeeper=True, metadata=True, mm2=True,
+         marts=("mm2_failover_readiness", "mm2_findings", "migration_findings", "consumer_lag")),
 )
 
 

@@ -39,6 +39,8 @@ SOURCES: dict[str, str] = {
     "kaudit_core.settled_audit": "core/settled_audit",
     "kaudit_core.mm2_failover": "core/mm2_failover",
     "kaudit_core.mm2_findings": "core/mm2_findings",
+    "kaudit_core.migration_audit": "core/migration_audit",
+    "kaudit_core.migration_offsets": "core/migration_offsets",
     "kaudit_core.share_partition_state": "core/share_partition_state",
     "kaudit_core.share_group_assignments": "core/share_group_assignments",
     "kaudit_core.share_group_findings": "core/share_group_findings",

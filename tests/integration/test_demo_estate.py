@@ -19,6 +19,8 @@ import pytest
 
 from pipelines.demo import REAL
 from pipelines.demo.estate import CASES
+from pipelines.reading import read_arrow
+from pipelines.warehouse import Warehouse
 from testkit.chromium import Chromium
 from testkit.cluster.mm2_oracle import expected_findings as mm2_findings
 
@@ -145,6 +147,13 @@ def test_migration_section_and_its_offset_findings(demo_run):
                 want.add(("migration_offsets_moved_backwards", g, topic, p))
     rows = [r for r in _findings(demo_run, "migration") if r["source"] == "migration"]
     assert {(r["status"], r["group_id"], r["topic"], r["partition"]) for r in rows} == want and len(rows) == 4, rows
+    mart = read_arrow(Warehouse(demo_run.warehouse), "marts/migration_findings", f"{demo_run.run_id}-migration")
+    got = mart.to_pylist()
+    assert {(r["finding"], r["group_id"], r["topic"], str(r["partition"])) for r in got} == want and len(got) == 4, got
+    for r in got:  # the offsets before and after, as the cluster answered them
+        topic_partition = f"{r['topic']}:{r['partition']}"
+        assert r["before_offset"] == before[r["group_id"]][topic_partition], r
+        assert r["after_offset"] == after.get(r["group_id"], {}).get(topic_partition), r
     page = _page(demo_run, "migration")
     assert "migration" in page.sections
     states = [s.split()[0] for s in page.texts.get("migration-state", [])]
