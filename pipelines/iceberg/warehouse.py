@@ -273,7 +273,7 @@ class IcebergWarehouse(Warehouse):
                 committed = [(table, *self._commit(table, run_id, step, path, tx))
                              for table, path in tx.staged.items() if is_table(table)]
                 if committed:
-                    self._record(run_id, step, committed)
+                    self.record(run_id, step, committed)
                 for name, path in tx.staged.items():
                     if not is_table(name):
                         self._publish(path, self.partition_dir(name, run_id))
@@ -365,8 +365,10 @@ class IcebergWarehouse(Warehouse):
             raise RuntimeError(f"{ident}: the snapshot of this commit (token {token}) is not in its history")
         return snap[0]["snapshot_id"], int(snap[0]["added"] or 0)
 
-    def _record(self, run_id: str, step: str, committed: list[tuple[str, int, int]]) -> None:
-        """The step's ledger rows, one append: from now on its tables are visible."""
+    def record(self, run_id: str, step: str, committed: list[tuple[str, int, int]]) -> None:
+        """The step's ledger rows (table, snapshot id, rows), one append: from now on its tables are
+        visible. Steps that commit through the warehouse record on publishing; dbt, which commits
+        through Spark, records its tables after a successful build (``pipelines.transform.iceberg_ledger``)."""
         now = datetime.now(UTC)
         data = pa.table({
             "step": [step] * len(committed), "table_name": [t for t, _, _ in committed],

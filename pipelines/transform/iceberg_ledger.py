@@ -46,7 +46,7 @@ def record(warehouse: IcebergWarehouse, run_id: str, tables: list[str]) -> list[
         sid = None if snap is None else snap.snapshot_id
         committed.append((table, sid, _rows(ice, snap, run_id if layer == "marts" else None)))
     if committed:
-        warehouse._record(run_id, STEP, committed)
+        warehouse.record(run_id, STEP, committed)
     return committed
 
 

@@ -54,7 +54,7 @@ def _commit_mart(wh: IcebergWarehouse, run_id: str, rows: list[dict], record: bo
     txn.append(data)
     sid = txn.commit_transaction().current_snapshot().snapshot_id
     if record:
-        wh._record(run_id, "dbt", [("marts/consumer_lag", sid, len(rows))])
+        wh.record(run_id, "dbt", [("marts/consumer_lag", sid, len(rows))])
     return sid
 
 
