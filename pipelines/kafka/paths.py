@@ -163,7 +163,7 @@ def data_partition_dirs(paths: list[Path]) -> list[tuple[str, int, Path]]:
         if not found:
             empty.append(p)
         out.extend(found)
-    if not out:
+    if empty and not out:
         raise InputError(f"{empty[0]}: no topic-partition dirs of data topics "
                          "(expected a Kafka log dir or <topic>-<N> dirs)")
     return out

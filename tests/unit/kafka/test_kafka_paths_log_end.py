@@ -89,6 +89,11 @@ def test_data_partition_dirs_a_broker_hosting_no_data_topic(tmp_path):
         data_partition_dirs([tmp_path / "b1"])
 
 
+def test_data_partition_dirs_of_no_path_are_none():
+    # extract log-end with only --offsets-file or --topic-configs names no log dir
+    assert data_partition_dirs([]) == []
+
+
 def test_data_partition_dirs_skip_internal_topics(tmp_path):
     for name in ("my-topic-with-dashes-3", "__consumer_offsets-0", "__transaction_state-1", "t-0", "t-0.x-delete",
                  "t-1-future"):
