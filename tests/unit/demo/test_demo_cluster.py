@@ -18,8 +18,10 @@ def test_write_cluster_copies_the_committed_data(tmp_path):
     assert json.loads((out / "faults.json").read_text()) == demo.load_manifest()
     cmp = filecmp.dircmp(demo.DATA / "zookeeper" / "version-2", out / "zookeeper" / "version-2")
     assert cmp.left_list == cmp.right_list and not cmp.diff_files
-    names = sorted(p.relative_to(demo.DATA).as_posix() for p in demo.DATA.rglob("*.log"))
-    assert names == sorted(p.relative_to(out).as_posix() for p in out.rglob("*.log"))
+    # the generated cluster's logs, and under real/ the data dirs real brokers wrote
+    names = [p.relative_to(demo.DATA).as_posix() for p in demo.DATA.rglob("*.log")]
+    names += [f"real/{p.relative_to(demo.REAL).as_posix()}" for p in demo.REAL.rglob("*.log")]
+    assert sorted(names) == sorted(p.relative_to(out).as_posix() for p in out.rglob("*.log"))
 
 
 def test_write_cluster_replaces_a_previous_demo_only(tmp_path):
