@@ -71,6 +71,7 @@ class ChangeLog:
         self.batches: list[pa.RecordBatch] = []
         self.baseline: pa.Table | None = None
         self.left_out: list[tuple[str, str, str]] = []  # (file:byte, path, op): paths that are not UTF-8
+        self.not_at_start: set[str] = set()  # snapshot nodes a replayed create made after its zxid (fuzzy)
         self._zxid = None
         self._seq = 0
 
@@ -153,7 +154,10 @@ class ChangeLog:
         self._flush()
         t = pa.Table.from_batches(self.batches, _SCHEMA)
         if self.baseline is not None:
-            t = pa.concat_tables([self.baseline, t])
+            base = self.baseline
+            if self.not_at_start:
+                base = base.filter(pc.invert(pc.is_in(base["path"], pa.array(sorted(self.not_at_start), pa.string()))))
+            t = pa.concat_tables([base, t])
         if upto is not None:
             t = t.filter(pc.less_equal(t["zxid"], upto))
         return classify(t, chroot)

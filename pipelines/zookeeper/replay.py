@@ -18,7 +18,10 @@ ignores NONODE/NODEEXISTS there):
 - closeSession: deletes the txn's path list (3.6+) and every ephemeral of the session.
 
 With :attr:`Tree.history` set (a :class:`~pipelines.zookeeper.history.ChangeLog`), every
-create, data write and delete that changed the tree is recorded there too.
+create, data write and delete of a txn is recorded there too, also one that finds the tree
+already changed or its node gone: the leader applied it, and a fuzzy snapshot holds some of the
+txns after its name (a node created later is taken out of the snapshot's rows, as it did not
+exist at the snapshot's zxid) and misses nodes deleted while it was written.
 
 The tree digest is kept up to date so the snapshot's digest (fuzzy snapshots) and the
 TxnDigest of every txn after it can be checked.
@@ -205,7 +208,12 @@ class Tree:
     def create(self, path: str, data, owner: int, parent_cversion: int, zxid: int, time: int) -> bool:
         parent_path = path[: path.rfind("/")]
         p = self.lookup(parent_path)
-        if p is None or self.lookup(path) is not None:
+        i = self.lookup(path)
+        if p is None or i is not None:
+            if i is not None and self.history is not None and self.cols["czxid"][i] >= zxid:
+                self.history.not_at_start.add(path)  # the snapshot holds this create: no node at its zxid
+            if i is None or self.cols["czxid"][i] >= zxid:
+                self._record("create", path, zxid, data, 0, owner)
             return False
         c = self.cols
         self._unhash(p)
@@ -237,15 +245,18 @@ class Tree:
     def delete(self, path: str, zxid: int) -> bool:
         parent_path = path[: path.rfind("/")]
         p = self.lookup(parent_path)
-        if p is None:
+        i = self.lookup(path)
+        if p is None or i is None:
+            if p is not None and zxid > self.cols["pzxid"][p]:
+                self._unhash(p)
+                self.cols["pzxid"][p] = zxid
+                self._rehash(p)
+            self._record("delete", path, zxid)
             return False
         if zxid > self.cols["pzxid"][p]:
             self._unhash(p)
             self.cols["pzxid"][p] = zxid
             self._rehash(p)
-        i = self.lookup(path)
-        if i is None:
-            return False
         self._unhash(i)
         self.alive[i] = False
         del self.index[path]
@@ -256,6 +267,7 @@ class Tree:
     def set_data(self, path: str, data, version: int, zxid: int, time: int) -> bool:
         i = self.lookup(path)
         if i is None:
+            self._record("set", path, zxid, data, version)
             return False
         self._unhash(i)
         self.new_data[i] = data

@@ -51,12 +51,6 @@ def _releases():
     for i, release in enumerate(ZOOKEEPER):
         stop = "kill -9" if i % 2 else "clean"
         marks = [] if release in DEFAULT else [pytest.mark.matrix]
-        if release < "3.5":
-            # a known kaudit defect: 3.4 takes its first snapshot while txns go on (fuzzy), and a
-            # create the snapshot already holds though its zxid is past the snapshot's name is
-            # missing from raw/znode_changes (the replay skips a create of an existing node)
-            marks.append(pytest.mark.xfail(reason="fuzzy first snapshot: a create it already holds is not a change",
-                                           strict=False))
         yield pytest.param(release, stop, id=f"{release}-{stop.replace(' ', '')}", marks=marks)
 
 

@@ -157,3 +157,26 @@ def test_a_target_zxid_ends_the_history_there(tmp_path):
         str(d / "snapshot.0"), 5, 5)
     assert [(r["op"], r["path"], r["zxid"]) for r in changes] == [("create", "/consumers/g/ids/a", 4),
                                                                   ("create", "/consumers/g/ids/b", 5)]
+
+
+def test_a_fuzzy_snapshot_holds_the_state_at_its_name_and_the_txns_after_it_are_changes(tmp_path):
+    """A 3.4-style snapshot (no digest) named at zxid 5 and written while txns 6-8 went on: it
+    already holds c (created at 6) and a's write at 7, and misses b (deleted at 8 before the
+    writer reached it). Every txn after its name is a change, as the log has it; c is not in
+    the snapshot's rows, as it did not exist at zxid 5."""
+    d = tmp_path / "fuzzy" / "version-2"
+    d.mkdir(parents=True)
+    ids = b"/consumers/g/ids"
+    (d / "snapshot.5").write_bytes(snapshot_file(
+        [*BASE, (b"/consumers", 1), (b"/consumers/g", 2), (ids, 3, 3, 8), (ids + b"/a", 4), (ids + b"/c", 6)],
+        {ids + b"/a": b"w"}))
+    delete_b = struct.pack(">qiqqi", 0x77, 0, 8, 1_000_008, 2) + jstr(ids + b"/b")
+    (d / "log.6").write_bytes(log_file([txn(6, "create", ids + b"/c"), txn(7, "set", ids + b"/a", b"w"), delete_b,
+                                        txn(9, "create", ids + b"/d")])[0])
+    meta, changes, q = extract(d.parent, tmp_path)
+    assert q == [] and meta["zxid"] == 9
+    assert (meta["history"]["start_zxid"], meta["history"]["txns"]) == (5, 4)
+    assert [(r["op"], r["path"], r["zxid"], r["value"]) for r in changes] == [
+        ("snapshot", "/consumers/g/ids/a", 5, b"w"),
+        ("create", "/consumers/g/ids/c", 6, b"v"), ("set", "/consumers/g/ids/a", 7, b"w"),
+        ("delete", "/consumers/g/ids/b", 8, None), ("create", "/consumers/g/ids/d", 9, b"v")]
