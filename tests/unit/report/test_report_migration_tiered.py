@@ -1,6 +1,6 @@
 """The report's migration and tiered-storage facts on hand-built rows: the findings.csv rows of
-the migration audit (only its findings, each named by kind and status, offsets with the value
-after and before), and each remote segment's last state in the order ``__remote_log_metadata``
+the migration audit (the mart's findings, metadata with each side's value, offsets with the
+value after and before), and each remote segment's last state in the order ``__remote_log_metadata``
 wrote the events, a segment deleted remotely leaving the remote tier's range."""
 
 from __future__ import annotations
@@ -9,35 +9,30 @@ from pipelines.report.migration import MigrationFacts, finding_rows
 from pipelines.report.tiered import LIVE, _last_states
 
 
-def _audit(kind, status, finding, topic=None, partition=None, name=None, zk=None, kraft=None):
-    return {"kind": kind, "topic": topic, "partition": partition, "name": name, "zookeeper": zk, "kraft": kraft,
-            "status": status, "is_finding": finding}
-
-
-def _offsets(group, partition, before, after, status, finding):
-    return {"group_id": group, "topic": "orders", "partition": partition, "before_offset": before,
-            "after_offset": after, "status": status, "is_finding": finding}
+def _named(finding, kind, group=None, topic=None, partition=None, name=None, zk=None, kraft=None, before=None,
+           after=None):
+    """A ``marts/migration_findings`` row."""
+    return {"finding": finding, "kind": kind, "group_id": group, "topic": topic, "partition": partition,
+            "config_name": name, "zookeeper": zk, "kraft": kraft, "before_offset": before, "after_offset": after}
 
 
 def test_migration_finding_rows_name_kind_status_and_both_offsets():
-    facts = MigrationFacts(
-        states=[],
-        compared=[],
-        differences=[_audit("topic_id", "differs", True, "t", zk="a", kraft="b"),
-                     _audit("config", "only_kraft", False, "post", name="retention.ms", kraft="1000")],
-        offsets=[_offsets("g-moved", 0, 20, 4, "moved_backwards", True), _offsets("g-lost", 1, 7, None, "lost", True),
-                 _offsets("g-ok", 0, 5, 9, "advanced", False)],
-    )
-    assert facts.findings == 3
+    facts = MigrationFacts(states=[], compared=[], differences=[], offsets=[], named=[
+        _named("migration_topic_id_differs", "topic_id", topic="t", zk="a", kraft="b"),
+        _named("migration_config_differs", "config", topic="t", name="retention.ms", zk="1000", kraft="2000"),
+        _named("migration_offsets_moved_backwards", "committed_offset", "g-moved", "orders", 0, before=20, after=4),
+        _named("migration_offsets_lost", "committed_offset", "g-lost", "orders", 1, before=7),
+    ])
     rows = finding_rows(facts)
     assert [(r["status"], r["group_id"], r["topic"], r["partition"], r["committed_offset"]) for r in rows] == [
         ("migration_topic_id_differs", None, "t", None, None),
+        ("migration_config_differs", None, "t", None, None),
         ("migration_offsets_moved_backwards", "g-moved", "orders", 0, 4),
         ("migration_offsets_lost", "g-lost", "orders", 1, None),
     ]
-    assert rows[0]["detail"] == "topic_id: ZooKeeper a, KRaft b"
-    assert rows[1]["detail"] == "before the migration 20, after 4"
-    assert rows[2]["detail"] == "before the migration 7, after none"
+    assert [r["detail"] for r in rows] == ["topic_id: ZooKeeper a, KRaft b",
+                                           "config retention.ms: ZooKeeper 1000, KRaft 2000",
+                                           "before the migration 20, after 4", "before the migration 7, after none"]
     assert finding_rows(None) == []
 
 
