@@ -487,6 +487,23 @@ RAW = {
     "raw/quarantine": RAW_QUARANTINE,
 }
 
+
+# an assignment epoch of a share or Streams group and its settling (pipelines.spark.group_epochs)
+_GROUP_EPOCH = [
+    ("group_id", pa.string()),
+    ("assignment_epoch", pa.int32()),
+    ("offsets_partition", pa.int32()),  # where the epoch's TargetAssignmentMetadata record is
+    ("log_offset", pa.int64()),
+    ("target_at", TS),  # its batch timestamp
+    ("members", pa.int32()),  # members with a target assignment at the epoch
+    ("members_settled", pa.int32()),  # of them, at the epoch and stable before the next epoch's target
+    ("settled", pa.bool_()),
+    ("settled_at", TS),  # the last of them; null when not settled
+    ("settle_ms", pa.int64()),
+    ("is_transition", pa.bool_()),  # never settled and superseded (not a fault); null: the last, unsettled
+]
+
+
 CORE = {
     "core/brokers": pa.schema(
         [
@@ -682,6 +699,18 @@ CORE = {
             ("detail", pa.string()),
         ]
     ),
+    # every assignment epoch of every share group, audited (pipelines.spark.share_epochs)
+    "core/share_group_epochs": pa.schema(
+        [
+            *_GROUP_EPOCH,
+            ("partitions_targeted", pa.int32()),  # distinct partitions of the target
+            ("partitions_assignable", pa.int32()),  # subscribed partitions with initialized state; null: unknown
+            ("partitions_initializing", pa.int32()),  # subscribed partitions whose state was being initialized
+            ("partitions_unassigned", pa.int32()),  # assignable partitions targeted to no member
+            ("partitions_shared", pa.int32()),  # partitions targeted to more than one member
+            ("partitions_over_shared", pa.int32()),  # to more than ceil(members / assignable); null: mixed subs
+        ]
+    ),
     # streams groups (KIP-1071): pipelines.spark.streams_groups
     "core/streams_group_topology": pa.schema(  # one row per (subtopology, topic, role) of the live topology
         [
@@ -713,17 +742,7 @@ CORE = {
     # every assignment epoch of every Streams group, audited (pipelines.spark.streams_groups.epochs)
     "core/streams_group_epochs": pa.schema(
         [
-            ("group_id", pa.string()),
-            ("assignment_epoch", pa.int32()),
-            ("offsets_partition", pa.int32()),  # where the epoch's StreamsGroupTargetAssignmentMetadata is
-            ("log_offset", pa.int64()),
-            ("target_at", TS),  # its batch timestamp
-            ("members", pa.int32()),  # members with a target assignment at the epoch
-            ("members_settled", pa.int32()),  # of them, at the epoch and stable before the next epoch's target
-            ("settled", pa.bool_()),
-            ("settled_at", TS),  # the last of them; null when not settled
-            ("settle_ms", pa.int64()),
-            ("is_transition", pa.bool_()),  # never settled and superseded (not a fault); null: the last, unsettled
+            *_GROUP_EPOCH,
             ("active_tasks", pa.int32()),  # distinct active tasks of the target
             ("active_targeted_twice", pa.int32()),  # active tasks targeted to more than one member
             ("standby_with_active", pa.int32()),  # tasks targeted standby or warm-up and active to one member

@@ -274,9 +274,10 @@ def simple_assignor(assigned: DataFrame, topic_partitions: DataFrame) -> DataFra
 
 
 def core_frames(spark, ctx, topic_parts: DataFrame) -> dict[str, DataFrame]:
-    """The three ``core/share_*`` tables of ``ctx.run_id`` (empty when it has no share group):
+    """The four ``core/share_*`` tables of ``ctx.run_id`` (empty when it has no share group):
     ``topic_parts`` is ``core/topic_partitions`` (its topic ids name topics; with the log ends,
     its partitions are the ones a subscription covers)."""
+    from pipelines.spark import share_epochs
     from pipelines.spark.io import read_spark
 
     def raw(table):
@@ -292,4 +293,5 @@ def core_frames(spark, ctx, topic_parts: DataFrame) -> dict[str, DataFrame]:
         "core/share_partition_state": state,
         "core/share_group_assignments": assigned,
         "core/share_group_findings": findings(state, assigned, parts),
+        "core/share_group_epochs": share_epochs.epochs(coordinator),
     }

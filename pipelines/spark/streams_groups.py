@@ -38,6 +38,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.spark import group_epochs
 from pipelines.spark.share_groups import _latest
 
 _TASKS = "array<struct<subtopologyId:string,partitions:array<int>>>"
@@ -172,25 +173,13 @@ def epochs(records: DataFrame) -> DataFrame:
         ~F.coalesce(F.col("is_tombstone"), F.lit(False))).select(
         "group_id", "member_id", F.col("pos").alias("current_pos"), F.col("batch_timestamp").alias("current_at"),
         F.col("v.memberEpoch").alias("member_epoch"), F.col("v.state").alias("state"))
-    reached = (meta.join(current, "group_id")
-               .where((F.col("member_epoch") == F.col("assignment_epoch")) & (F.col("state") == STABLE)
-                      & (F.col("current_pos") > F.col("pos"))
-                      & (F.col("next_pos").isNull() | (F.col("current_pos") < F.col("next_pos"))))
-               .join(target.select(*key, "member_id"), [*key, "member_id"], "left_semi")
-               .groupBy(*key).agg(F.countDistinct("member_id").alias("members_settled"),
-                                  F.max("current_at").alias("settled_at")))
+    reached = group_epochs.reached(meta, current, target, list(key), STABLE)
     out = (meta.join(members, list(key), "left").join(active_counts, list(key), "left")
            .join(both, list(key), "left").join(reached, list(key), "left")
            .fillna(0, ["members", "active_tasks", "active_targeted_twice", "standby_with_active", "members_settled"]))
-    settled = F.col("members_settled") == F.col("members")
     return out.select(
         "group_id", "assignment_epoch", F.col("pos.offsets_partition").alias("offsets_partition"),
-        F.col("pos.log_offset").alias("log_offset"), "target_at", F.col("members").cast("int").alias("members"),
-        F.col("members_settled").cast("int").alias("members_settled"),
-        settled.alias("settled"), F.when(settled, F.col("settled_at")).alias("settled_at"),
-        F.when(settled, ((F.col("settled_at").cast("double") - F.col("target_at").cast("double")) * 1000)
-               .cast("long")).alias("settle_ms"),
-        F.when(settled, F.lit(False)).when(F.col("next_pos").isNotNull(), F.lit(True)).alias("is_transition"),
+        F.col("pos.log_offset").alias("log_offset"), "target_at", *group_epochs.settlement(),
         F.col("active_tasks").cast("int").alias("active_tasks"),
         F.col("active_targeted_twice").cast("int").alias("active_targeted_twice"),
         F.col("standby_with_active").cast("int").alias("standby_with_active"))
