@@ -5,14 +5,15 @@ valid snapshot at or below the target zxid, then the logs after it.
   quarantined and the next older one is tried. With a target zxid, a snapshot whose state is
   known to be past the target (its digest zxid, last processed zxid or any node zxid) is
   skipped: the fuzzy part cannot be undone.
-- A snapshot whose tree digest does not match at its own zxid is not necessarily corrupt:
-  ZooKeeper writes snapshots while it applies transactions, and one applied to the tree but
-  not yet to the last processed zxid and digest when the snapshot ends leaves exactly that
-  (ZooKeeper only logs it). With logs after it, the replay decides: the tree is verified by
-  the first transaction digest that matches; none matching raises the mismatch. Without
-  logs it is raised at once. One whose digest matches is exactly the tree at the digest's
-  zxid, however far past its name the writing ended: the replay starts after that zxid (the
-  txns in between are in the tree already, and their digests describe older trees).
+- A snapshot whose tree digest does not match at its own zxid (or, for a fuzzy snapshot, at the
+  digest's later zxid once the replay reaches it) is not necessarily corrupt: ZooKeeper writes
+  snapshots while it applies transactions, and one applied to the tree but not yet to the last
+  processed zxid and digest when the snapshot ends leaves exactly that (ZooKeeper only logs
+  it). With logs after it, the replay decides: the tree is verified by the first transaction
+  digest that matches; none matching raises the mismatch. Without logs it is raised at once.
+  One whose digest matches is exactly the tree at the digest's zxid, however far past its name
+  the writing ended: the replay starts after that zxid (the txns in between are in the tree
+  already, and their digests describe older trees).
 - Logs: the last one starting at or before the snapshot zxid and every later one
   (``FileTxnLog.getLogFiles``); txns up to the snapshot zxid (and repeats) are skipped, not
   decoded (``LogReader.skip_through``), and damage among them does not stop the replay (it is
@@ -75,6 +76,7 @@ class OfflineRead:
     first_txn: object | None = None  # the first txn applied (its zxid and time start the history)
     snapshots_checked: list[str] = field(default_factory=list)  # later snapshots whose digest the replay matched
     snapshot_failed: DigestMismatch | None = None  # digests were there to check it, none matched
+    pending_failed: DigestMismatch | None = None  # a fuzzy snapshot's digest did not match at its zxid
     digests_seen: bool = False  # the logs hold txn digests
     quarantine: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -217,6 +219,7 @@ def _read_from(chosen: Snapshot | None, snaps, logs, at_zxid: int | None, progre
     if chain and history:
         res.tree.keep_history(snap_zxid)
     _replay(res, chosen, chain, snap_zxid, at_zxid, progress, checkpoints or {})
+    suspect = suspect or res.pending_failed
     if suspect is not None and res.verified_zxid is None:
         res.snapshot_failed = suspect
         if res.unverified == NO_MATCH:  # the snapshot's own mismatch says it better
@@ -292,16 +295,15 @@ def _replay(res: OfflineRead, snap: Snapshot | None, chain: list[Path], snap_zxi
                     progress(1)
                 if pending is not None and txn.zxid >= pending.zxid:
                     if txn.zxid == pending.zxid:
-                        if tree.digest != pending.digest:
-                            res.snapshot_failed = DigestMismatch(
+                        if tree.digest != pending.digest:  # the next txn digest that matches decides
+                            res.pending_failed = DigestMismatch(
                                 snap.file, 0,
                                 f"tree digest mismatch at zxid {pending.zxid:#x} after replaying the logs: "
                                 f"stored {pending.digest}, computed {tree.digest}",
                             )
-                            _finish(res, log, used)
-                            return
-                        res.verified_zxid = txn.zxid
-                        exact = True
+                        else:
+                            res.verified_zxid = txn.zxid
+                            exact = True
                     else:
                         res.warnings.append(f"zxid {pending.zxid:#x} of the snapshot digest is not in the logs")
                     pending = None

@@ -182,6 +182,23 @@ def test_a_snapshot_written_while_a_txn_was_applied_is_verified_by_the_logs(zkdi
                                         "/zookeeper/config", "/zookeeper/quota"]
 
 
+def test_a_fuzzy_snapshot_ahead_of_its_digest_is_verified_by_the_logs(zkdir, tmp_path):
+    """Named at txn 1, written while txns 2 and 3 were applied, and ended while txn 3 was
+    applied to the tree but not yet to the last processed zxid and digest (those of txn 2):
+    replayed to txn 2 the tree is not the digest's, and the log's digest after txn 3 verifies
+    it; the snapshot is used, nothing quarantined."""
+    from pipelines.zookeeper.datadir import read_dir
+
+    raw = (zkdir / "digest-3.6/version-2/snapshot.3").read_bytes()
+    fuzzy = _with_digest(raw, 2, 2853959157)  # txn 2's digest, from log.1
+    d = _data_dir(tmp_path, zkdir, {"snapshot.1": fuzzy})
+    res = read_dir(d)
+    assert (res.snapshot_zxid, res.zxid, res.digest_verified, res.txn_digest_mismatches) == (1, 4, True, 0)
+    assert res.quarantine == [] and res.snapshot_failed is None
+    assert sorted(res.tree.paths.to_pylist()) == ["", "/top-level-node", "/top-level-node/child-1", "/zookeeper",
+                                                  "/zookeeper/config", "/zookeeper/quota"]
+
+
 def test_a_corrupt_snapshot_is_not_excused_by_the_logs_after_it(zkdir, tmp_path):
     from pipelines.zookeeper.datadir import read_dir
 
