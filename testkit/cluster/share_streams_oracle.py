@@ -21,12 +21,19 @@ def build_steps(logs: Path, warehouse: Path, run: str) -> None:
         assert code == 0 and "internal error" not in out, out[-3000:]
 
 
+SHARE_TABLES = ("core/share_partition_state", "core/share_group_assignments", "core/share_group_findings",
+                "marts/share_group_lag", "marts/share_group_archived_records")
+
+
+def share_tables(warehouse: Path, run: str) -> dict[str, list[dict]]:
+    """The share group tables ``compare`` and ``planted`` read, of the run ``run``."""
+    wh = Warehouse(warehouse)
+    return {t: read_arrow(wh, t, run).to_pylist() for t in SHARE_TABLES}
+
+
 def build(logs: Path, warehouse: Path, run: str = "share") -> dict[str, list[dict]]:
     build_steps(logs, warehouse, run)
-    wh = Warehouse(warehouse)
-    return {t: read_arrow(wh, t, run).to_pylist()
-            for t in ("core/share_partition_state", "core/share_group_assignments", "core/share_group_findings",
-                      "marts/share_group_lag", "marts/share_group_archived_records")}
+    return share_tables(warehouse, run)
 
 
 def compare(tables: dict[str, list[dict]], oracle: dict) -> int:

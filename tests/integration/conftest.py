@@ -31,6 +31,14 @@ class DemoRun:
     def report_dir(self) -> Path:
         return self.warehouse / "reports" / f"run_id={self.run_id}"
 
+    def estate_run(self, case: str) -> str:
+        """The run id of the estate case ``case`` (``pipelines.demo.estate.CASES``), whose data dir
+        the demo extracted, built, validated and reported (its report is there)."""
+        run_id = f"{self.run_id}-{case}"
+        report = self.warehouse / "reports" / f"run_id={run_id}" / "index.html"
+        assert report.is_file(), f"the demo made no report of its run {run_id}:\n{self.output[-3000:]}"
+        return run_id
+
 
 @pytest.fixture(scope="session")
 def demo_run(spark, tmp_path_factory) -> DemoRun:

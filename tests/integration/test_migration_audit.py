@@ -7,10 +7,10 @@ the state transitions, the cluster id, topic ids, replicas and configs carried o
 created after, the broker's endpoint, and the groups' offsets with the two planted faults (a
 group moved backwards, a group's offsets deleted) as the only findings.
 
-In the suite: the kept fixture (``pipelines/demo/real/migration-3.9.2``), its
-extracts and the three core tables. Under ``make matrix``: a live migration through
-``kaudit build`` and ``kaudit validate`` (the ``migration`` GX suite fails on the planted offset
-faults only).
+In the suite: the kept fixture (``pipelines/demo/real/migration-3.9.2``) as the demo's run of it
+(the session's ``demo_run``: its extracts and build), the three core tables. Under ``make
+matrix``: a live migration through ``kaudit build`` and ``kaudit validate`` (the ``migration`` GX
+suite fails on the planted offset faults only).
 """
 
 from __future__ import annotations
@@ -39,16 +39,11 @@ def _check(oracle: dict, tables: dict[str, list[dict]], label: str, started: flo
     assert not result.false, "\n".join(result.false)
 
 
-def test_kept_migration_audited(spark, tmp_path):
-    from pipelines.context import RunContext
-    from pipelines.spark import migration
-
+def test_kept_migration_audited(demo_run):
     started = time.monotonic()
-    extract(FIXTURE / "zk", FIXTURE / "metadata" / "__cluster_metadata-0", FIXTURE / "logs", tmp_path / "wh", "real")
-    ctx = RunContext(Warehouse(tmp_path / "wh"), "real", quiet=True, spark_master="local[2]")
-    frames = migration.core_frames(spark, ctx)
-    _check(kept_oracle(FIXTURE), {t: [r.asDict() for r in frames[t].collect()] for t in TABLES},
-           "3.9.2 migration (kept)", started)
+    run_id = demo_run.estate_run("migration")
+    tables = {t: read_arrow(Warehouse(demo_run.warehouse), t, run_id, with_run_id=False).to_pylist() for t in TABLES}
+    _check(kept_oracle(FIXTURE), tables, "3.9.2 migration (kept, the demo's run)", started)
 
 
 @pytest.mark.matrix

@@ -7,10 +7,11 @@ remote segments' coverage, committed offsets and lag, one commit lost below the 
 start, commits inside the oldest remote segment at risk from remote retention, none of the
 commits older than the local log start reported lost.
 
-In the suite: the kept fixture (``pipelines/demo/real/tiered-4.1.1``), extracts and the
-marts the comparison reads. Under ``make matrix``: a live broker through every step, and the
-fixture without its log-start checkpoint (the log start from the remote segments alone) and
-without ``__remote_log_metadata`` (a tiered topic: the log start from the checkpoint alone).
+In the suite: the kept fixture (``pipelines/demo/real/tiered-4.1.1``) as the demo's run of it
+(the session's ``demo_run``: its extracts, build and the marts the comparison reads). Under
+``make matrix``: a live broker through every step, and the fixture without its log-start
+checkpoint (the log start from the remote segments alone) and without ``__remote_log_metadata``
+(a tiered topic: the log start from the checkpoint alone).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from testkit.cluster.tiered_oracle import audit, compare, extract_and_marts, kep
 pytestmark = pytest.mark.integration
 
 
-def _check(answer: dict, warehouse: Path, label: str, started: float, expected: int = 3, **kw) -> None:
-    result = compare(answer, warehouse, "real", **kw)
+def _check(answer: dict, warehouse: Path, label: str, started: float, expected: int = 3, run_id: str = "real",
+           **kw) -> None:
+    result = compare(answer, warehouse, run_id, **kw)
     print(f"| {label} | {result.row()} | kaudit {time.monotonic() - started:.0f} s |")
     assert answer["did"]["settled"], "the broker never reached the state the scenario waits for"
     assert result.compared > 30
@@ -38,11 +40,11 @@ def _check(answer: dict, warehouse: Path, label: str, started: float, expected: 
     assert not result.false, "\n".join(result.false)
 
 
-def test_kept_tiered_broker_audited(spark, tmp_path):
+def test_kept_tiered_broker_audited(demo_run):
     started = time.monotonic()
-    extract_and_marts(FIXTURE, tmp_path / "warehouse", "real")
     # 1 loss below the remote log start, 2 commits in the oldest remote segment
-    _check(kept_answer(FIXTURE), tmp_path / "warehouse", "4.1.1-tiered (kept)", started)
+    _check(kept_answer(FIXTURE), demo_run.warehouse, "4.1.1-tiered (kept, the demo's run)", started,
+           run_id=demo_run.estate_run("tiered"))
 
 
 @pytest.mark.matrix
