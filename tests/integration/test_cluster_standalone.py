@@ -1,7 +1,9 @@
 """Cluster mode on a real Spark standalone cluster (master + one worker from the pyspark wheel,
 on 127.0.0.1): ``kaudit --spark-master spark://... build --skip-dbt`` spark-submits
 ``pipelines/jobs/build_core.py`` with the package as ``--py-files`` and gives exactly the core
-tables that the local, in-process build gives on the same raw inputs (the demo cluster)."""
+tables that the local, in-process build gives on the same raw inputs: the demo cluster's run of
+the session's ``demo_run`` (extracted and built locally by ``kaudit demo``), whose raw tables
+are copied into a warehouse of their own for the cluster's build."""
 
 from __future__ import annotations
 
@@ -101,25 +103,17 @@ def standalone(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def demo_raw(tmp_path_factory, spark):
-    """The demo cluster extracted into two runs of one warehouse: ``local`` and ``cluster``."""
-    from pipelines.context import RunContext
-    from pipelines.demo import write_cluster
-    from pipelines.kafka.extract import extract_log_end, extract_offsets
+def demo_raw(tmp_path_factory, demo_run):
+    """The raw tables of the demo's ZooKeeper-cluster run (``demo_run``, built locally) copied
+    into the run ``cluster`` of a warehouse of their own."""
     from pipelines.warehouse import Warehouse
-    from pipelines.zookeeper.extract import extract_snapshot
 
-    root = tmp_path_factory.mktemp("cluster-demo")
-    demo = write_cluster(root / "demo")
-    wh = Warehouse(root / "warehouse")
-    ctx = RunContext(wh, "local", spark_master="local[2]", quiet=True)
-    extract_snapshot(ctx, path=demo / "zookeeper", at_zxid=None)
-    extract_offsets(ctx, paths=[demo / "kafka-logs"], workers=1)
-    extract_log_end(ctx, paths=[demo / "kafka-logs"], offsets_file=None)
-    for table_dir in (wh.root / "raw").iterdir():
-        src = table_dir / "run_id=local"
+    assert demo_run.exit_code == 0, demo_run.output[-3000:]
+    wh = Warehouse(tmp_path_factory.mktemp("cluster-demo") / "warehouse")
+    for table_dir in (demo_run.warehouse / "raw").iterdir():
+        src = table_dir / f"run_id={demo_run.run_id}"
         if src.is_dir():
-            shutil.copytree(src, table_dir / "run_id=cluster")
+            shutil.copytree(src, wh.root / "raw" / table_dir.name / "run_id=cluster")
     return wh
 
 
@@ -129,15 +123,12 @@ def _core_tables() -> list[str]:
     return sorted(t for t in SCHEMAS if t.startswith("core/"))
 
 
-def test_cluster_build_equals_local_build(standalone, demo_raw, spark):
+def test_cluster_build_equals_local_build(demo_raw, standalone, demo_run, spark):
     from pyspark.testing import assertDataFrameEqual
 
-    from pipelines import steps
-    from pipelines.context import RunContext
+    from pipelines.warehouse import Warehouse
 
-    wh = demo_raw
-    steps.build(RunContext(wh, "local", spark_master="local[2]", quiet=True), {}, run_dbt=False)
-
+    wh, local_wh, local_run = demo_raw, Warehouse(demo_run.warehouse), demo_run.run_id
     proc = subprocess.run(
         [str(KAUDIT), "--warehouse", str(wh.root), "--run-id", "cluster", "--spark-master", standalone["url"],
          "build", "--skip-dbt"],
@@ -153,15 +144,16 @@ def test_cluster_build_equals_local_build(standalone, demo_raw, spark):
 
     total = 0
     for table in [*_core_tables(), "raw/quarantine"]:
-        local_files = sorted(wh.partition_dir(table, "local").glob("*.parquet"))
+        local_files = sorted(local_wh.partition_dir(table, local_run).glob("*.parquet"))
         cluster_files = sorted(wh.partition_dir(table, "cluster").glob("*.parquet"))
+        assert local_files, f"{table}: no local partition"
         assert cluster_files, f"{table}: no cluster partition"
         local = spark.read.parquet(*[str(f) for f in local_files])
         cluster = spark.read.parquet(*[str(f) for f in cluster_files])
         assert cluster.schema == local.schema, table
         assertDataFrameEqual(cluster, local)
         total += local.count()
-    audit = spark.read.parquet(str(wh.partition_dir("core/assignment_audit", "local")))
+    audit = spark.read.parquet(str(local_wh.partition_dir("core/assignment_audit", local_run)))
     assert audit.count() > 0 and total > audit.count()  # the demo's audit is not empty: a real comparison
 
 
