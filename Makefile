@@ -14,13 +14,13 @@ SPARK_CLASSES := $(VENV)/kaudit-spark-classes.jsa
 SPARK_JAR := $(VENV)/kaudit-spark.jar
 DBT_PARSE := $(VENV)/kaudit-dbt-parse/session/partial_parse.msgpack
 
-.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql docs docs-reference venv jdk zookeeper chromium airflow-venv cluster-jars iceberg-jars matrix clean distclean
+.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql docs docs-reference venv jdk zookeeper postgresql chromium airflow-venv cluster-jars iceberg-jars matrix clean distclean
 
 demo: $(VENV)/.installed $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/kaudit demo
 
 # lint and the docs first: a lint error or a broken docs link fails `make test` before the suite starts
-test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper chromium airflow-venv cluster-jars iceberg-jars
+test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper chromium airflow-venv cluster-jars iceberg-jars postgresql
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Jars of the real Kafka/ZooKeeper releases the suite starts (testkit/cluster/versions.py), from
@@ -176,6 +176,10 @@ jdk:
 # The real ZooKeeper 3.8 the tests drive (Debian package).
 zookeeper:
 	@test -x /usr/share/zookeeper/bin/zkServer.sh || { $(SUDO) apt-get update -qq && $(APT) zookeeper; }
+
+# The PostgreSQL server of the Iceberg catalog's tests (testkit/postgres.py, Debian package).
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(APT) postgresql; }
 
 # Headless Chromium renders the report in a test, as a person would see it.
 chromium:

@@ -83,8 +83,15 @@ class CatalogConfig:
         return out
 
     # -- pyiceberg -----------------------------------------------------------------------
+    def sqlalchemy_uri(self) -> str:
+        """The URI pyiceberg's catalog opens through SQLAlchemy: ``postgresql://`` names the
+        driver kaudit installs (psycopg2; SQLAlchemy 2.1's default for it is psycopg 3)."""
+        if self.uri.startswith("postgresql://"):
+            return "postgresql+psycopg2://" + self.uri[len("postgresql://"):]
+        return self.uri
+
     def pyiceberg_properties(self) -> dict[str, str]:
-        props = {"uri": self.uri, "warehouse": self.location, "init_catalog_tables": "true"}
+        props = {"uri": self.sqlalchemy_uri(), "warehouse": self.location, "init_catalog_tables": "true"}
         s3 = self.s3_settings()
         if s3:
             props.update({f"s3.{k}": v for k, v in s3.items()})

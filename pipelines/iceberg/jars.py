@@ -4,6 +4,7 @@
   Scala 2.13 (pyspark here is 4.1; the runtime jar is shaded, it needs no other jar);
 - ``sqlite-jdbc``: the JDBC driver of the embedded catalog, a SQLite file the Python writers
   (pyiceberg's SQL catalog) and Spark (Iceberg's JDBC catalog) share;
+- ``postgresql``: the JDBC driver of a team's catalog on PostgreSQL (``--catalog postgresql://``);
 - ``iceberg-aws-bundle``: Iceberg's ``S3FileIO`` and the AWS SDK parts it uses, for a warehouse
   on S3 (``s3a://``/``s3://`` locations). It is used instead of Hadoop's S3A file system, whose
   ``hadoop-aws`` needs the AWS SDK's full bundle (``software.amazon.awssdk:bundle``, hundreds of
@@ -30,6 +31,7 @@ JARS = (
     f"org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:{ICEBERG}",
     f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG}",
     "org.xerial:sqlite-jdbc:3.51.0.0",
+    "org.postgresql:postgresql:42.7.14",
 )
 CACHE = Path(os.environ.get("KAUDIT_ICEBERG_JARS", Path(sys.prefix) / "kaudit-iceberg-jars"))
 

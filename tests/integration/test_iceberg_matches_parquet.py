@@ -1,10 +1,10 @@
 """The Iceberg warehouse end to end: the demo cluster's files extracted (pyiceberg commits, no
-JVM) and built (Spark through iceberg-spark-runtime, the same SQLite catalog), on a local
-directory and on a real S3-compatible server (S3Proxy on loopback); every raw and core table
-read back with pyiceberg must hold, row for row, what the Parquet warehouse holds after the same
-commands on the same files. The oracle is the Parquet path (the layout the suite checks against
-ZooKeeper's and Kafka's own tools); the Iceberg tables are read through pyiceberg's catalog and
-scans, at the snapshot the run's ledger names.
+JVM) and built (Spark through iceberg-spark-runtime, the same catalog), on a local directory, on
+a real S3-compatible server (S3Proxy on loopback) and with the catalog on a real PostgreSQL
+server; every raw and core table read back with pyiceberg must hold, row for row, what the
+Parquet warehouse holds after the same commands on the same files. The oracle is the Parquet
+path (the layout the suite checks against ZooKeeper's and Kafka's own tools); the Iceberg tables
+are read through pyiceberg's catalog and scans, at the snapshot the run's ledger names.
 
 Each case runs two pipelines of `kaudit` commands (two Spark JVMs): a case of the matrix
 (`make matrix`), not of the default suite."""
@@ -119,3 +119,19 @@ def test_s3_iceberg_warehouse_holds_the_parquet_rows(parquet_run, tmp_path):
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+
+
+def test_postgres_catalog_holds_the_parquet_rows(parquet_run, tmp_path):
+    """The catalog on a real PostgreSQL server: pyiceberg (extract) and Spark's JDBC catalog
+    (build) commit to the same ``iceberg_tables`` rows."""
+    from testkit.postgres import Postgres
+
+    root = tmp_path / "wh"
+    with Postgres().start() as pg:
+        _pipeline(["--warehouse", str(root), "--warehouse-format", "iceberg", "--catalog", pg.uri])
+        assert not root.with_name("wh.catalog.db").exists()
+        iceberg = IcebergWarehouse(root, catalog=pg.uri)
+        _check(parquet_run, iceberg)
+        catalogued = {f"{ns}/{name}" for ns, name in pg.sql(
+            "select table_namespace, table_name from iceberg_tables where catalog_name = 'kaudit'")}
+        assert {t for (_, t) in iceberg.snapshots(RUN)} <= catalogued
