@@ -187,6 +187,27 @@ def _write_history(tx, zookeeper: list[DataFrame], kafka_era: list[list[DataFram
     advance()
 
 
+# The raw tables whose rows drive each group module's tables: a run without any has none of
+# their rows, so the build writes them empty without planning the module's frames (planning the
+# share and streams groups' frames over empty inputs cost several seconds of Spark's analyzer).
+SHARE_INPUTS = ("raw/group_coordinator_records", "raw/share_partition_states")
+STREAMS_INPUTS = ("raw/group_coordinator_records",)
+
+
+def _driven(spark: SparkSession, ctx: RunContext, module, inputs: tuple[str, ...],
+            topic_parts: DataFrame) -> dict[str, DataFrame]:
+    """``module.core_frames`` when the run has rows in one of ``inputs``, else its tables empty."""
+    if any(row_count(ctx.warehouse, t, ctx.run_id) for t in inputs):
+        return module.core_frames(spark, ctx, topic_parts)
+    return {t: empty(spark, t) for t in module_tables(module)}
+
+
+def module_tables(module) -> tuple[str, ...]:
+    """The ``core/*`` tables ``module.core_frames`` returns (``CORE``'s tables of its prefix)."""
+    prefix = {share_groups: "core/share_", streams_groups: "core/streams_"}[module]
+    return tuple(t for t in CORE if t.startswith(prefix))
+
+
 def _union(frames: list[DataFrame]) -> DataFrame:
     return functools.reduce(DataFrame.unionByName, frames)
 
@@ -237,8 +258,8 @@ def build_core(ctx: RunContext, assignors: dict[str, str], rule: SettleRule = DE
                                advance)
         write_staged(tx, "core/consumer_group_findings", findings)
         advance()
-        group_frames = {**share_groups.core_frames(spark, ctx, topic_parts),
-                        **streams_groups.core_frames(spark, ctx, topic_parts),
+        group_frames = {**_driven(spark, ctx, share_groups, SHARE_INPUTS, topic_parts),
+                        **_driven(spark, ctx, streams_groups, STREAMS_INPUTS, topic_parts),
                         **mm2.core_frames(spark, ctx), **migration.core_frames(spark, ctx)}
         for table, frame in group_frames.items():
             write_staged(tx, table, frame)

@@ -173,6 +173,21 @@ def test_a_run_with_only_kafka_group_tables(spark, warehouse):
     }
     assert read_arrow(warehouse, "core/cluster", run).num_rows == 0
     assert read_arrow(warehouse, "core/brokers", run).num_rows == 0
+    _skipped_group_tables_are_what_their_modules_give(spark, ctx)
+
+
+def _skipped_group_tables_are_what_their_modules_give(spark, ctx):
+    """A run without share or streams group records: the build wrote their tables empty without
+    planning them; the modules' own frames, computed anyway, are the same tables, without rows."""
+    from pipelines.spark import build, share_groups, streams_groups
+    from pipelines.spark.io import read_spark
+
+    topic_parts = read_spark(spark, ctx.warehouse, "core/topic_partitions", ctx.run_id, with_run_id=False)
+    for module in (share_groups, streams_groups):
+        frames = module.core_frames(spark, ctx, topic_parts)
+        assert set(frames) == set(build.module_tables(module))
+        assert {t: f.count() for t, f in frames.items()} == {t: 0 for t in frames}
+        assert {t: read_arrow(ctx.warehouse, t, ctx.run_id).num_rows for t in frames} == {t: 0 for t in frames}
 
 
 def test_a_failing_chain_rolls_the_whole_build_back(spark, warehouse, monkeypatch):
