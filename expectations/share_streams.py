@@ -1,6 +1,8 @@
 """Share groups (KIP-932) and Streams groups (KIP-1071): one state per share-partition, lag
 never negative and the start never past the log end, every active Streams task owned by one
-member, and the findings named from their sets (CONTRACT: core/share_*, core/streams_*)."""
+member, the findings named from their sets, and every assignment epoch of both kinds settled,
+a transition or reconciling, with no faulty target (CONTRACT: core/share_*, core/streams_*,
+marts/group_epochs)."""
 
 import great_expectations.expectations as gxe
 
@@ -89,6 +91,48 @@ SUITE = Suite(
             level=ERROR,
             expectation=gxe.ExpectColumnValuesToBeInSet(column="finding", value_set=list(STREAMS_GROUP_FINDINGS)),
             description="Every Streams-group finding is one of the audit's named findings.",
+        ),
+        Check(
+            name="group_epochs_unique",
+            view="group_epochs",
+            level=ERROR,
+            expectation=gxe.ExpectCompoundColumnsToBeUnique(
+                column_list=["group_type", "group_id", "offsets_partition", "log_offset"]),
+            description="One row per target assignment epoch record of a share or Streams group "
+            "(marts/group_epochs).",
+        ),
+        Check(
+            name="group_epochs_settled_within_members",
+            view="group_epochs",
+            level=ERROR,
+            expectation=gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="members", column_B="members_settled", or_equal=True),
+            description="An epoch's members that reached it are among the members its target names.",
+        ),
+        Check(
+            name="group_epochs_settle_time_non_negative",
+            view="group_epochs",
+            level=ERROR,
+            expectation=gxe.ExpectColumnValuesToBeBetween(column="settle_ms", min_value=0),
+            description="An epoch settles after its target was written (settle_ms, null when it did not settle).",
+        ),
+        Check(
+            name="group_epochs_outcome_known",
+            view="group_epochs",
+            level=ERROR,
+            expectation=gxe.ExpectColumnValuesToBeInSet(
+                column="outcome", value_set=["settled", "transition", "reconciling"]),
+            description="Every epoch settled, was a transition (superseded before it settled) or is the "
+            "last one, still reconciling.",
+        ),
+        Check(
+            name="group_epochs_no_faulty_target",
+            view="group_epochs",
+            level=WARNING,
+            expectation=gxe.ExpectColumnValuesToBeInSet(column="is_fault", value_set=[False]),
+            description="No epoch that is no transition has a wrong target: a share group's partition "
+            "targeted to nobody or shared beyond the simple assignor's bound, a Streams active task "
+            "targeted to two members or beside its standby (transitions are never faults).",
         ),
         Check(
             name="streams_lag_non_negative",

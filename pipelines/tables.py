@@ -497,6 +497,7 @@ _GROUP_EPOCH = [
     ("target_at", TS),  # its batch timestamp
     ("members", pa.int32()),  # members with a target assignment at the epoch
     ("members_settled", pa.int32()),  # of them, at the epoch and stable before the next epoch's target
+    ("member_ids", pa.list_(pa.string())),  # the members with a target assignment at the epoch, sorted
     ("settled", pa.bool_()),
     ("settled_at", TS),  # the last of them; null when not settled
     ("settle_ms", pa.int64()),

@@ -43,8 +43,9 @@ class Case:
 
 CASES = (
     Case("share", "share-4.2.2", "share groups, Kafka 4.2.2",
-         marts=("share_group_lag", "share_group_archived_records", "share_group_findings")),
-    Case("streams", "streams-4.2.2", "Streams groups, Kafka 4.2.2", marts=("streams_group_tasks", "streams_group_lag")),
+         marts=("share_group_lag", "share_group_archived_records", "share_group_findings", "group_epochs")),
+    Case("streams", "streams-4.2.2", "Streams groups, Kafka 4.2.2",
+         marts=("streams_group_tasks", "streams_group_lag", "group_epochs")),
     Case("tiered", "tiered-4.1.1", "tiered storage, Kafka 4.1.1", metadata=True,
          marts=("data_loss_risk", "consumer_lag")),
     Case("migration", "migration-3.9.2", "ZooKeeper-to-KRaft migration, Kafka 3.9.2; MirrorMaker 2 4.3.1",

@@ -359,6 +359,7 @@ VIEWS: dict[str, View] = {
         evidence=("core/streams_group_tasks",), present=("core/streams_group_findings",),
     ),
     "streams_group_lag": View(("marts/streams_group_lag",), identity, evidence=("marts/streams_group_lag",)),
+    "group_epochs": View(("marts/group_epochs",), identity, evidence=("marts/group_epochs",)),
 }
 
 

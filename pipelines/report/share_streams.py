@@ -1,9 +1,11 @@
 """What the report says about share groups (KIP-932) and Streams groups (KIP-1071): per share
 group its members and what they hold, each share-partition's lag and the records archived
 without being acknowledged; per Streams group each member's active, standby and warm-up tasks
-with its lag, and the audit's findings. Read with pyarrow from ``core/share_*``,
-``core/streams_*`` and the marts ``share_group_lag``, ``share_group_archived_records``,
-``streams_group_lag`` (a mart not built: the core tables' values, lag per task unknown)."""
+with its lag, and the audit's findings; for both kinds every assignment epoch (its owners,
+whether and how fast it settled, transitions counted apart from faults). Read with pyarrow from
+``core/share_*``, ``core/streams_*`` and the marts ``share_group_lag``,
+``share_group_archived_records``, ``streams_group_lag``, ``group_epochs`` (a mart not built:
+the core tables' values, lag per task unknown, no epoch history)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ class ShareStreamsFacts:
     share: list[dict]  # group_id, epochs, members, partitions, archived, findings
     streams: list[dict]  # group_id, epochs, members (tasks per kind, lag), tasks (lag rows), findings
     lag_built: bool  # marts/streams_group_lag was built (else the tasks' lag is unknown)
+    epochs_built: bool = False  # marts/group_epochs was built (else no group has its epochs)
     max_rows: int = MAX_ROWS
 
     @property
@@ -44,7 +47,34 @@ def _task_order(task: str) -> tuple:
     return nulls_last(sub, int(part) if part.isdigit() else None, part)
 
 
-def _share(wh: Warehouse, run_id: str) -> list[dict]:
+def _epochs(wh: Warehouse, run_id: str) -> dict[tuple[str, str], list[dict]] | None:
+    """``(group_type, group_id)`` -> its epochs in log order (marts/group_epochs), None when the
+    mart was not built."""
+    built = read_built(wh, "marts/group_epochs", run_id)
+    if built is None:
+        return None
+    out: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in built.to_pylist():
+        out[(r["group_type"], r["group_id"])].append(r)
+    return out
+
+
+def _history(g: dict, epochs: list[dict]) -> None:
+    """``g["epochs"]`` (log order, the newest ``MAX_ROWS``) and ``g["epoch_counts"]``: settled,
+    transitions, reconciling, faults, and the settled epochs' median and slowest settle time."""
+    epochs = sorted(epochs, key=lambda r: nulls_last(r["offsets_partition"], r["log_offset"]))
+    times = sorted(r["settle_ms"] for r in epochs if r["settle_ms"] is not None)
+    g["epochs"] = epochs[-MAX_ROWS:]
+    g["epoch_counts"] = {
+        "epochs": len(epochs),
+        **{o: sum(r["outcome"] == o for r in epochs) for o in ("settled", "transition", "reconciling")},
+        "faults": sum(bool(r["is_fault"]) for r in epochs),
+        "median_settle_ms": times[len(times) // 2] if times else None,
+        "max_settle_ms": times[-1] if times else None,
+    }
+
+
+def _share(wh: Warehouse, run_id: str, epochs: dict | None) -> list[dict]:
     assigned = _rows(wh, "core/share_group_assignments", run_id)
     state = _rows(wh, "core/share_partition_state", run_id)
     found = _rows(wh, "core/share_group_findings", run_id)
@@ -54,7 +84,8 @@ def _share(wh: Warehouse, run_id: str) -> list[dict]:
 
     def group(gid: str) -> dict:
         return groups.setdefault(gid, {"group_id": gid, "group_epoch": None, "assignment_epoch": None,
-                                       "members": {}, "partitions": [], "archived": [], "findings": []})
+                                       "members": {}, "partitions": [], "archived": [], "findings": [],
+                                       "epochs": [], "epoch_counts": None})
 
     for r in assigned:
         g = group(r["group_id"])
@@ -79,6 +110,9 @@ def _share(wh: Warehouse, run_id: str) -> list[dict]:
     order = {f: i for i, f in enumerate(SHARE_GROUP_FINDINGS)}
     for r in found:
         group(r["group_id"])["findings"].append(r)
+    for (kind, gid), rows in (epochs or {}).items():
+        if kind == "share":
+            _history(group(gid), rows)
     for g in groups.values():
         g["members"] = sorted(g["members"].values(), key=lambda m: nulls_last(m["member_id"]))
         for m in g["members"]:
@@ -91,7 +125,7 @@ def _share(wh: Warehouse, run_id: str) -> list[dict]:
     return sorted(groups.values(), key=lambda g: nulls_last(-len(g["findings"]), g["group_id"]))
 
 
-def _streams(wh: Warehouse, run_id: str) -> tuple[list[dict], bool]:
+def _streams(wh: Warehouse, run_id: str, epochs: dict | None) -> tuple[list[dict], bool]:
     tasks = _rows(wh, "core/streams_group_tasks", run_id)
     found = _rows(wh, "core/streams_group_findings", run_id)
     lag = read_built(wh, "marts/streams_group_lag", run_id)
@@ -99,7 +133,8 @@ def _streams(wh: Warehouse, run_id: str) -> tuple[list[dict], bool]:
 
     def group(gid: str) -> dict:
         return groups.setdefault(gid, {"group_id": gid, "group_epoch": None, "assignment_epoch": None,
-                                       "topology_epoch": None, "members": {}, "tasks": [], "findings": []})
+                                       "topology_epoch": None, "members": {}, "tasks": [], "findings": [],
+                                       "epochs": [], "epoch_counts": None})
 
     for r in tasks:
         g = group(r["group_id"])
@@ -125,6 +160,9 @@ def _streams(wh: Warehouse, run_id: str) -> tuple[list[dict], bool]:
     order = {f: i for i, f in enumerate(STREAMS_GROUP_FINDINGS)}
     for r in found:
         group(r["group_id"])["findings"].append(r)
+    for (kind, gid), rows in (epochs or {}).items():
+        if kind == "streams":
+            _history(group(gid), rows)
     for g in groups.values():
         g["members"] = sorted(g["members"].values(), key=lambda m: nulls_last(m["member_id"]))
         for m in g["members"]:
@@ -138,11 +176,12 @@ def _streams(wh: Warehouse, run_id: str) -> tuple[list[dict], bool]:
 
 def gather_share_streams(wh: Warehouse, run_id: str) -> ShareStreamsFacts | None:
     """None when the run has no share group and no Streams group."""
-    share = _share(wh, run_id)
-    streams, lag_built = _streams(wh, run_id)
+    epochs = _epochs(wh, run_id)
+    share = _share(wh, run_id, epochs)
+    streams, lag_built = _streams(wh, run_id, epochs)
     if not share and not streams:
         return None
-    return ShareStreamsFacts(share=share, streams=streams, lag_built=lag_built)
+    return ShareStreamsFacts(share=share, streams=streams, lag_built=lag_built, epochs_built=epochs is not None)
 
 
 def finding_rows(facts: ShareStreamsFacts | None) -> list[dict]:

@@ -31,13 +31,21 @@ def reached(meta: DataFrame, current: DataFrame, targeted: DataFrame, key: list[
                                F.max("current_at").alias("settled_at")))
 
 
+def members(targeted: DataFrame, key: list[str]) -> DataFrame:
+    """Per epoch (``key``) of ``targeted`` (``key``, ``member_id``): ``members`` and the sorted
+    ``member_ids``."""
+    return targeted.groupBy(*key).agg(F.countDistinct("member_id").alias("members"),
+                                      F.array_sort(F.collect_set("member_id")).alias("member_ids"))
+
+
 def settlement() -> list[Column]:
-    """``members``, ``members_settled``, ``settled``, ``settled_at``, ``settle_ms`` and
-    ``is_transition`` of a frame with ``members``, ``members_settled`` (0 when none),
-    ``settled_at``, ``target_at`` and ``next_pos``."""
+    """``members``, ``members_settled``, ``member_ids``, ``settled``, ``settled_at``,
+    ``settle_ms`` and ``is_transition`` of a frame with ``members``, ``members_settled`` (0 when
+    none), ``member_ids`` (null when none), ``settled_at``, ``target_at`` and ``next_pos``."""
     settled = F.col("members_settled") == F.col("members")
     return [
         F.col("members").cast("int").alias("members"), F.col("members_settled").cast("int").alias("members_settled"),
+        F.coalesce("member_ids", F.array().cast("array<string>")).alias("member_ids"),
         settled.alias("settled"), F.when(settled, F.col("settled_at")).alias("settled_at"),
         F.when(settled, ((F.col("settled_at").cast("double") - F.col("target_at").cast("double")) * 1000)
                .cast("long")).alias("settle_ms"),

@@ -79,7 +79,7 @@ def epochs(records: DataFrame) -> DataFrame:
                     F.col("batch_timestamp").alias("target_at"))
             .withColumn("next_pos", F.lead("pos").over(Window.partitionBy("group_id").orderBy("pos"))))
     target = _as_of(meta, _typed(records, "ShareGroupTargetAssignmentMember"), "member_id")
-    members = target.groupBy(*key).agg(F.countDistinct("member_id").alias("members"))
+    members = group_epochs.members(target, list(key))
     held = (target.select(*key, "member_id", F.explode("v.topicPartitions").alias("t"))
             .select(*key, "member_id", F.col("t.topicId").alias("topic_id"),
                     F.explode("t.partitions").alias("partition")))

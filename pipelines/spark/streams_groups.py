@@ -159,7 +159,7 @@ def epochs(records: DataFrame) -> DataFrame:
     target = (meta.join(member, "group_id").where(F.col("member_pos") < F.col("pos"))
               .withColumn("_last", F.max("member_pos").over(Window.partitionBy(*key, "member_id")))
               .where((F.col("member_pos") == F.col("_last")) & ~F.coalesce(F.col("is_tombstone"), F.lit(False))))
-    members = target.groupBy(*key).agg(F.countDistinct("member_id").alias("members"))
+    members = group_epochs.members(target, list(key))
     active = _tasks_of(target, "activeTasks", *key, "member_id")
     owners = active.groupBy(*key, "subtopology_id", "partition").agg(F.countDistinct("member_id").alias("n"))
     active_counts = owners.groupBy(*key).agg(

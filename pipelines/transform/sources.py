@@ -46,6 +46,8 @@ SOURCES: dict[str, str] = {
     "kaudit_core.share_group_findings": "core/share_group_findings",
     "kaudit_core.streams_group_topology": "core/streams_group_topology",
     "kaudit_core.streams_group_tasks": "core/streams_group_tasks",
+    "kaudit_core.share_group_epochs": "core/share_group_epochs",
+    "kaudit_core.streams_group_epochs": "core/streams_group_epochs",
 }
 
 

@@ -124,6 +124,33 @@ def test_streams_groups_tasks_and_the_killed_member(demo_run):
     assert len(members) >= sum(len(g["members"]) for g in groups), members
 
 
+def test_every_epoch_of_the_share_and_streams_groups(demo_run):
+    """marts/group_epochs of the share and Streams runs against what each cluster described when
+    it stopped: each group's last epoch is the cluster's assignment epoch, targeted to the members
+    it named, settled where the group was Stable (the faulty Streams group still reconciling);
+    every earlier epoch settled or a transition; no faulty target (the scenarios planted their
+    faults in the records and members, not in the coordinator's targets). The page lists them."""
+    wh = Warehouse(demo_run.warehouse)
+    share, streams = _oracle("share-4.2.2"), _oracle("streams-4.2.2")
+    described = {("share", g): {**d, "group_id": g} for g, d in share["groups"].items()}
+    described |= {("streams", g["group_id"]): g
+                  for g in (streams["group"], *([streams["faulty"]["group"]] if "faulty" in streams else []))}
+    rows = {case: read_arrow(wh, "marts/group_epochs", f"{demo_run.run_id}-{case}", with_run_id=False).to_pylist()
+            for case in ("share", "streams")}
+    assert {(r["group_type"], r["group_id"]) for case in rows.values() for r in case} == set(described)
+    for (kind, gid), d in described.items():
+        mine = sorted((r for r in rows[kind] if r["group_id"] == gid), key=lambda r: r["log_offset"])
+        last = mine[-1]
+        assert last["assignment_epoch"] == d["assignment_epoch"], (gid, mine)
+        assert last["owners"] == ", ".join(sorted(m["member_id"] for m in d["members"])), (gid, last)
+        assert last["outcome"] == ("settled" if d["state"] == "Stable" else "reconciling"), (gid, last, d["state"])
+        assert all(r["outcome"] in ("settled", "transition") for r in mine[:-1]), mine
+        assert not any(r["is_fault"] for r in mine), mine
+    for case in ("share", "streams"):
+        shown = _page(demo_run, case).texts.get("group-epoch", [])
+        assert len(shown) == len(rows[case]), (case, shown)
+
+
 def test_mm2_findings_in_findings_csv(demo_run):
     oracle = _oracle("mm2-4.3.1")
     rows = [r for r in _findings(demo_run, "migration") if r["source"] == "mm2"]
@@ -191,7 +218,8 @@ def test_new_sections_fit_420_and_1400_px_in_chromium(demo_run, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     browser = Chromium(tmp_path / "profile")
     try:
-        for case, section in (("migration", "migration"), ("tiered", "tiered")):
+        for case, section in (("migration", "migration"), ("tiered", "tiered"), ("share", "share-groups"),
+                              ("streams", "streams-groups")):
             page = _report(demo_run, case) / "index.html"
             for width in (420, 1400):
                 browser.load(page.as_uri(), width)

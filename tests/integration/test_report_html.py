@@ -225,7 +225,7 @@ def test_numbers_units_and_paths_are_honest(demo_run, report):
 # no share or Streams groups (KRaft-only, Kafka 4) and no migration to KRaft, its run has no
 # MirrorMaker 2 pair (the estate's runs do), and the demo plants no stuck partition.
 DEMO_EMPTY_MARTS = {"metadata_history", "stuck_partitions", "mm2_failover_readiness", "mm2_findings",
-                    "migration_findings"} | {
+                    "migration_findings", "group_epochs"} | {
     name for name in MARTS if name.startswith(("share_group_", "streams_group_"))}
 
 

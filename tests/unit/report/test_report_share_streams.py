@@ -1,7 +1,8 @@
 """The report's share-group and Streams-group sections: shown only when the run has such
 groups, from the core tables alone when the marts were not built (a Streams task's lag then
-"not built"), with the marts' lag when they were; every finding in findings.csv; values
-escaped (autoescape)."""
+"not built"), with the marts' lag when they were; every assignment epoch from
+marts/group_epochs (owners, outcome, settle time; transitions counted apart from faults); every
+finding in findings.csv; values escaped (autoescape)."""
 
 from __future__ import annotations
 
@@ -90,6 +91,43 @@ def test_streams_lag_from_the_mart(warehouse):
     assert html.count('class="streams-task"') == 2 and "marts/streams_group_lag not built" not in html
     # s-1 holds 0_0 (lag 5) and 0_1 (lag 3, held twice), s-2 only 0_1
     assert 'data-label="lag">8</td>' in html and 'data-label="lag">3</td>' in html
+
+
+def test_epochs_of_both_kinds_from_the_mart(warehouse):
+    from datetime import UTC, datetime
+
+    _inputs(warehouse)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    base = dict(offsets_partition=0, target_at=at, unassigned=None, standby_with_active=None, targeted_twice=0)
+    rows = [
+        {**base, "group_type": "share", "group_id": GROUP, "assignment_epoch": 2, "log_offset": 3, "members": 2,
+         "members_settled": 1, "owners": "m-a, <m-b>", "outcome": "transition", "settled": False, "settled_at": None,
+         "settle_ms": None, "is_transition": True, "targeted": 2, "unassigned": 1, "is_fault": False, "fault": None},
+        {**base, "group_type": "share", "group_id": GROUP, "assignment_epoch": 3, "log_offset": 9, "members": 2,
+         "members_settled": 2, "owners": "m-a, m-b", "outcome": "settled", "settled": True, "settled_at": at,
+         "settle_ms": 1500, "is_transition": False, "targeted": 2, "unassigned": 0, "is_fault": False, "fault": None},
+        {**base, "group_type": "streams", "group_id": "app", "assignment_epoch": 6, "log_offset": 4, "members": 2,
+         "members_settled": 0, "owners": "s-1, s-2", "outcome": "reconciling", "settled": False, "settled_at": None,
+         "settle_ms": None, "is_transition": None, "targeted": 2, "targeted_twice": 1, "is_fault": True,
+         "fault": "1 active tasks targeted to two members"},
+    ]
+    part = warehouse.partition_dir("marts/group_epochs", "r")
+    part.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=MARTS["group_epochs"]), part / "part-0.parquet")
+    report(RunContext(warehouse, "r", quiet=True))
+    html = (warehouse.partition_dir("reports", "r") / "index.html").read_text()
+    assert html.count('class="group-epoch"') == 2 and html.count('class="group-epoch fault"') == 1
+    assert "2 assignment epochs: 1 settled (median 1.5 s, slowest 1.5 s), 1 transition " in html
+    assert "1 assignment epoch: 0 settled, 0 transitions" in html and "<b>1 with a faulty target</b>" in html
+    assert "m-a, &lt;m-b&gt;" in html and "1 active tasks targeted to two members" in html
+    assert "no epoch history" not in html
+
+
+def test_no_epoch_history_without_the_mart(warehouse):
+    _inputs(warehouse)
+    report(RunContext(warehouse, "r", quiet=True))
+    html = (warehouse.partition_dir("reports", "r") / "index.html").read_text()
+    assert html.count("marts/group_epochs not built: no epoch history") == 2 and "group-epoch" not in html
 
 
 def test_no_section_without_such_groups(warehouse):

@@ -55,6 +55,7 @@ def test_real_share_group_epochs(epoch_rows):
         assert last["assignment_epoch"] == d["assignment_epoch"]
         assert [r["assignment_epoch"] for r in mine] == list(range(1, d["assignment_epoch"] + 1))
         assert last["members"] == len(d["members"])
+        assert last["member_ids"] == sorted(m["member_id"] for m in d["members"])
         assert last["members_settled"] == sum(m["member_epoch"] == d["assignment_epoch"] for m in d["members"])
         assert last["settled"] == (d["state"] == "Stable") and last["is_transition"] is (
             False if last["settled"] else None)
@@ -151,16 +152,16 @@ def _written() -> _Log:
 
 
 def test_share_group_epochs_settled_transitions_and_faults(epoch_rows):
-    cols = ("assignment_epoch", "members", "members_settled", "settled", "settle_ms", "is_transition",
+    cols = ("assignment_epoch", "members", "member_ids", "members_settled", "settled", "settle_ms", "is_transition",
             "partitions_targeted", "partitions_assignable", "partitions_initializing", "partitions_unassigned",
             "partitions_shared", "partitions_over_shared")
     got = {(r["group_id"], r["assignment_epoch"]): tuple(r[c] for c in cols) for r in epoch_rows
            if not r["group_id"].startswith("share-")}
     assert got == {
-        ("g", 1): (1, 1, 1, True, 1000, False, 4, 4, 2, 0, 0, 0),
-        ("g", 2): (2, 2, 1, False, None, True, 4, 4, 2, 0, 0, 0),
-        ("g", 3): (3, 3, 3, True, 3000, False, 3, 4, 2, 1, 1, 1),
-        ("g", 4): (4, 2, 0, False, None, None, 4, 4, 2, 0, 0, 0),
-        ("mixed", 1): (1, 2, 0, False, None, None, 2, 2, 0, 0, 1, None),
-        ("bare", 1): (1, 1, 0, False, None, None, 0, None, None, None, 0, None),
+        ("g", 1): (1, 1, ["m1"], 1, True, 1000, False, 4, 4, 2, 0, 0, 0),
+        ("g", 2): (2, 2, ["m1", "m2"], 1, False, None, True, 4, 4, 2, 0, 0, 0),
+        ("g", 3): (3, 3, ["m1", "m2", "m3"], 3, True, 3000, False, 3, 4, 2, 1, 1, 1),
+        ("g", 4): (4, 2, ["m1", "m2"], 0, False, None, None, 4, 4, 2, 0, 0, 0),
+        ("mixed", 1): (1, 2, ["a", "b"], 0, False, None, None, 2, 2, 0, 0, 1, None),
+        ("bare", 1): (1, 1, ["x"], 0, False, None, None, 0, None, None, None, 0, None),
     }
