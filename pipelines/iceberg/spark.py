@@ -21,11 +21,12 @@ def read_table(spark: SparkSession, warehouse: IcebergWarehouse, table: str, run
     """Run ``run_id``'s rows of ``table`` as its declared Spark schema, read at the snapshot the
     run's ledger recorded (a time-travel read, pruned to the run's partition); no rows of that
     schema when no step of the run wrote it."""
+    from pipelines.spark.io import empty
     from pipelines.spark.schemas import table_schema
 
     sid = warehouse.snapshot_id(table, run_id)
-    if sid is None:
-        return spark.createDataFrame([], table_schema(table, with_run_id))
+    if sid is None:  # (an empty local relation: no Python workers, see ``empty_frame``)
+        return empty(spark, table, with_run_id)
     df = (spark.read.option("versionAsOf", sid).table(spark_identifier(table))
           .where(F.col(schemas.RUN_ID) == F.lit(run_id)))
     # a cast only where Iceberg's type is wider than the declared one (int for a short or byte):

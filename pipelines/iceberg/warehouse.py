@@ -342,6 +342,7 @@ class IcebergWarehouse(Warehouse):
         one commit; the snapshot found again by the token in its summary."""
         from pyspark.sql import functions as F
 
+        from pipelines.spark.io import empty_frame
         from pipelines.spark.schemas import table_schema
 
         self.table(table, declared)  # created by pyiceberg with the declared mapping
@@ -350,7 +351,7 @@ class IcebergWarehouse(Warehouse):
         if files:
             df = spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files])
         else:
-            df = spark.createDataFrame([], table_schema(table))
+            df = empty_frame(spark, table_schema(table))  # (no Python workers)
         cond = None
         for name, value in self._partition(table, run_id, step).items():
             df = df.withColumn(name, F.lit(value))
