@@ -54,10 +54,10 @@ def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
     """No rows of ``schema``, as an empty local relation made in the JVM.
 
     Not ``spark.createDataFrame([], schema)``: PySpark parallelizes even an empty list as a
-    Python RDD, and every query over it starts Python workers to read nothing (a tiny run's build
-    wrote about 20 tables over such scans of its empty group tables, each job waiting seconds on
-    its Python workers with next to no JVM CPU). An empty local relation needs no task at all:
-    the optimizer folds the joins, unions and aggregations over it away."""
+    Python RDD, and every query over it starts Python workers to read nothing (in a tiny run's
+    build, each write whose plan read such an empty table waited seconds on its Python workers
+    with next to no JVM CPU). An empty local relation needs no task at all: the optimizer folds
+    the joins, unions and aggregations over it away."""
     jvm = spark._jvm
     jschema = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
     return DataFrame(spark._jsparkSession.createDataFrame(jvm.java.util.ArrayList(), jschema), spark)
