@@ -42,7 +42,10 @@ judged as (
                     then concat(targeted_twice, ' partitions shared by more members than the simple assignor shares')
                 when targeted_twice > 0 then concat(targeted_twice, ' active tasks targeted to two members')
             end,
-            case when standby_with_active > 0 then concat(standby_with_active, ' tasks standby and active on one member') end
+            case
+                when standby_with_active > 0
+                    then concat(standby_with_active, ' tasks standby and active on one member')
+            end
         ) as target_faults
     from epochs
 )
