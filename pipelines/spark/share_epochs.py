@@ -1,6 +1,6 @@
 """Share groups (KIP-932), every assignment epoch audited: ``core/share_group_epochs`` from the
 share group records of ``__consumer_offsets`` (``raw/group_coordinator_records``, key types
-10-15, fields as JSON; ``pipelines.spark.share_groups.JSON_SCHEMAS``).
+10-15, fields as JSON; ``pipelines.spark.share_records.JSON_SCHEMAS``).
 
 One row per ShareGroupTargetAssignmentMetadata record (each epoch the coordinator computed a
 target for, not only the latest), in log order of its group's ``__consumer_offsets`` partition.
@@ -41,7 +41,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.spark import group_epochs
-from pipelines.spark.share_groups import share_records
+from pipelines.spark.share_records import share_records
 
 STABLE = 0  # MemberState of ShareGroupCurrentMemberAssignment: 0 stable
 EPOCH = ("group_id", "assignment_epoch", "pos")

@@ -50,25 +50,14 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.spark.share_records import share_records
+
 ACKNOWLEDGED, ARCHIVED = 2, 4
 # the widest state batch expanded offset by offset; a wider one makes the state unknown (a broker
 # tracks at most group.share.partition.max.record.locks in-flight records per share-partition)
 MAX_BATCH_OFFSETS = 1 << 20
 KEY = ("group_id", "topic_id", "partition")
 
-_TOPIC_INFO = "array<struct<topicId:string,topicName:string,partitions:array<int>>>"
-_TOPIC_PARTS = "array<struct<topicId:string,partitions:array<int>>>"
-JSON_SCHEMAS = {
-    "ShareGroupMemberMetadata": "struct<clientId:string,clientHost:string,rackId:string,"
-                                "subscribedTopicNames:array<string>>",
-    "ShareGroupMetadata": "struct<epoch:int>",
-    "ShareGroupTargetAssignmentMetadata": "struct<assignmentEpoch:int>",
-    "ShareGroupTargetAssignmentMember": f"struct<topicPartitions:{_TOPIC_PARTS}>",
-    "ShareGroupCurrentMemberAssignment": f"struct<memberEpoch:int,previousMemberEpoch:int,state:int,"
-                                         f"assignedPartitions:{_TOPIC_PARTS}>",
-    "ShareGroupStatePartitionMetadata": f"struct<initializingTopics:{_TOPIC_INFO},"
-                                        f"initializedTopics:{_TOPIC_INFO},deletingTopics:{_TOPIC_INFO}>",
-}
 
 
 def _latest(records: DataFrame, *key: str) -> DataFrame:
@@ -77,12 +66,6 @@ def _latest(records: DataFrame, *key: str) -> DataFrame:
     order = F.struct("offsets_partition", "log_offset")
     return (records.withColumn("_last", F.max(order).over(w))
             .where((order == F.col("_last")) & ~F.coalesce(F.col("is_tombstone"), F.lit(False))).drop("_last"))
-
-
-def share_records(coordinator_records: DataFrame, record_type: str) -> DataFrame:
-    """The share group records of one type, ``v`` their fields parsed from JSON."""
-    return (coordinator_records.where(F.col("record_type") == record_type)
-            .withColumn("v", F.from_json("fields", JSON_SCHEMAS[record_type])))
 
 
 def topic_names(coordinator_records: DataFrame, known: DataFrame | None = None) -> DataFrame:
