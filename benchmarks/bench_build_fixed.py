@@ -24,7 +24,8 @@ from rich.console import Console
 from pipelines import steps as pipeline
 from pipelines.context import RunContext
 from pipelines.spark.build import build_core
-from pipelines.spark.io import empty, read_spark, write_parquet
+from pipelines.spark.io import read_spark, write_parquet
+from pipelines.spark.schemas import empty
 from pipelines.tables import CORE, RAW_ZNODES
 from pipelines.warehouse import Warehouse
 from testkit.znodes import znode_rows

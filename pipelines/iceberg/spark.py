@@ -21,8 +21,7 @@ def read_table(spark: SparkSession, warehouse: IcebergWarehouse, table: str, run
     """Run ``run_id``'s rows of ``table`` as its declared Spark schema, read at the snapshot the
     run's ledger recorded (a time-travel read, pruned to the run's partition); no rows of that
     schema when no step of the run wrote it."""
-    from pipelines.spark.io import empty
-    from pipelines.spark.schemas import table_schema
+    from pipelines.spark.schemas import empty, table_schema
 
     sid = warehouse.snapshot_id(table, run_id)
     if sid is None:  # (an empty local relation: no Python workers, see ``empty_frame``)

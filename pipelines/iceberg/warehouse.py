@@ -342,8 +342,7 @@ class IcebergWarehouse(Warehouse):
         one commit; the snapshot found again by the token in its summary."""
         from pyspark.sql import functions as F
 
-        from pipelines.spark.io import empty_frame
-        from pipelines.spark.schemas import table_schema
+        from pipelines.spark.schemas import empty_frame, table_schema
 
         self.table(table, declared)  # created by pyiceberg with the declared mapping
         ident = spark_identifier(table)

@@ -20,10 +20,9 @@ import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from pipelines.reading import PARTITION_COLUMN, parquet_files, table_files
-from pipelines.spark.schemas import table_schema
+from pipelines.spark.schemas import empty, table_schema
 from pipelines.tables import ADDED_COLUMNS
 from pipelines.warehouse import Transaction, Warehouse
 
@@ -43,24 +42,6 @@ def read_spark(
         return empty(spark, table, with_run_id)
     df = spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files])
     return df.withColumn(PARTITION_COLUMN, F.lit(run_id)) if with_run_id else df
-
-
-def empty(spark: SparkSession, table: str, with_run_id: bool = False) -> DataFrame:
-    """No rows of ``table``'s declared schema (with ``run_id`` if ``with_run_id``)."""
-    return empty_frame(spark, table_schema(table, with_run_id))
-
-
-def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
-    """No rows of ``schema``, as an empty local relation made in the JVM.
-
-    Not ``spark.createDataFrame([], schema)``: PySpark parallelizes even an empty list as a
-    Python RDD, and every query over it starts Python workers to read nothing (in a tiny run's
-    build, each write whose plan read such an empty table waited seconds on its Python workers
-    with next to no JVM CPU). An empty local relation needs no task at all: the optimizer folds
-    the joins, unions and aggregations over it away."""
-    jvm = spark._jvm
-    jschema = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
-    return DataFrame(spark._jsparkSession.createDataFrame(jvm.java.util.ArrayList(), jschema), spark)
 
 
 def _row_group_stats(path: Path, column: str) -> list[tuple[pq.Statistics | None, int]]:

@@ -219,7 +219,8 @@ def core_frames(spark, ctx) -> dict[str, DataFrame]:
     ``raw/offset_commits``."""
     from pipelines.clusters import aliases, cluster_warehouse
     from pipelines.kafka.mm2_extract import in_run
-    from pipelines.spark.io import empty, read_spark, reused
+    from pipelines.spark.io import read_spark, reused
+    from pipelines.spark.schemas import empty
 
     def table(alias: str, name: str) -> DataFrame:
         return read_spark(spark, cluster_warehouse(ctx.warehouse, alias), name, ctx.run_id, with_run_id=False)

@@ -40,7 +40,8 @@ from pipelines.reading import row_count
 from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.spark import assignment_zk, registry
 from pipelines.spark.assignors import roundrobin_assign
-from pipelines.spark.io import empty, read_spark, reused, row_group_bounds
+from pipelines.spark.io import read_spark, reused, row_group_bounds
+from pipelines.spark.schemas import empty
 from pipelines.spark.settling import millis, rebalance_runs
 
 SEP = "\x01"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cache
 
 import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from pipelines.reading import declared_schema
@@ -56,3 +57,21 @@ def struct_type(schema: pa.Schema, with_run_id: bool = False) -> T.StructType:
 def table_schema(table: str, with_run_id: bool = False) -> T.StructType:
     """Spark schema of a warehouse table (``raw/...``, ``core/...`` or ``marts/...``), optionally with run_id."""
     return struct_type(declared_schema(table), with_run_id)
+
+
+def empty(spark: SparkSession, table: str, with_run_id: bool = False) -> DataFrame:
+    """No rows of ``table``'s declared schema (with ``run_id`` if ``with_run_id``)."""
+    return empty_frame(spark, table_schema(table, with_run_id))
+
+
+def empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
+    """No rows of ``schema``, as an empty local relation made in the JVM.
+
+    Not ``spark.createDataFrame([], schema)``: PySpark parallelizes even an empty list as a
+    Python RDD, and every query over it starts Python workers to read nothing (in a tiny run's
+    build, each write whose plan read such an empty table waited seconds on its Python workers
+    with next to no JVM CPU). An empty local relation needs no task at all: the optimizer folds
+    the joins, unions and aggregations over it away."""
+    jvm = spark._jvm
+    jschema = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
+    return DataFrame(spark._jsparkSession.createDataFrame(jvm.java.util.ArrayList(), jschema), spark)
