@@ -29,11 +29,11 @@ CLUSTER_JARS ?= kafka-4.1.1 kafka-4.2.2 kafka-1.1.1 zookeeper-3.4.14 zookeeper-3
 cluster-jars: $(VENV)/.installed-test
 	$(BIN)/python -m testkit.cluster.maven $(CLUSTER_JARS)
 
-# The Iceberg warehouse's jars for Spark (pipelines/iceberg/jars.py) into .venv/kaudit-iceberg-jars,
+# The Iceberg warehouse's jars for Spark (pipelines/warehouse/iceberg/jars.py) into .venv/kaudit-iceberg-jars,
 # and S3Proxy, the S3-compatible server of the object-storage tests (testkit/storage.py), into
 # .venv/kaudit-jars (testkit/cluster/maven.py), both from Maven Central.
 iceberg-jars: $(VENV)/.installed-test
-	$(BIN)/python -m pipelines.iceberg.jars
+	$(BIN)/python -m pipelines.warehouse.iceberg.jars
 	$(BIN)/python -m testkit.storage
 
 # The real-cluster matrix: every (release, scenario) case, the suite's subset included.
@@ -46,7 +46,7 @@ MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real
 	tests/integration/test_iceberg_dbt_parity.py
 matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m testkit.cluster.maven
-	$(BIN)/python -m pipelines.iceberg.jars
+	$(BIN)/python -m pipelines.warehouse.iceberg.jars
 	$(BIN)/python -m pytest -m "matrix or not matrix" $(MATRIX_TESTS) $(PYTEST_ARGS)
 
 unit: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)

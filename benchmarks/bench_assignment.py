@@ -37,8 +37,8 @@ from pyspark import StorageLevel
 
 from pipelines.context import RunContext
 from pipelines.spark.io import write_parquet
-from pipelines.tables import CORE, RAW_ZNODES
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.tables import CORE, RAW_ZNODES
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 RUN = "bench"

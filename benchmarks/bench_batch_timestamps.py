@@ -28,7 +28,7 @@ from clocks import best
 
 from pipelines.kafka.batch_times import batch_table
 from pipelines.kafka.log_end import scan_partition
-from pipelines.tables import RAW_BATCH_TIMESTAMPS
+from pipelines.warehouse.tables import RAW_BATCH_TIMESTAMPS
 from testkit.timestamps import v2_batch
 
 T0 = 1_704_103_200_000

@@ -24,7 +24,7 @@ from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.demo import run_demo
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
 
 TARGETS = {"build": 25.0, "validate": 8.0, "total": 45.0}  # seconds: the targets
 

@@ -49,15 +49,15 @@ from clocks import Clock, load, ratio, runs
 from pyspark import StorageLevel
 
 from pipelines.context import RunContext
-from pipelines.reading import parquet_files
 from pipelines.spark.io import write_parquet, write_staged
-from pipelines.tables import (
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import parquet_files
+from pipelines.warehouse.tables import (
     RAW_BATCH_TIMESTAMPS,
     RAW_LOG_END_OFFSETS,
     RAW_OFFSET_COMMITS,
     RAW_ZNODE_CHANGES,
 )
-from pipelines.warehouse import Warehouse
 
 RUN = "bench"
 T0_MS = int(datetime(2024, 1, 1, tzinfo=UTC).timestamp() * 1000)

@@ -86,7 +86,7 @@ def kafka_python_decode(data: Path, out: Path) -> int:
     from kafka.protocol.old.types import Int16, Int32, Int64, Schema, String
     from kafka.record.memory_records import MemoryRecords
 
-    from pipelines.tables import RAW_OFFSET_COMMITS
+    from pipelines.warehouse.tables import RAW_OFFSET_COMMITS
 
     key_schema = Schema(("group", String("utf-8")), ("topic", String("utf-8")), ("partition", Int32))
     values = {

@@ -6,7 +6,7 @@ named from their set (CONTRACT: core/mm2_failover, core/mm2_findings)."""
 import great_expectations.expectations as gxe
 
 from pipelines.quality.spec import ERROR, WARNING, Check, Suite
-from pipelines.tables import MM2_FINDINGS
+from pipelines.warehouse.tables import MM2_FINDINGS
 
 KEY = ["source_alias", "target_alias", "group_id", "topic", "partition"]
 

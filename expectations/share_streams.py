@@ -7,7 +7,7 @@ marts/group_epochs)."""
 import great_expectations.expectations as gxe
 
 from pipelines.quality.spec import ERROR, WARNING, Check, Suite
-from pipelines.tables import SHARE_GROUP_FINDINGS, STREAMS_GROUP_FINDINGS
+from pipelines.warehouse.tables import SHARE_GROUP_FINDINGS, STREAMS_GROUP_FINDINGS
 
 SHARE_KEY = ["group_id", "topic_id", "partition"]
 

@@ -1,5 +1,5 @@
 {#- The columns of an assignment epoch of a share or Streams group and its settling, as
-    core/share_group_epochs and core/streams_group_epochs hold them (pipelines/tables.py
+    core/share_group_epochs and core/streams_group_epochs hold them (pipelines/warehouse/tables.py
     _GROUP_EPOCH), for the staging models and marts/group_epochs. -#}
 
 {% macro group_epoch_columns() -%}

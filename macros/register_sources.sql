@@ -2,7 +2,7 @@
 
     The runner passes them in env var KAUDIT_SOURCES (read when executing, like the run:
     `kaudit_build_run`), as JSON: {"<schema>.<table>": {"path": <run partition dir>,
-    "exists": bool, "columns": [[name, spark type], ...]}} built from pipelines/tables.py (the
+    "exists": bool, "columns": [[name, spark type], ...]}} built from pipelines/warehouse/tables.py (the
     one declaration of those schemas). Each becomes an external Parquet table over the partition
     dir, declared with those columns: Spark reads the files with that schema and never infers
     one (a view over `parquet.`<path>`` did, with a Spark job, each time a model, test or

@@ -20,9 +20,9 @@ from pipelines.argv import hoist_global_options
 from pipelines.clusters import check_alias, cluster_warehouse
 from pipelines.context import RunContext
 from pipelines.errors import KauditError, UsageError
-from pipelines.runs import LATEST, check_run_id, choose
-from pipelines.warehouse import DEFAULT_ROOT, Warehouse
-from pipelines.warehouse_formats import open_warehouse
+from pipelines.warehouse.directory import DEFAULT_ROOT, Warehouse
+from pipelines.warehouse.formats import open_warehouse
+from pipelines.warehouse.runs import LATEST, check_run_id, choose
 
 app = typer.Typer(
     name="kaudit",
@@ -123,7 +123,7 @@ class _Options:
 
 
 def _run(ctx: typer.Context, kind: str) -> RunContext:
-    """The command's RunContext, its run chosen by the rule of :mod:`pipelines.runs`; says which
+    """The command's RunContext, its run chosen by the rule of :mod:`pipelines.warehouse.runs`; says which
     run on the command's first line."""
     opts: _Options = ctx.find_object(_Options)
     if opts.warehouse.format == "iceberg":

@@ -9,8 +9,8 @@ its clusters' aliases (docs/clusters.md)."""
 from __future__ import annotations
 
 from pipelines.errors import UsageError
-from pipelines.runs import RUN_ID
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.runs import RUN_ID
 
 DEFAULT_ALIAS = "default"
 CLUSTERS_DIR = "clusters"

@@ -35,9 +35,9 @@ from pydantic import (
 )
 
 from pipelines.errors import UsageError
-from pipelines.runs import RUN_ID, RUN_ID_RULE
 from pipelines.settle import DEFAULT_SETTLE_WINDOW_MS, DEFAULT_STUCK_LIMIT_MS, SettleRule
-from pipelines.tables import ZOOKEEPER_ASSIGNORS
+from pipelines.warehouse.runs import RUN_ID, RUN_ID_RULE
+from pipelines.warehouse.tables import ZOOKEEPER_ASSIGNORS
 from pipelines.zookeeper.hosts import check_hosts
 
 STEPS = ("extract", "build", "dbt", "validate", "report")

@@ -15,8 +15,8 @@ from pipelines import cluster, steps
 from pipelines.config import AuditConfig, ZkLive, ZkTls, load_config
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
-from pipelines.runs import Choice, choose
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.runs import Choice, choose
 
 
 def plan(cfg: AuditConfig) -> list[str]:
@@ -57,7 +57,7 @@ def run_context(cfg: AuditConfig, base, explicit: frozenset[str] = frozenset()) 
     """The run's context: ``base``'s options (the command line's; ``run_id`` may be None or
     ``latest``) with the config's warehouse, run id and Spark master, except where the command
     line gave them (``explicit``), and the config's Spark conf, spark-submit choice and dbt target
-    (else ``base``'s); the run chosen as :mod:`pipelines.runs` says for ``run``: the one named,
+    (else ``base``'s); the run chosen as :mod:`pipelines.warehouse.runs` says for ``run``: the one named,
     else a new one."""
     warehouse = base.warehouse
     if cfg.warehouse is not None and "warehouse" not in explicit:

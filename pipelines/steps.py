@@ -10,7 +10,7 @@ from pathlib import Path
 from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
 from pipelines.settle import DEFAULT_RULE, SettleRule
-from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
+from pipelines.warehouse.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
 
 # what a run must hold for build to have something to audit
 EXTRACTED = ("raw/znodes", "raw/offset_commits", "raw/group_metadata", "raw/metadata_records",
@@ -22,7 +22,7 @@ BUILT = "core/assignment_audit"
 
 
 def _show_quarantine(ctx: RunContext, step: str, label: str) -> None:
-    from pipelines.quarantine import step_lines
+    from pipelines.warehouse.quarantine import step_lines
 
     for line in step_lines(ctx.warehouse, ctx.run_id, step, label):
         ctx.say(line)
@@ -97,7 +97,7 @@ def require_extracted(ctx: RunContext) -> None:
     """:class:`InputError` unless the run holds ZooKeeper znodes or ``__consumer_offsets`` records
     (read once every step of the run has published whole)."""
     from pipelines.kafka.mm2_extract import in_run as mm2_in_run
-    from pipelines.reading import row_count
+    from pipelines.warehouse.reading import row_count
 
     ctx.warehouse.settle(ctx.run_id)
     if not any(row_count(ctx.warehouse, t, ctx.run_id) for t in EXTRACTED) and not mm2_in_run(ctx):

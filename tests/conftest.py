@@ -29,10 +29,10 @@ def spark(tmp_path_factory):
     """One local SparkSession for the whole run (local[2], UTC, kaudit's conf, a small run's JVM:
     the tests' tables hold a few rows each), with Iceberg's jars and SQL extensions when they are
     fetched (`make iceberg-jars`): a test on an Iceberg warehouse binds the catalog `kaudit` to
-    its own (``pipelines.iceberg.spark.bind_catalog``)."""
-    from pipelines.iceberg import jars
-    from pipelines.iceberg.catalog import CatalogConfig
+    its own (``pipelines.warehouse.iceberg.spark.bind_catalog``)."""
     from pipelines.spark.session import get_spark
+    from pipelines.warehouse.iceberg import jars
+    from pipelines.warehouse.iceberg.catalog import CatalogConfig
 
     catalog_dir = tmp_path_factory.mktemp("spark-warehouse")
     conf = {"spark.sql.warehouse.dir": str(catalog_dir)}
@@ -48,7 +48,7 @@ def spark(tmp_path_factory):
 
 @pytest.fixture()
 def warehouse(tmp_path):
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
 
     return Warehouse(tmp_path / "warehouse")
 

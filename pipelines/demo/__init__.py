@@ -35,7 +35,7 @@ from pathlib import Path
 from pipelines.context import RunContext, in_background
 from pipelines.errors import UsageError
 from pipelines.report.write import DELETED_TOPIC_COMMITS, ISR_BELOW_MIN
-from pipelines.runs import RUN_ID
+from pipelines.warehouse.runs import RUN_ID
 
 DATA = Path(__file__).resolve().parent / "data"
 MANIFEST = Path(__file__).resolve().parent / "faults.json"

@@ -23,7 +23,7 @@ from pathlib import Path
 from pipelines.context import RunContext
 from pipelines.demo import REAL
 from pipelines.errors import UsageError
-from pipelines.runs import RUN_ID
+from pipelines.warehouse.runs import RUN_ID
 
 EXPECTED = REAL / "expected.json"
 MM2 = "mm2-4.3.1"  # the MirrorMaker 2 pair: its clusters are aliases of the migration's run

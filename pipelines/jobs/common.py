@@ -21,8 +21,8 @@ def run_job(prog: str, args: argparse.Namespace, body: Callable) -> int:
     """``body(ctx)`` for the run ``args`` name; 0, or the exit code of a kaudit error."""
     from pipelines.context import RunContext
     from pipelines.errors import KauditError
-    from pipelines.runs import choose
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.runs import choose
 
     try:
         warehouse = Warehouse(args.warehouse)

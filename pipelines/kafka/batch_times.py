@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from pipelines.kafka import kernel_tables as K
 from pipelines.kafka.batches import ATTR_CODEC, ATTR_CONTROL
-from pipelines.tables import RAW_BATCH_TIMESTAMPS, RAW_LOG_START_CHECKPOINTS, TS
+from pipelines.warehouse.tables import RAW_BATCH_TIMESTAMPS, RAW_LOG_START_CHECKPOINTS, TS
 
 ATTR_LOG_APPEND_TIME = 0x08
 NO_TIMESTAMP = -1

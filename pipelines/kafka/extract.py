@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from pipelines import quarantine
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.kafka import native
@@ -27,7 +26,8 @@ from pipelines.kafka.remote_log import decode_paths as decode_remote_log
 from pipelines.kafka.share_state import TABLE as SHARE_STATE_TABLE
 from pipelines.kafka.share_state import decode_paths as decode_share_state
 from pipelines.procs import die_with
-from pipelines.tables import RAW_LOG_END_OFFSETS, RAW_TOPIC_CONFIGS, TS
+from pipelines.warehouse import quarantine
+from pipelines.warehouse.tables import RAW_LOG_END_OFFSETS, RAW_TOPIC_CONFIGS, TS
 
 STEP_OFFSETS = "offsets"
 STEP_LOG_END = "log-end"

@@ -45,7 +45,7 @@ from pipelines.kafka.records import (
     REGULAR_EXPRESSION_KEY,
     decode,
 )
-from pipelines.tables import (
+from pipelines.warehouse.tables import (
     RAW_CONSUMER_GROUP_CURRENT_ASSIGNMENTS,
     RAW_CONSUMER_GROUP_MEMBERS,
     RAW_CONSUMER_GROUP_METADATA,

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines import quarantine
 from pipelines.errors import InputError
 from pipelines.kafka import kernel_tables as K
 from pipelines.kafka.batch_times import segment_rows
@@ -35,6 +34,7 @@ from pipelines.kafka.paths import (
     offset_bounds,
     segment_files,
 )
+from pipelines.warehouse import quarantine
 
 SOURCE = "log-end"  # of its raw/quarantine rows
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipelines import arrow
-from pipelines import quarantine as Q
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.kafka.errors import DecodeError
@@ -27,7 +26,8 @@ from pipelines.kafka.mm2_records import (
 )
 from pipelines.kafka.paths import PARTITION_DIR, base_offset_of, partition_dirs, segment_files
 from pipelines.kafka.segment_records import segment_records
-from pipelines.tables import RAW_MM2_CHECKPOINTS, RAW_MM2_OFFSET_SYNCS
+from pipelines.warehouse import quarantine as Q
+from pipelines.warehouse.tables import RAW_MM2_CHECKPOINTS, RAW_MM2_OFFSET_SYNCS
 
 STEP = "mm2"
 SOURCE = "mm2"

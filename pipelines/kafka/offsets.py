@@ -21,7 +21,7 @@ from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
 from pipelines.kafka.paths import Segment
 from pipelines.kafka.segment import SegmentResult, decode_segment
 from pipelines.kafka.transactions import resolve, state_array
-from pipelines.tables import RAW
+from pipelines.warehouse.tables import RAW
 
 TABLES = (
     "raw/offset_commits",

@@ -42,7 +42,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from pipelines import quarantine as Q
 from pipelines.arrow import pylist_table
 from pipelines.kafka import kernel_tables as K
 from pipelines.kafka.batches import ATTR_CONTROL, walk_segment
@@ -51,7 +50,8 @@ from pipelines.kafka.flexible import BadStruct, Layout, decode_struct, message, 
 from pipelines.kafka.segment import read_bytes
 from pipelines.kafka.share_state import topic_segments
 from pipelines.kafka.topics import REMOTE_LOG_METADATA_TOPIC
-from pipelines.tables import RAW_REMOTE_LOG_METADATA
+from pipelines.warehouse import quarantine as Q
+from pipelines.warehouse.tables import RAW_REMOTE_LOG_METADATA
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 TABLE = "raw/remote_log_metadata"

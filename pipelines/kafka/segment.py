@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from pipelines import arrow, quarantine
+from pipelines import arrow
 from pipelines.errors import InputError
 from pipelines.kafka import kernel_tables as K
 from pipelines.kafka import native
@@ -36,7 +36,8 @@ from pipelines.kafka.records import (
     key_ops,
     offset_value_ops,
 )
-from pipelines.tables import (
+from pipelines.warehouse import quarantine
+from pipelines.warehouse.tables import (
     RAW_COORDINATOR_RECORDS,
     RAW_GROUP_ASSIGNMENTS,
     RAW_GROUP_MEMBERS,

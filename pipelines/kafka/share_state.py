@@ -38,14 +38,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from pipelines import quarantine as Q
 from pipelines.kafka import kernel_tables as K
 from pipelines.kafka.batches import ATTR_CONTROL, walk_segment
 from pipelines.kafka.errors import DecodeError
 from pipelines.kafka.flexible import Layout, decode_struct, message, read_schema
 from pipelines.kafka.paths import PARTITION_DIR, base_offset_of, neighbours, partition_dirs, segment_files
 from pipelines.kafka.segment import read_bytes
-from pipelines.tables import RAW_SHARE_PARTITION_STATES
+from pipelines.warehouse import quarantine as Q
+from pipelines.warehouse.tables import RAW_SHARE_PARTITION_STATES
 
 SHARE_STATE_TOPIC = "__share_group_state"
 SCHEMA_DIR = Path(__file__).parent / "schemas"

@@ -28,7 +28,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from pipelines import quarantine as Q
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.kafka import kernel_tables as K
@@ -55,7 +54,8 @@ from pipelines.kraft.replay import (
     RESOURCE_TYPES,
     Registry,
 )
-from pipelines.tables import (
+from pipelines.warehouse import quarantine as Q
+from pipelines.warehouse.tables import (
     RAW_KRAFT_BROKERS,
     RAW_KRAFT_CLUSTER,
     RAW_KRAFT_CONFIGS,

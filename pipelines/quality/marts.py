@@ -3,7 +3,7 @@
 ``models/marts/_marts__models.yml`` declares every mart's columns with their ``data_type``; dbt
 enforces them as model contracts at build time, and :data:`MARTS` reads the same declaration
 into Arrow schemas (``run_id`` left out: it is the hive partition, not stored in the files).
-The readers (:mod:`pipelines.reading`) refuse a mart file whose columns or types differ from
+The readers (:mod:`pipelines.warehouse.reading`) refuse a mart file whose columns or types differ from
 the declaration: a drift between the model and its readers is an error, never nulls."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pyarrow as pa
 import yaml
 
 from pipelines.errors import StepError
-from pipelines.tables import TS
 from pipelines.transform.project import project_dir
+from pipelines.warehouse.tables import TS
 
 DECLARATION = "models/marts/_marts__models.yml"
 PARTITION_COLUMN = "run_id"

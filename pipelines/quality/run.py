@@ -69,8 +69,8 @@ def no_data_entry(suite: str, check, why: str) -> dict:
 def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
     from pipelines.quality.sources import RunTables
     from pipelines.quality.views import VIEWS, missing_data
-    from pipelines.reading import run_rows
     from pipelines.spark.session import is_small_run
+    from pipelines.warehouse.reading import run_rows
 
     tables = RunTables(ctx.warehouse, ctx.run_id)
     small = is_small_run(run_rows(ctx.warehouse, ctx.run_id))  # its views are collected to the driver

@@ -1,7 +1,7 @@
 """The run's tables as Spark DataFrames with their declared columns, whoever wrote them.
 
 Every table is read by :func:`pipelines.spark.io.read_spark` (raw and core tables with the
-schemas of ``pipelines.tables``, marts with their dbt contracts; a file that is not its
+schemas of ``pipelines.warehouse.tables``, marts with their dbt contracts; a file that is not its
 declaration is an error; on an Iceberg warehouse, the run's partition at the snapshot its
 ledger recorded). A table missing for the run (only one source ran) is an empty frame
 with the same columns; :meth:`RunTables.rows` tells the suites whether a view has data to judge
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.reading import row_count
 from pipelines.spark.io import read_spark
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import row_count
 
 
 class RunTables:

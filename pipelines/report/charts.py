@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pipelines.tables import ASSIGNMENT_STATUSES
+from pipelines.warehouse.tables import ASSIGNMENT_STATUSES
 
 STATUS_COLORS = {
     "ok": "#2b8a3e",

@@ -1,4 +1,4 @@
-"""Everything the report says, read from the run's tables with pyarrow (``pipelines.reading``):
+"""Everything the report says, read from the run's tables with pyarrow (``pipelines.warehouse.reading``):
 plain Python values (no Spark). Missing raw/core tables are empty; a mart that was not built is
 ``None`` ("not built"); a table file that is not its declared schema raises."""
 
@@ -16,7 +16,6 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from pipelines.quality.run import VALIDATION, read_results
-from pipelines.reading import read_arrow, read_built, row_count
 from pipelines.report.lag_time import LagTimeFacts, gather_lag_time
 from pipelines.report.metadata import MetadataFacts, gather_metadata
 from pipelines.report.migration import MigrationFacts, gather_migration
@@ -25,13 +24,14 @@ from pipelines.report.order import nulls_last
 from pipelines.report.rebalances import RebalanceFacts, gather_rebalances
 from pipelines.report.share_streams import ShareStreamsFacts, gather_share_streams
 from pipelines.report.tiered import TieredFacts, gather_tiered
-from pipelines.tables import (
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow, read_built, row_count
+from pipelines.warehouse.tables import (
     ASSIGNMENT_STATUSES,
     CONSUMER_GROUP_FINDINGS,
     GROUP_RECORD_ORDER,
     SUMMARY_STATUS_ORDER,
 )
-from pipelines.warehouse import Warehouse
 
 SOURCES = ("zookeeper", "kafka")
 OFFSET_RECORD_TABLES = ("raw/offset_commits", "raw/group_metadata", "raw/coordinator_records",

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.reading import read_built
 from pipelines.report.order import nulls_last
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_built
 
 KAFKA_MIN_ISR = 1
 MIN_ISR = "min.insync.replicas"

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from pipelines.reading import read_arrow, read_built
 from pipelines.report.order import nulls_last
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow, read_built
 
 MAX_ROWS = 200  # differences and offsets shown; findings.csv has every finding
 

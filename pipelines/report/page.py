@@ -15,8 +15,8 @@ from pipelines.report import charts
 from pipelines.report.facts import GROUP_FINDINGS, SOURCES, Facts, Finding
 from pipelines.report.order import nulls_last
 from pipelines.report.rebalances import PAST_FINDINGS
-from pipelines.tables import ASSIGNMENT_STATUSES
 from pipelines.version import version
+from pipelines.warehouse.tables import ASSIGNMENT_STATUSES
 
 HERE = Path(__file__).resolve().parent
 FINDINGS_CSV = "findings.csv"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.reading import read_arrow
 from pipelines.report.order import nulls_last
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
 
 MAX_ROWS = 200  # partitions shown; the raw tables have them all
 LIVE = "COPY_SEGMENT_FINISHED"  # a segment in the remote tier, readable

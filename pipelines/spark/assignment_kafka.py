@@ -2,7 +2,7 @@
 GroupMetadata record of each group, its members, their observed assignment and the
 expected one.
 
-Latest record: the rule of ``pipelines.tables.GROUP_RECORD_ORDER`` (log order). A tombstone, an
+Latest record: the rule of ``pipelines.warehouse.tables.GROUP_RECORD_ORDER`` (log order). A tombstone, an
 Empty group (no members) or a non-``consumer`` protocol type as the latest record means no
 ownership rows for that group.
 
@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.spark.assignors import member_order, range_assign, roundrobin_assign
-from pipelines.tables import GROUP_RECORD_ORDER
+from pipelines.warehouse.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
 RECOMPUTED = ("range", "roundrobin")

@@ -31,7 +31,7 @@ from pipelines.spark.assignors import (
     topic_shape,
 )
 from pipelines.spark.javahash import topic_partition_hash
-from pipelines.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
+from pipelines.warehouse.tables import ZOOKEEPER_ASSIGNORS as ASSIGNORS
 
 SOURCE = "zookeeper"
 

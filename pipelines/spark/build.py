@@ -41,9 +41,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import quarantine
 from pipelines.context import RunContext
-from pipelines.reading import row_count
 from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.spark import (
     assignment_kafka,
@@ -73,7 +71,9 @@ from pipelines.spark.io import (
     write_staged,
 )
 from pipelines.spark.session import one_partition
-from pipelines.tables import CORE, RAW_QUARANTINE, ZOOKEEPER_STATE_COLUMNS
+from pipelines.warehouse import quarantine
+from pipelines.warehouse.reading import row_count
+from pipelines.warehouse.tables import CORE, RAW_QUARANTINE, ZOOKEEPER_STATE_COLUMNS
 
 STEP = "build_core"
 

@@ -58,13 +58,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
-from pipelines.reading import row_count
 from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.spark import assignment_kafka, assignment_kip848
 from pipelines.spark.audit import audit
 from pipelines.spark.io import read_spark, reused
 from pipelines.spark.settling import millis, rebalance_runs
-from pipelines.tables import GROUP_RECORD_ORDER
+from pipelines.warehouse.reading import row_count
+from pipelines.warehouse.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
 SEP = "\x01"

@@ -1,12 +1,12 @@
 """Reading a run's tables into Spark and writing core tables through the warehouse.
 
 Reads (:func:`read_spark`): the run's partition as a DataFrame of its declared schema, the
-files checked against it first (:mod:`pipelines.reading`); a missing partition (or one without
+files checked against it first (:mod:`pipelines.warehouse.reading`); a missing partition (or one without
 files) is an empty DataFrame with the table's schema, so a run that has only ZooKeeper input,
 or only Kafka logs, still builds.
 
 Writes: Spark writes into the transaction's staging directory (mode overwrite) and the
-:class:`~pipelines.warehouse.Transaction` publishes every staged table atomically at the end.
+:class:`~pipelines.warehouse.directory.Transaction` publishes every staged table atomically at the end.
 The frame is first conformed to the table's declared schema (a ``select`` that is the
 output's contract: column order, names and types).
 """
@@ -21,10 +21,10 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.reading import PARTITION_COLUMN, parquet_files, table_files
 from pipelines.spark.schemas import empty, table_schema
-from pipelines.tables import ADDED_COLUMNS
-from pipelines.warehouse import Transaction, Warehouse
+from pipelines.warehouse.directory import Transaction, Warehouse
+from pipelines.warehouse.reading import PARTITION_COLUMN, parquet_files, table_files
+from pipelines.warehouse.tables import ADDED_COLUMNS
 
 
 def read_spark(
@@ -34,7 +34,7 @@ def read_spark(
     file lacks, of ``ADDED_COLUMNS``, is null), plus ``run_id`` unless ``with_run_id`` is False.
     In an Iceberg warehouse: the run's partition of the table at the snapshot the run recorded."""
     if warehouse.format == "iceberg":
-        from pipelines.iceberg.spark import read_table
+        from pipelines.warehouse.iceberg.spark import read_table
 
         return read_table(spark, warehouse, table, run_id, with_run_id)
     files = table_files(warehouse, table, run_id)

@@ -11,8 +11,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
-from pipelines.reading import row_count
 from pipelines.spark.io import read_spark
+from pipelines.warehouse.reading import row_count
 
 
 def used(ctx: RunContext) -> bool:

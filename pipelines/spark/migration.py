@@ -169,9 +169,9 @@ def migration_offsets(commits: DataFrame, states: DataFrame) -> DataFrame:
 
 def core_frames(spark, ctx) -> dict[str, DataFrame]:
     """The three tables of the run; no rows when its metadata log holds no ZkMigrationStateRecord."""
-    from pipelines.reading import row_count
     from pipelines.spark.io import read_spark
     from pipelines.spark.schemas import empty
+    from pipelines.warehouse.reading import row_count
 
     def raw(name: str) -> DataFrame:
         return read_spark(spark, ctx.warehouse, name, ctx.run_id, with_run_id=False)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.tables import MM2_FINDINGS
+from pipelines.warehouse.tables import MM2_FINDINGS
 
 TP = ("topic", "partition")
 
@@ -193,8 +193,8 @@ def pairs(ctx) -> list[tuple[str, str]]:
     topic read in cluster T names its source S; an offset-sync topic read in cluster S (their
     default place) names its target T."""
     from pipelines.clusters import aliases, cluster_warehouse
-    from pipelines.reading import read_arrow
-    from pipelines.runs import RUN_ID
+    from pipelines.warehouse.reading import read_arrow
+    from pipelines.warehouse.runs import RUN_ID
 
     found = set()
     for alias in aliases(ctx.warehouse, ctx.run_id, CHECKPOINTS):

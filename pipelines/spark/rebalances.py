@@ -36,13 +36,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
-from pipelines.reading import row_count
 from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.spark import assignment_zk, registry
 from pipelines.spark.assignors import roundrobin_assign
 from pipelines.spark.io import read_spark, reused, row_group_bounds
 from pipelines.spark.schemas import empty
 from pipelines.spark.settling import millis, rebalance_runs
+from pipelines.warehouse.reading import row_count
 
 SEP = "\x01"
 NO_END = (1 << 63) - 1  # the end of an interval that lasts to the end of the history

@@ -56,7 +56,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.kafka.topics import INTERNAL_TOPICS
-from pipelines.quarantine import spark_rows
+from pipelines.warehouse.quarantine import spark_rows
 
 QUARANTINE_SOURCE = "registry"
 

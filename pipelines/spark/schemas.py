@@ -1,4 +1,4 @@
-"""Spark ``StructType`` views of the Arrow schemas of :mod:`pipelines.tables`.
+"""Spark ``StructType`` views of the Arrow schemas of :mod:`pipelines.warehouse.tables`.
 
 Nothing is declared here: every Spark schema is converted from the one Arrow declaration,
 once per table, so the extractors (pyarrow), the Spark jobs, the quality suites and the dbt
@@ -13,7 +13,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from pipelines.reading import declared_schema
+from pipelines.warehouse.reading import declared_schema
 
 _SCALARS = {
     pa.string(): T.StringType(),

@@ -78,7 +78,7 @@ def one_partition(spark: SparkSession) -> bool:
 
 
 def is_small_run(rows: int) -> bool:
-    """A run of ``rows`` raw rows (``pipelines.reading.run_rows``) is small: its queries read a
+    """A run of ``rows`` raw rows (``pipelines.warehouse.reading.run_rows``) is small: its queries read a
     few thousand rows, its tables fit in the driver."""
     return rows < SMALL_RUN_ROWS
 

@@ -239,7 +239,7 @@ def run_dbt(
     if target in SESSION_TARGETS:
         spark = ctx.spark()  # dbt-spark's getOrCreate() reuses this session
         if ctx.warehouse.format == "iceberg":
-            from pipelines.iceberg.spark import bind_catalog
+            from pipelines.warehouse.iceberg.spark import bind_catalog
 
             bind_catalog(spark, ctx.warehouse)
 

@@ -12,8 +12,8 @@ failed - publishes nothing.
 
 from __future__ import annotations
 
-from pipelines.iceberg.catalog import SPARK_CATALOG
-from pipelines.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.iceberg.catalog import SPARK_CATALOG
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 
 STEP = "dbt"
 LAYERS = ("marts", "snapshots")  # the namespaces of the catalog dbt writes to

@@ -2,7 +2,7 @@
 
 Each dbt source (``_<source>__sources.yml``) is a view ``<schema>.<table>`` over one run's
 Parquet partition, created by the on-run-start macro ``kaudit_register_sources``. Its columns
-come from ``pipelines.tables`` (the one declaration of those schemas) as the Spark types of
+come from ``pipelines.warehouse.tables`` (the one declaration of those schemas) as the Spark types of
 ``pipelines.spark.schemas``, in Spark SQL; a partition the run does not have becomes an empty
 view with the same columns.
 
@@ -13,9 +13,9 @@ On an Iceberg warehouse a source is a view of the run's rows of the catalog's ta
 
 from __future__ import annotations
 
-from pipelines.reading import parquet_files
 from pipelines.spark.schemas import table_schema
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import parquet_files
 
 # dbt relation (schema.table) -> warehouse table.
 SOURCES: dict[str, str] = {
@@ -72,7 +72,7 @@ def _columns(table: str) -> list[list[str]]:
 
 
 def _iceberg_sources(warehouse, run_id: str) -> dict[str, dict]:
-    from pipelines.iceberg.warehouse import spark_identifier
+    from pipelines.warehouse.iceberg.warehouse import spark_identifier
 
     out: dict[str, dict] = {}
     for relation, table in SOURCES.items():

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines import quarantine
+from pipelines.warehouse import quarantine
 from pipelines.zookeeper.datadir import QUARANTINE_SOURCE, OfflineRead, _read_from, list_files, read_dir
 from pipelines.zookeeper.errors import ZkFormatError
 from pipelines.zookeeper.history import ChangeLog, History

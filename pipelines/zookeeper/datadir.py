@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines import quarantine
 from pipelines.errors import InputError
+from pipelines.warehouse import quarantine
 from pipelines.zookeeper.errors import DigestMismatch, ZkFormatError
 from pipelines.zookeeper.replay import Tree
 from pipelines.zookeeper.snapshot import (

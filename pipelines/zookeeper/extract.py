@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from pipelines import quarantine
 from pipelines.context import RunContext
 from pipelines.errors import InputError, UsageError
-from pipelines.tables import RAW_ZNODE_CHANGES, RAW_ZNODES
+from pipelines.warehouse import quarantine
+from pipelines.warehouse.tables import RAW_ZNODE_CHANGES, RAW_ZNODES
 from pipelines.zookeeper.rows import (
     PathOrder,
     Spans,

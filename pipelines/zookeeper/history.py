@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.tables import RAW_ZNODE_CHANGES
+from pipelines.warehouse.tables import RAW_ZNODE_CHANGES
 
 KINDS = {
     "consumer_ids": r"^/consumers/[^/]+/ids/[^/]+$",

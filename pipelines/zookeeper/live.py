@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from pipelines import quarantine
 from pipelines.errors import InputError, StepError, UsageError
+from pipelines.warehouse import quarantine
 from pipelines.zookeeper.rows import SYSTEM_ROOT, normalize_chroot
 
 QUARANTINE_SOURCE = "zk-live"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from pipelines.tables import RAW_ZNODES
+from pipelines.warehouse.tables import RAW_ZNODES
 
 SYSTEM_ROOT = "/zookeeper"
 

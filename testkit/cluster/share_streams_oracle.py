@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.reading import read_arrow
 from pipelines.spark.streams_groups import KINDS
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
 from testkit.cluster.kraft_oracle import kaudit
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import crc32c
 
-from pipelines.reading import read_arrow
+from pipelines.warehouse.reading import read_arrow
 from testkit.segments import (
     CODECS,
     _v2_finish,
@@ -41,7 +41,7 @@ from testkit.segments import (
 )
 
 if TYPE_CHECKING:
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
 
 T0 = 1_700_000_000_000
 OFFSETS_PARTITIONS = (3, 17)

@@ -41,7 +41,7 @@ from kafka_damage import (
     table_rows,
 )
 
-from pipelines.reading import read_arrow
+from pipelines.warehouse.reading import read_arrow
 
 HERE = Path(__file__).resolve().parent
 
@@ -118,7 +118,7 @@ def _debris(wh: Path) -> int:
 
 
 def damaged_case(r: Runner, layout, clean: Path, tmp: Path, seed: int, kind: str) -> None:
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
 
     logs, wh = tmp / "logs", tmp / "wh"
     case = damage(layout, clean, logs, seed=seed, kind=kind)

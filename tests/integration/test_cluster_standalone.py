@@ -106,7 +106,7 @@ def standalone(tmp_path_factory):
 def demo_raw(tmp_path_factory, demo_run):
     """The raw tables of the demo's ZooKeeper-cluster run (``demo_run``, built locally) copied
     into the run ``cluster`` of a warehouse of their own."""
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
 
     assert demo_run.exit_code == 0, demo_run.output[-3000:]
     wh = Warehouse(tmp_path_factory.mktemp("cluster-demo") / "warehouse")
@@ -118,7 +118,7 @@ def demo_raw(tmp_path_factory, demo_run):
 
 
 def _core_tables() -> list[str]:
-    from pipelines.tables import SCHEMAS
+    from pipelines.warehouse.tables import SCHEMAS
 
     return sorted(t for t in SCHEMAS if t.startswith("core/"))
 
@@ -126,7 +126,7 @@ def _core_tables() -> list[str]:
 def test_cluster_build_equals_local_build(demo_raw, standalone, demo_run, spark):
     from pyspark.testing import assertDataFrameEqual
 
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
 
     wh, local_wh, local_run = demo_raw, Warehouse(demo_run.warehouse), demo_run.run_id
     proc = subprocess.run(

@@ -15,8 +15,8 @@ import yaml
 
 from pipelines.context import RunContext
 from pipelines.errors import StepError
-from pipelines.tables import SCHEMAS
 from pipelines.transform.dbt_runner import run_dbt
+from pipelines.warehouse.tables import SCHEMAS
 
 pytestmark = pytest.mark.integration
 

@@ -74,7 +74,7 @@ def head_at(ms):
 
 @pytest.fixture(scope="module")
 def built(spark, tmp_path_factory):
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
 
     root = tmp_path_factory.mktemp("lagtime")
     logs = root / "logs"

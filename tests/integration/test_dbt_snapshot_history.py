@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.tables import SCHEMAS
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ DRIVER = """
 import json, sys
 from pipelines.context import RunContext
 from pipelines.transform.dbt_runner import run_dbt
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
 
 root, run_id, out = sys.argv[1:]
 ctx = RunContext(Warehouse(root), run_id, spark_master="local[1]", quiet=True)

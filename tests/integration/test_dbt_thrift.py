@@ -17,8 +17,8 @@ import pyarrow.dataset as ds
 import pytest
 
 from pipelines.context import RunContext
-from pipelines.tables import SCHEMAS
 from pipelines.transform.dbt_runner import run_dbt
+from pipelines.warehouse.tables import SCHEMAS
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 

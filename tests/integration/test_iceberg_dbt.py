@@ -13,10 +13,10 @@ from pyiceberg.expressions import EqualTo
 from test_dbt_build import at, first_run_inputs, write  # (tests/integration: the Parquet build's inputs)
 
 from pipelines.context import RunContext
-from pipelines.iceberg.warehouse import IcebergWarehouse
 from pipelines.quality.marts import MARTS
-from pipelines.tables import SCHEMAS
 from pipelines.transform.dbt_runner import run_dbt
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.tables import SCHEMAS
 
 pytestmark = pytest.mark.integration
 

@@ -18,10 +18,10 @@ from pyiceberg.expressions import EqualTo
 from test_dbt_build import first_run_inputs  # (tests/integration: the Parquet build's inputs)
 
 from pipelines.context import RunContext
-from pipelines.iceberg.warehouse import IcebergWarehouse
 from pipelines.quality.marts import MARTS
 from pipelines.transform.dbt_runner import run_dbt
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.matrix]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.iceberg.warehouse import IcebergWarehouse
-from pipelines.tables import RAW
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.tables import RAW
 
 pytestmark = [pytest.mark.integration, pytest.mark.matrix]
 

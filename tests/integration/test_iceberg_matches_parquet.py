@@ -19,10 +19,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipelines.iceberg.warehouse import IcebergWarehouse
-from pipelines.reading import read_arrow
-from pipelines.tables import SCHEMAS
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.tables import SCHEMAS
 
 pytestmark = [pytest.mark.integration, pytest.mark.matrix]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.iceberg.warehouse import IcebergWarehouse
-from pipelines.reading import read_arrow
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.reading import read_arrow
 from testkit.postgres import Postgres
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from pipelines.cli import main
-from pipelines.reading import read_arrow
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
 from testkit.segments import (
     assignment,
     batch,

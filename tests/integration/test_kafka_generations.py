@@ -16,10 +16,10 @@ import yaml
 
 from pipelines.cli import main
 from pipelines.context import RunContext
-from pipelines.reading import read_arrow
 from pipelines.spark.build import build_core
-from pipelines.tables import SCHEMAS
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.tables import SCHEMAS
 from testkit import kip848 as K
 from testkit.segments import (
     assignment,

@@ -7,9 +7,9 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.context import RunContext
-from pipelines.reading import read_arrow
 from pipelines.spark.build import build_core
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
 from testkit import kraft as B
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.reading import row_count
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import row_count
 from testkit.segments import (
     assignment,
     batch,

@@ -12,9 +12,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from pipelines.context import RunContext
-from pipelines.reading import read_arrow
 from pipelines.spark.build import build_core
-from pipelines.tables import (
+from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.tables import (
     RAW_GROUP_ASSIGNMENTS,
     RAW_GROUP_MEMBERS,
     RAW_GROUP_METADATA,
@@ -113,7 +113,7 @@ def test_planted_zookeeper_faults_are_found_exactly(spark, zk_server, warehouse)
 def test_a_roundrobin_group_next_to_range_groups(spark, warehouse):
     """g08 configured for round-robin: partitions dealt in order of the Java hashCode of
     "[orders,p]" (0, 1, 2, 3 here) over g08_c1-0, g08_c2-0; g07 and gw stay range."""
-    from pipelines.tables import RAW_ZNODES
+    from pipelines.warehouse.tables import RAW_ZNODES
     from testkit.znodes import znode_rows
 
     run = "roundrobin"
@@ -196,7 +196,7 @@ def test_a_failing_chain_rolls_the_whole_build_back(spark, warehouse, monkeypatc
     from pyspark.sql import functions as F
 
     from pipelines.spark import registry
-    from pipelines.tables import CORE, RAW_ZNODES
+    from pipelines.warehouse.tables import CORE, RAW_ZNODES
     from testkit.znodes import znode_rows
 
     run = "rollback"
@@ -218,7 +218,7 @@ def test_a_second_build_in_one_session_compiles_no_code(spark, warehouse):
     """Every class Spark generates for a build stays in its code cache
     (``spark.sql.codegen.cache.maxEntries``), so a driver that builds again (the benchmark,
     a notebook) compiles nothing: with the default of 100 entries it recompiled every one."""
-    from pipelines.tables import RAW_ZNODES
+    from pipelines.warehouse.tables import RAW_ZNODES
     from testkit.znodes import znode_rows
 
     run = "twice"

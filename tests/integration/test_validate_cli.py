@@ -14,7 +14,7 @@ import pytest
 from pipelines.cli import main
 from pipelines.quality.marts import MARTS
 from pipelines.quality.spec import load_suites
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.tables import SCHEMAS
 
 pytestmark = pytest.mark.integration
 
@@ -163,7 +163,7 @@ def _cli(warehouse, run_id, *args):
 def shared_warehouse(tmp_path_factory):
     """One warehouse for both runs: the second validation reuses the GX project and Data Docs
     site the first one created, as runs of a real warehouse do."""
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
 
     return Warehouse(tmp_path_factory.mktemp("validate") / "warehouse")
 
@@ -211,8 +211,8 @@ def test_a_big_runs_views_stay_in_spark_with_the_same_results(spark, shared_ware
     (failing rows by a semi-join on their ids): the same run's data judged both ways gives the
     same results.json and the same failing rows in the same order. The run is made big by the
     size threshold, a parameter."""
-    from pipelines.reading import run_rows
     from pipelines.spark import session
+    from pipelines.warehouse.reading import run_rows
 
     warehouse = shared_warehouse
     for run_id in ("as-small", "as-big"):

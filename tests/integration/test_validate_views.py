@@ -7,7 +7,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines.quality import views
 from pipelines.spark.schemas import table_schema
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.tables import SCHEMAS
 
 pytestmark = pytest.mark.integration
 

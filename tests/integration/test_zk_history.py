@@ -21,8 +21,8 @@ from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.settle import SettleRule
-from pipelines.tables import SCHEMAS
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.tables import SCHEMAS
 from pipelines.zookeeper.extract import extract_snapshot
 from testkit.zk_history import Script, play
 from testkit.zk_server import start_zk

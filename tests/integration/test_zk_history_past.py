@@ -21,8 +21,8 @@ import pytest
 from rich.console import Console
 
 from pipelines.context import RunContext
-from pipelines.tables import SCHEMAS
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.tables import SCHEMAS
 from pipelines.zookeeper.datadir import list_files
 from pipelines.zookeeper.extract import extract_snapshot
 from testkit.oracle import range_assign

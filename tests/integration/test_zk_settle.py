@@ -24,7 +24,7 @@ from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.settle import SettleRule
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
 from testkit.zk_history import Script, registration
 from testkit.zk_server import start_zk

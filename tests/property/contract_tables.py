@@ -1,5 +1,5 @@
 """Hypothesis strategies of whole warehouse tables drawn from their declared contracts: the
-Arrow schemas of raw and core (``pipelines.tables.SCHEMAS``) and the dbt contracts of the
+Arrow schemas of raw and core (``pipelines.warehouse.tables.SCHEMAS``) and the dbt contracts of the
 marts (``pipelines.quality.marts.MARTS``, read from ``models/marts/_marts__models.yml``).
 
 Every column of those declarations is nullable, so every value may be null; a table may be
@@ -17,14 +17,14 @@ import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
 from pipelines.quality.marts import MARTS
-from pipelines.tables import (
+from pipelines.warehouse.directory import SHARED_TABLES, Warehouse
+from pipelines.warehouse.tables import (
     ASSIGNMENT_STATUSES,
     CONSUMER_GROUP_FINDINGS,
     CORE,
     RAW,
     SCHEMAS,
 )
-from pipelines.warehouse import SHARED_TABLES, Warehouse
 
 NAMES = ["g", "t", "m", "a", "", "<b>x</b>", "ü-1"]
 PATHS = [

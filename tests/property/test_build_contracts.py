@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
-from pipelines.reading import row_count
 from pipelines.steps import EXTRACTED, build, report
-from pipelines.tables import RAW
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import row_count
+from pipelines.warehouse.tables import RAW
 
 pytestmark = pytest.mark.integration
 

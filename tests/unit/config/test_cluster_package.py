@@ -11,7 +11,7 @@ import pytest
 from pipelines import cluster
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
 
 
 def test_package_is_deterministic_and_importable(tmp_path):

@@ -14,7 +14,7 @@ from pipelines.config import AuditConfig, ZkBackup, ZkLive, load_config
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
 from pipelines.runner import plan, run_context, select
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "audit.yaml"

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines import arrow
-from pipelines.tables import RAW_OFFSET_COMMITS, RAW_QUARANTINE, TS
+from pipelines.warehouse.tables import RAW_OFFSET_COMMITS, RAW_QUARANTINE, TS
 
 REPO = Path(__file__).resolve().parents[3]
 rng = np.random.default_rng(22)

@@ -10,7 +10,7 @@ from kafka.protocol.old.types import Int32, Int64, Schema, String
 from pipelines.clusters import DEFAULT_ALIAS, aliases, check_alias, cluster_warehouse
 from pipelines.demo import REAL
 from pipelines.errors import UsageError
-from pipelines.reading import read_arrow
+from pipelines.warehouse.reading import read_arrow
 from testkit.cluster.kraft_oracle import kaudit
 from testkit.segments import batch, write_segment
 
@@ -36,7 +36,7 @@ def test_extract_with_cluster_writes_under_its_alias(tmp_path):
     assert code == 0, out
     code, out = kaudit("--warehouse", str(wh), "--run-id", "r", "extract", "mm2", str(logs))  # the default cluster
     assert code == 0, out
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
 
     main = Warehouse(wh)
     assert aliases(main, "r", "raw/mm2_offset_syncs") == [DEFAULT_ALIAS, "west"]
@@ -52,9 +52,9 @@ FIXTURE = REAL / "mm2-4.3.1"
 
 def test_config_names_clusters_and_runs_their_extracts(tmp_path):
     from pipelines.config import load_config
-    from pipelines.reading import row_count
     from pipelines.runner import plan
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.reading import row_count
 
     cfg = tmp_path / "audit.yaml"
     cfg.write_text(f"""warehouse: wh

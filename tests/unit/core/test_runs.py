@@ -1,4 +1,4 @@
-"""Which run a command works on (pipelines.runs): the rule of README "Runs", case by case."""
+"""Which run a command works on (pipelines.warehouse.runs): the rule of README "Runs", case by case."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pipelines.errors import InputError, UsageError
-from pipelines.runs import SITTING, RunLog, check_run_id, choose
+from pipelines.warehouse.runs import SITTING, RunLog, check_run_id, choose
 
 T0 = datetime(2026, 11, 23, 9, 0, 0, tzinfo=UTC)
 
@@ -91,9 +91,9 @@ def test_the_first_step_dates_the_run(tmp_path):
 def test_a_published_transaction_records_its_step(tmp_path):
     import pyarrow as pa
 
-    from pipelines.reading import row_count
-    from pipelines.tables import SCHEMAS
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.reading import row_count
+    from pipelines.warehouse.tables import SCHEMAS
 
     wh = Warehouse(tmp_path)
     wh.write_table("raw/log_end_offsets", "r1", SCHEMAS["raw/log_end_offsets"].empty_table(), step="log-end")

@@ -7,10 +7,10 @@ import pyarrow.dataset as ds
 import pytest
 
 from pipelines.errors import UsageError
-from pipelines.reading import read_arrow
-from pipelines.runs import new_run_id
-from pipelines.tables import RAW_LOG_END_OFFSETS, RAW_QUARANTINE
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.runs import new_run_id
+from pipelines.warehouse.tables import RAW_LOG_END_OFFSETS, RAW_QUARANTINE
 
 
 def _ends(*rows):
@@ -109,8 +109,8 @@ def test_a_file_that_is_not_its_declared_schema_fails_the_reader(tmp_path):
     never a silent cast; a KRaft-only column a ZooKeeper-built core file lacks reads as null."""
     import pyarrow.parquet as pq
 
-    from pipelines.reading import SchemaMismatch
-    from pipelines.tables import SCHEMAS
+    from pipelines.warehouse.reading import SchemaMismatch
+    from pipelines.warehouse.tables import SCHEMAS
 
     wh = Warehouse(tmp_path)
     part = wh.partition_dir("raw/log_end_offsets", "r1")

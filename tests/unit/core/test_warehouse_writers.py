@@ -10,9 +10,9 @@ import sys
 import pyarrow as pa
 import pytest
 
-from pipelines.reading import read_arrow
-from pipelines.tables import SCHEMAS
-from pipelines.warehouse import LOCKS, StepBusy, Warehouse
+from pipelines.warehouse.directory import LOCKS, StepBusy, Warehouse
+from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.tables import SCHEMAS
 
 LEO = "raw/log_end_offsets"
 

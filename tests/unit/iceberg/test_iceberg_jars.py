@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pipelines.iceberg import jars
+from pipelines.warehouse.iceberg import jars
 
 
 def test_coordinates_are_pinned():

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from pipelines.errors import UsageError
-from pipelines.iceberg.warehouse import IcebergWarehouse
-from pipelines.warehouse import Warehouse
-from pipelines.warehouse_formats import open_warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.formats import open_warehouse
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 
 
 def test_parquet_is_the_default(tmp_path):

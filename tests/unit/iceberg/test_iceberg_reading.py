@@ -1,4 +1,4 @@
-"""The one reader (:mod:`pipelines.reading`) on an Iceberg warehouse: raw, core and mart tables
+"""The one reader (:mod:`pipelines.warehouse.reading`) on an Iceberg warehouse: raw, core and mart tables
 read at the snapshot the run's ledger recorded, as their declared Arrow schemas; a run's
 documents (validation results, the report) published as files.
 
@@ -18,12 +18,12 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
 
-from pipelines.iceberg import schemas
-from pipelines.iceberg.warehouse import IcebergWarehouse
 from pipelines.quality.marts import MARTS
 from pipelines.quality.run import read_results
-from pipelines.reading import read_arrow, read_built, row_count
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.iceberg import schemas
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.reading import read_arrow, read_built, row_count
+from pipelines.warehouse.tables import SCHEMAS
 
 LAG = MARTS["consumer_lag"]
 US = pa.timestamp("us", tz="UTC")

@@ -1,4 +1,4 @@
-"""The one mapping of the declared Arrow schemas to Iceberg schemas (pipelines/iceberg/schemas.py)."""
+"""The one mapping of the declared Arrow schemas to Iceberg schemas (pipelines/warehouse/iceberg/schemas.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from pipelines.iceberg import schemas
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.iceberg import schemas
+from pipelines.warehouse.tables import SCHEMAS
 
 # Arrow type -> the Iceberg type the mapping must give (docs/iceberg.md's table)
 KNOWN = [

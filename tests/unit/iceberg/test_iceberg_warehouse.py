@@ -14,8 +14,8 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pytest
 
-from pipelines.iceberg.warehouse import IcebergWarehouse
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.tables import SCHEMAS
 
 MEMBERS = SCHEMAS["raw/group_members"]
 

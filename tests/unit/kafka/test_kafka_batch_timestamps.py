@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 from pipelines.context import RunContext
 from pipelines.kafka.batch_times import read_checkpoint
 from pipelines.kafka.extract import extract_log_end
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
 from testkit.segments import batch, control_batch, write_segment
 from testkit.timestamps import v2_batch, write_partition
 

@@ -17,7 +17,7 @@ from pipelines.kafka.mm2_records import (
     decode_checkpoint_value,
     decode_offset_sync,
 )
-from pipelines.reading import read_arrow
+from pipelines.warehouse.reading import read_arrow
 from testkit.segments import batch, write_segment
 
 # kafka-python's encoders of the structs MirrorMaker declares (OffsetSync, Checkpoint)

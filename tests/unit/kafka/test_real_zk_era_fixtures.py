@@ -16,7 +16,7 @@ from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.kafka.extract import extract_offsets
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -17,7 +17,7 @@ from pipelines.quality.marts import (
     declaration_path,
     load_contracts,
 )
-from pipelines.reading import SchemaMismatch, read_arrow
+from pipelines.warehouse.reading import SchemaMismatch, read_arrow
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 ROW = dict(source="kafka", group_id="g", topic="t", partition=0, broker_id=None, offsets_partition=3, log_offset=9,

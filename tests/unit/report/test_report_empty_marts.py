@@ -7,9 +7,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from pipelines.context import RunContext
-from pipelines.reading import read_built
 from pipelines.steps import report
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.reading import read_built
+from pipelines.warehouse.tables import SCHEMAS
 
 
 def test_an_empty_mart_is_empty_and_a_missing_one_not_built(warehouse):

@@ -14,7 +14,7 @@ from pipelines.context import RunContext
 from pipelines.report import charts, page
 from pipelines.report.rebalances import RebalanceFacts
 from pipelines.report.write import write_findings_csv, write_report
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.tables import SCHEMAS
 
 T0 = datetime(2025, 3, 4, 5, 6, tzinfo=UTC)
 
@@ -101,7 +101,7 @@ def test_a_zookeeper_group_whose_offsets_stopped_while_the_log_moved_is_unhealth
 
 def test_kip848_group_findings_are_named_on_the_page_and_in_the_csv(warehouse):
     from pipelines.report.facts import GROUP_FINDINGS
-    from pipelines.tables import CONSUMER_GROUP_FINDINGS
+    from pipelines.warehouse.tables import CONSUMER_GROUP_FINDINGS
 
     assert tuple(GROUP_FINDINGS) == CONSUMER_GROUP_FINDINGS  # every name has its meaning on the page
     findings = [

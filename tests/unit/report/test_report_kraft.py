@@ -14,7 +14,7 @@ from pipelines.context import RunContext
 from pipelines.kraft.extract import extract_kraft
 from pipelines.report.metadata import min_insync_replicas
 from pipelines.report.write import write_report
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.tables import SCHEMAS
 from testkit import kraft as B
 
 A, BT, OLD, C, OLD2 = (B.topic_uuid(i) for i in (1, 2, 3, 4, 6))

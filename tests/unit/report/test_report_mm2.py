@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from pipelines.context import RunContext
 from pipelines.steps import report
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.tables import SCHEMAS
 
 GROUP = "<b>payments</b>"
 

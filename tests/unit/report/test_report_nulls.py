@@ -16,7 +16,7 @@ from pipelines.quality.marts import MARTS
 from pipelines.report.facts import gather
 from pipelines.report.page import render
 from pipelines.steps import report
-from pipelines.tables import CORE, RAW, SCHEMAS
+from pipelines.warehouse.tables import CORE, RAW, SCHEMAS
 
 T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 

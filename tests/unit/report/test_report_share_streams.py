@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from pipelines.context import RunContext
 from pipelines.quality.marts import MARTS
 from pipelines.steps import report
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.tables import SCHEMAS
 
 GROUP = "<b>queue</b>"
 ARCHIVED = "1 offsets archived unacknowledged (13; delivery count up to 5)"

@@ -13,7 +13,7 @@ from pipelines.quality.marts import MARTS
 from pipelines.report.facts import gather
 from pipelines.report.page import render
 from pipelines.report.write import write_report
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.tables import SCHEMAS
 
 STATUSES = ("ok", "wrong_owner", "unowned", "duplicate_owner", "unknown_owner", "unexpected_partition")
 

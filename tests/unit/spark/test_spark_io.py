@@ -28,7 +28,7 @@ def test_conform_nulls_only_the_columns_the_era_leaves_out(spark):
     from pyspark.errors import AnalysisException
 
     from pipelines.spark.schemas import table_schema
-    from pipelines.tables import ADDED_COLUMNS, ZOOKEEPER_STATE_COLUMNS
+    from pipelines.warehouse.tables import ADDED_COLUMNS, ZOOKEEPER_STATE_COLUMNS
 
     table = "core/settled_audit"
     declared = table_schema(table).names

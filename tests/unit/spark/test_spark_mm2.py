@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pipelines.spark import mm2
 from pipelines.spark.schemas import table_schema
-from pipelines.tables import MM2_FINDINGS, SCHEMAS
+from pipelines.warehouse.tables import MM2_FINDINGS, SCHEMAS
 
 
 def frame(spark, table, rows):

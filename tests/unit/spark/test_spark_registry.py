@@ -160,7 +160,7 @@ def test_wildcard_registrations_read_the_topics_their_filter_lets_through(spark,
 
 def test_live_rows_win_over_snapshot_rows_and_snapshot_alone_is_used(warehouse):
     from pipelines.spark.io import row_group_bounds
-    from pipelines.tables import RAW_ZNODES
+    from pipelines.warehouse.tables import RAW_ZNODES
     from testkit.znodes import znode_rows
 
     def sources(run_id):

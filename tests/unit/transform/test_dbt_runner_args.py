@@ -14,9 +14,9 @@ import yaml
 from pipelines.context import RunContext
 from pipelines.errors import StepError
 from pipelines.spark.schemas import spark_type
-from pipelines.tables import SCHEMAS
 from pipelines.transform import dbt_runner, project
 from pipelines.transform.sources import SOURCES, run_sources
+from pipelines.warehouse.tables import SCHEMAS
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 
 from pipelines.context import RunContext
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "zk-real"

@@ -12,8 +12,8 @@ from pathlib import Path
 from rich.console import Console
 
 from pipelines.context import RunContext
-from pipelines.reading import read_arrow
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
 from pipelines.zookeeper.extract import extract_snapshot
 
 

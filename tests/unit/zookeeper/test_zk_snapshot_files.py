@@ -259,7 +259,7 @@ def test_a_path_that_is_not_utf8_is_quarantined_with_its_subtree(tmp_path):
     from rich.console import Console
 
     from pipelines.context import RunContext
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
     from pipelines.zookeeper.extract import extract_snapshot
 
     def node(path: bytes, data=b"d", z=1):

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.errors import InputError
-from pipelines.reading import read_arrow
+from pipelines.warehouse.reading import read_arrow
 from pipelines.zookeeper.errors import ZkFormatError
 from pipelines.zookeeper.extract import extract_snapshot, read_offline
 from pipelines.zookeeper.txnlog import Damage, LogReader
@@ -66,7 +66,7 @@ def multi(*subs):
 
 
 def _ctx(tmp_path, run_id="r1"):
-    from pipelines.warehouse import Warehouse
+    from pipelines.warehouse.directory import Warehouse
 
     out = io.StringIO()
     return RunContext(Warehouse(tmp_path / "wh"), run_id, console=Console(file=out, width=300)), out

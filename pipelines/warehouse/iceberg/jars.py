@@ -10,7 +10,7 @@
   ``hadoop-aws`` needs the AWS SDK's full bundle (``software.amazon.awssdk:bundle``, hundreds of
   MB): Iceberg reads and writes a table's files through its own FileIO, never through Hadoop's.
 
-    python -m pipelines.iceberg.jars      # `make iceberg-jars`
+    python -m pipelines.warehouse.iceberg.jars      # `make iceberg-jars`
 
 copies each jar (``mvn dependency:copy``, no dependencies: each is self-contained) into
 ``<venv>/kaudit-iceberg-jars/``; a jar appears there whole (copied to a temporary name, then

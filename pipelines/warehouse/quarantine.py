@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines import arrow
-from pipelines.tables import RAW_QUARANTINE
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.tables import RAW_QUARANTINE
+from pipelines.warehouse.directory import Warehouse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

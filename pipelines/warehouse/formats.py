@@ -1,13 +1,13 @@
 """The warehouse's two formats and the one place that opens either: a Parquet directory
-(:class:`~pipelines.warehouse.Warehouse`) or Iceberg tables
-(:class:`~pipelines.iceberg.warehouse.IcebergWarehouse`)."""
+(:class:`~pipelines.warehouse.directory.Warehouse`) or Iceberg tables
+(:class:`~pipelines.warehouse.iceberg.warehouse.IcebergWarehouse`)."""
 
 from __future__ import annotations
 
 import os
 
 from pipelines.errors import UsageError
-from pipelines.warehouse import DEFAULT_ROOT, Warehouse
+from pipelines.warehouse.directory import DEFAULT_ROOT, Warehouse
 
 FORMATS = ("parquet", "iceberg")
 
@@ -28,7 +28,7 @@ def open_warehouse(location: str | os.PathLike = DEFAULT_ROOT, fmt: str = "parqu
             raise UsageError("a Parquet warehouse is a local directory without a catalog: "
                              "use --warehouse-format iceberg for an object-store URI or a --catalog")
         return Warehouse(location)
-    from pipelines.iceberg.warehouse import IcebergWarehouse
+    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 
     if is_uri and local is None:
         raise UsageError(f"--warehouse {text}: an object-store warehouse needs a local directory for its "

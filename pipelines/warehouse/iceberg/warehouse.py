@@ -1,6 +1,6 @@
 """A warehouse whose tables are Apache Iceberg tables of one catalog (``warehouse.format: iceberg``).
 
-It keeps :class:`~pipelines.warehouse.Warehouse`'s interface for the steps: a step stages its
+It keeps :class:`~pipelines.warehouse.directory.Warehouse`'s interface for the steps: a step stages its
 tables in a local directory (``<root>/<layer>/<table>/.staging.*``: Arrow writers, Spark's
 Parquet writes, exactly as for the Parquet layout) and, when the step ends without error, the
 staged rows are committed instead of renamed:
@@ -51,10 +51,10 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 
-from pipelines.iceberg import schemas
-from pipelines.iceberg.catalog import CatalogConfig
-from pipelines.runs import check_run_id
-from pipelines.warehouse import StepLock, Transaction, Warehouse
+from pipelines.warehouse.iceberg import schemas
+from pipelines.warehouse.iceberg.catalog import CatalogConfig
+from pipelines.warehouse.runs import check_run_id
+from pipelines.warehouse.directory import StepLock, Transaction, Warehouse
 
 LEDGER = "meta/commits"
 LEDGER_SCHEMA = pa.schema([
@@ -402,7 +402,7 @@ def is_table(name: str) -> bool:
 
 
 def spark_identifier(table: str) -> str:
-    from pipelines.iceberg.catalog import SPARK_CATALOG
+    from pipelines.warehouse.iceberg.catalog import SPARK_CATALOG
 
     layer, name = schemas.identifier(table)
     return f"{SPARK_CATALOG}.{layer}.{name}"

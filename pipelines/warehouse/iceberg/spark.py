@@ -5,14 +5,14 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.iceberg import jars, schemas
-from pipelines.iceberg.catalog import SPARK_CATALOG
-from pipelines.iceberg.warehouse import IcebergWarehouse, spark_identifier
+from pipelines.warehouse.iceberg import jars, schemas
+from pipelines.warehouse.iceberg.catalog import SPARK_CATALOG
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse, spark_identifier
 
 
 def session_conf(warehouse: IcebergWarehouse) -> dict[str, str]:
     """The catalog ``kaudit`` (Iceberg's ``SparkCatalog`` over the warehouse's SQL catalog) and
-    Iceberg's jars; :class:`~pipelines.iceberg.jars.JarsMissing` while they are not fetched."""
+    Iceberg's jars; :class:`~pipelines.warehouse.iceberg.jars.JarsMissing` while they are not fetched."""
     return warehouse.catalog_config.spark_conf(jars.paths())
 
 

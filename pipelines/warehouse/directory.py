@@ -1,4 +1,4 @@
-"""The warehouse: table paths, run ids and atomic run-partition writes (reads: ``pipelines.reading``).
+"""The warehouse: table paths, run ids and atomic run-partition writes (reads: ``pipelines.warehouse.reading``).
 
 Layout: ``<root>/<layer>/<table>/run_id=<id>/part-*.parquet`` (hive partitioning; the files
 themselves carry no ``run_id`` column, the directory does). Every writer stages into a hidden
@@ -37,8 +37,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.errors import KauditError
-from pipelines.runs import RunLog, check_run_id
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.runs import RunLog, check_run_id
+from pipelines.warehouse.tables import SCHEMAS
 
 
 class StepBusy(KauditError):
@@ -187,8 +187,8 @@ class Transaction:
 
 
 class Warehouse:
-    """The Parquet layout (this module's docstring); ``pipelines.iceberg.warehouse.IcebergWarehouse``
-    keeps the same interface with Iceberg tables (:func:`pipelines.warehouse_formats.open_warehouse` picks one)."""
+    """The Parquet layout (this module's docstring); ``pipelines.warehouse.iceberg.warehouse.IcebergWarehouse``
+    keeps the same interface with Iceberg tables (:func:`pipelines.warehouse.formats.open_warehouse` picks one)."""
 
     format = "parquet"
 

@@ -119,7 +119,7 @@ class CatalogConfig:
 
     def spark_conf(self, jars: list[Path]) -> dict[str, str]:
         """Spark settings that make ``kaudit`` an Iceberg ``SparkCatalog`` over the same catalog
-        and locations (``jars``: :func:`pipelines.iceberg.jars.paths`)."""
+        and locations (``jars``: :func:`pipelines.warehouse.iceberg.jars.paths`)."""
         prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
         conf = {
             "spark.jars": ",".join(str(j) for j in jars),

@@ -2,7 +2,7 @@
 against the other, its row count, and its Arrow view (:func:`read_arrow`). The Spark view
 (:func:`pipelines.spark.io.read_spark`) reads the same checked files.
 
-Declared schemas: raw and core tables in :mod:`pipelines.tables`, marts in their dbt contracts
+Declared schemas: raw and core tables in :mod:`pipelines.warehouse.tables`, marts in their dbt contracts
 (``models/marts/_marts__models.yml``, read by :mod:`pipelines.quality.marts`). A file whose
 columns or types differ from the declaration is an error naming the file and the columns
 (:class:`SchemaMismatch`), never a column of nulls or a silent cast; the only columns a raw or
@@ -10,7 +10,7 @@ core file may lack are the KRaft-only ones of ``ADDED_COLUMNS`` (null where the 
 registry built the table). ``run_id`` is the hive partition (``<table>/run_id=<id>/``), not a
 column of the files; the views add it.
 
-In an Iceberg warehouse (:class:`~pipelines.iceberg.warehouse.IcebergWarehouse`) the same
+In an Iceberg warehouse (:class:`~pipelines.warehouse.iceberg.warehouse.IcebergWarehouse`) the same
 functions read the run's partition of the Iceberg table (marts: ``marts.<name>``, built by dbt)
 at the snapshot the run's ledger recorded (a time-travel read: a later run, or a later commit
 of the same table, never changes what a read of this run returns), cast back to the declared
@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 
 from pipelines.errors import StepError
 from pipelines.quality.marts import DECLARATION, MARTS, PARTITION_COLUMN
-from pipelines.tables import ADDED_COLUMNS, RAW, SCHEMAS
-from pipelines.warehouse import Warehouse
+from pipelines.warehouse.tables import ADDED_COLUMNS, RAW, SCHEMAS
+from pipelines.warehouse.directory import Warehouse
 
 
 class SchemaMismatch(StepError):
@@ -64,7 +64,7 @@ def check_schema(table: str, schema: pa.Schema, where: Path | str) -> None:
     problems += [f"undeclared column {c}" for c in got if c not in declared.names]
     if problems:
         what = (f"mart {table.split('/', 1)[1]} does not match its contract ({DECLARATION})" if mart
-                else f"{table} does not match its declared schema (pipelines/tables.py)")
+                else f"{table} does not match its declared schema (pipelines/warehouse/tables.py)")
         raise SchemaMismatch(f"{where}: {what}: " + "; ".join(problems))
 
 

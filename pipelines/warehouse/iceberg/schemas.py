@@ -1,4 +1,4 @@
-"""The declared Arrow schemas (:mod:`pipelines.tables`) as Iceberg schemas: the one mapping.
+"""The declared Arrow schemas (:mod:`pipelines.warehouse.tables`) as Iceberg schemas: the one mapping.
 
 Every warehouse table ``<layer>/<name>`` is the Iceberg table ``<layer>.<name>`` of the catalog
 (namespace = layer). Its columns are the declared ones, in order, then the columns the Parquet
@@ -32,7 +32,7 @@ Every declared column is nullable (the contracts allow nulls), so every Iceberg 
 partition columns and map keys is optional. Field ids are assigned depth first from 1, so the
 same declared schema always maps to the same Iceberg schema.
 
-The declarations (:func:`declaration`): raw and core tables in :mod:`pipelines.tables`, marts
+The declarations (:func:`declaration`): raw and core tables in :mod:`pipelines.warehouse.tables`, marts
 (``marts/<name>``: the Iceberg table ``marts.<name>`` dbt builds) in their dbt contracts
 (:data:`pipelines.quality.marts.MARTS`). A timestamp Spark wrote in microseconds is read back
 floored to the declared milliseconds, as the Parquet layout's Spark writes store it
@@ -62,7 +62,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from pipelines.tables import SCHEMAS
+from pipelines.warehouse.tables import SCHEMAS
 
 RUN_ID = "run_id"
 STEP = "step"
