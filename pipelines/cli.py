@@ -126,20 +126,10 @@ def _run(ctx: typer.Context, kind: str) -> RunContext:
     """The command's RunContext, its run chosen by the rule of :mod:`pipelines.warehouse.runs`; says which
     run on the command's first line."""
     opts: _Options = ctx.find_object(_Options)
-    if opts.warehouse.format == "iceberg":
-        _iceberg_ready(ctx, opts.cluster)
     choice = choose(opts.warehouse.root, opts.run_id, kind)
     run = opts.context(choice.run_id)
     run.say(choice.line(opts.warehouse.runs.info(choice.run_id) if choice.how == "continued" else None))
     return run
-
-
-def _iceberg_ready(ctx: typer.Context, cluster: str | None) -> None:
-    """A usage error for what an Iceberg warehouse cannot do yet: a named cluster's tables
-    (``--cluster``: kept in a Parquet warehouse of its own)."""
-    if cluster is not None:
-        raise UsageError("--cluster: a run of several clusters is not on an Iceberg warehouse yet; "
-                         "use --warehouse-format parquet")
 
 
 # --- extract ---------------------------------------------------------------------------------

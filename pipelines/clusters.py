@@ -1,6 +1,8 @@
 """Runs that hold several clusters: each cluster of a run has an alias, and its extracted tables
 live in a warehouse of their own under the main one, ``<warehouse>/clusters/<alias>/``, with the
-same layout and the same run ids (``<layer>/<table>/run_id=<id>/``). The default alias is the
+same layout and the same run ids (``<layer>/<table>/run_id=<id>/``); on an Iceberg warehouse, in
+the same catalog under the namespace ``clusters.<alias>`` (``kaudit.clusters.<alias>.raw.znodes``),
+its run records and locks in ``<warehouse>/clusters/<alias>/``. The default alias is the
 main warehouse itself, so a single-cluster run is laid out as it always was, and the existing
 steps read only the default cluster. Cross-cluster audits (MirrorMaker 2) read the run's
 partitions of every alias and write their core tables into the main warehouse, each row naming
@@ -28,7 +30,14 @@ def cluster_warehouse(warehouse: Warehouse, alias: str | None) -> Warehouse:
     """The warehouse of cluster ``alias`` (None or the default alias: ``warehouse`` itself)."""
     if alias is None or alias == DEFAULT_ALIAS:
         return warehouse
-    return Warehouse(warehouse.root / CLUSTERS_DIR / check_alias(alias))
+    local = warehouse.root / CLUSTERS_DIR / check_alias(alias)
+    if warehouse.format == "iceberg":  # the same catalog and location, the tables under clusters.<alias>
+        from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+
+        config = warehouse.catalog_config
+        return IcebergWarehouse(local, location=config.location, catalog=config.uri,
+                                namespace=(CLUSTERS_DIR, alias))
+    return Warehouse(local)
 
 
 def aliases(warehouse: Warehouse, run_id: str, table: str) -> list[str]:
@@ -38,5 +47,5 @@ def aliases(warehouse: Warehouse, run_id: str, table: str) -> list[str]:
     root = warehouse.root / CLUSTERS_DIR
     if root.is_dir():
         out += [d.name for d in sorted(root.iterdir())
-                if d.is_dir() and RUN_ID.match(d.name) and Warehouse(d).exists(table, run_id)]
+                if d.is_dir() and RUN_ID.match(d.name) and cluster_warehouse(warehouse, d.name).exists(table, run_id)]
     return out

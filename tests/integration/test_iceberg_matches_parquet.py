@@ -135,3 +135,30 @@ def test_postgres_catalog_holds_the_parquet_rows(parquet_run, tmp_path):
         catalogued = {f"{ns}/{name}" for ns, name in pg.sql(
             "select table_namespace, table_name from iceberg_tables where catalog_name = 'kaudit'")}
         assert {t for (_, t) in iceberg.snapshots(RUN)} <= catalogued
+
+
+def test_named_clusters_on_iceberg_hold_the_parquet_rows(tmp_path):
+    """``--cluster`` on an Iceberg warehouse: MirrorMaker 2's two clusters (the demo's real 4.3.1
+    pair) extracted into ``clusters.<alias>`` namespaces of the one catalog, the cross-cluster
+    audit built by Spark from them: the same ``core/mm2_*`` rows as on Parquet."""
+    from pipelines.demo import REAL
+
+    data = REAL / "mm2-4.3.1"
+    warehouses = {}
+    for fmt in ("parquet", "iceberg"):
+        root = tmp_path / fmt
+        options = ["--warehouse", str(root), "--warehouse-format", fmt]
+        for alias in ("source", "target"):
+            for command in ("offsets", "mm2"):
+                _kaudit([*options, "--cluster", alias, "extract", command, str(data / alias / "logs")])
+        _kaudit([*options, "build", "--skip-dbt"])
+        warehouses[fmt] = root
+    parquet, iceberg = Warehouse(warehouses["parquet"]), IcebergWarehouse(warehouses["iceberg"])
+    assert iceberg.catalog.table_exists(("clusters", "source", "raw", "mm2_checkpoints"))
+    # the cluster's table files in its namespace's place under the one location, as Iceberg tables
+    assert (warehouses["iceberg"] / "clusters" / "source" / "raw" / "mm2_checkpoints" / "metadata").is_dir()
+    assert not list((warehouses["iceberg"] / "clusters").glob("*/raw/*/run_id=*")), "Parquet run partitions"
+    for table in ("core/mm2_failover", "core/mm2_findings"):
+        want = read_arrow(parquet, table, RUN, with_run_id=False)
+        assert want.num_rows > 0, table
+        assert _rows(iceberg.read_arrow(table, RUN)) == _rows(want), table

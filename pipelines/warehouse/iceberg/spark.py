@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from pipelines.warehouse.iceberg import jars, schemas
 from pipelines.warehouse.iceberg.catalog import SPARK_CATALOG
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse, spark_identifier
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 
 
 def session_conf(warehouse: IcebergWarehouse) -> dict[str, str]:
@@ -26,7 +26,7 @@ def read_table(spark: SparkSession, warehouse: IcebergWarehouse, table: str, run
     sid = warehouse.snapshot_id(table, run_id)
     if sid is None:  # (an empty local relation: no Python workers, see ``empty_frame``)
         return empty(spark, table, with_run_id)
-    df = (spark.read.option("versionAsOf", sid).table(spark_identifier(table))
+    df = (spark.read.option("versionAsOf", sid).table(warehouse.spark_identifier(table))
           .where(F.col(schemas.RUN_ID) == F.lit(run_id)))
     # a cast only where Iceberg's type is wider than the declared one (int for a short or byte):
     # a column cast without need is a new attribute, and a plan that joins a frame read here

@@ -78,9 +78,11 @@ class IcebergWarehouse(Warehouse):
 
     format = "iceberg"
 
-    def __init__(self, root, location: str | None = None, catalog: str | None = None):
+    def __init__(self, root, location: str | None = None, catalog: str | None = None,
+                 namespace: tuple[str, ...] = ()):
         super().__init__(root)
         self.catalog_config = CatalogConfig.for_warehouse(self.root, location, catalog)
+        self.namespace = namespace  # before every table's layer: a named cluster's tables (pipelines.clusters)
         self._catalog = None
         self._loaded: dict[str, object] = {}  # table -> its pyiceberg Table, as last loaded
         self._ledger_cache: dict[str, tuple[int | None, pa.Table]] = {}  # run -> (ledger snapshot, its rows)
@@ -105,15 +107,18 @@ class IcebergWarehouse(Warehouse):
         return self._catalog
 
     def table(self, table: str, declared: pa.Schema | None = None):
-        """The Iceberg table of warehouse ``table`` (created, with its namespace, on first use)."""
-        ident = schemas.identifier(table)
+        """The Iceberg table of warehouse ``table`` (created, with its namespace, on first use),
+        its files under ``<location>/<namespace>/<table>/`` (``raw/znodes``,
+        ``clusters/<alias>/raw/znodes``)."""
+        ident = self.ident(table)
         cat = self.catalog
-        cat.create_namespace_if_not_exists(ident[0])
+        cat.create_namespace_if_not_exists(ident[:-1])
         if cat.table_exists(ident):
             return cat.load_table(ident)
         schema = schemas.iceberg_schema(table, declared if declared is not None else self._declared(table))
         try:
             return cat.create_table(ident, schema=schema, partition_spec=schemas.partition_spec(schema, table),
+                                    location="/".join((self.catalog_config.location, *ident)),
                                     properties={"write.parquet.compression-codec": "zstd"})
         except Exception:
             if cat.table_exists(ident):  # another writer created it first
@@ -124,13 +129,22 @@ class IcebergWarehouse(Warehouse):
     def _declared(table: str) -> pa.Schema:
         return LEDGER_SCHEMA if table == LEDGER else schemas.declaration(table)
 
+    def ident(self, table: str) -> tuple[str, ...]:
+        """The catalog's identifier of warehouse ``table``: ``raw/znodes`` -> ``("raw", "znodes")``,
+        a named cluster's ``("clusters", <alias>, "raw", "znodes")``."""
+        return (*self.namespace, *schemas.identifier(table))
+
+    def spark_identifier(self, table: str) -> str:
+        """``table`` as Spark names it: ``kaudit.raw.znodes``, ``kaudit.clusters.<alias>.raw.znodes``."""
+        return spark_identifier(table, self.namespace)
+
     # -- reads -----------------------------------------------------------------------------
     def _load(self, table: str, snapshot_id: int | None = None):
         """The pyiceberg table of ``table``: as last loaded when that holds ``snapshot_id``,
         else loaded again from the catalog."""
         ice = self._loaded.get(table)
         if ice is None or snapshot_id is None or ice.snapshot_by_id(snapshot_id) is None:
-            ice = self._loaded[table] = self.catalog.load_table(schemas.identifier(table))
+            ice = self._loaded[table] = self.catalog.load_table(self.ident(table))
         return ice
 
     def _metadata_location(self, table: str) -> str | None:
@@ -138,11 +152,11 @@ class IcebergWarehouse(Warehouse):
         the SQL catalog's ``iceberg_tables``, without reading the file."""
         from sqlalchemy import text
 
-        layer, name = schemas.identifier(table)
+        ident = self.ident(table)
         with self.catalog.engine.connect() as db:
             row = db.execute(text("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = :c "
                                   "AND table_namespace = :n AND table_name = :t"),
-                             {"c": self.catalog.name, "n": layer, "t": name}).first()
+                             {"c": self.catalog.name, "n": ".".join(ident[:-1]), "t": ident[-1]}).first()
         return None if row is None else row[0]
 
     def _ledger(self):
@@ -153,7 +167,7 @@ class IcebergWarehouse(Warehouse):
         if ice is not None and ice.metadata_location == self._metadata_location(LEDGER):
             return ice
         try:
-            ice = self._loaded[LEDGER] = self.catalog.load_table(schemas.identifier(LEDGER))
+            ice = self._loaded[LEDGER] = self.catalog.load_table(self.ident(LEDGER))
         except NoSuchTableError:
             return None
         return ice
@@ -200,9 +214,9 @@ class IcebergWarehouse(Warehouse):
         return self.written(table, run_id)[0]
 
     def run_ids(self, table: str) -> list[str]:
-        if not self.catalog.table_exists(schemas.identifier(LEDGER)):
+        if not self.catalog.table_exists(self.ident(LEDGER)):
             return []
-        rows = self.catalog.load_table(schemas.identifier(LEDGER)).scan(selected_fields=("run_id", "table_name"))
+        rows = self.catalog.load_table(self.ident(LEDGER)).scan(selected_fields=("run_id", "table_name"))
         data = rows.to_arrow()
         return sorted(set(data.filter(pa.compute.equal(data["table_name"], table))["run_id"].to_pylist()))
 
@@ -345,7 +359,7 @@ class IcebergWarehouse(Warehouse):
         from pipelines.spark.schemas import empty_frame, table_schema
 
         self.table(table, declared)  # created by pyiceberg with the declared mapping
-        ident = spark_identifier(table)
+        ident = self.spark_identifier(table)
         token = uuid.uuid4().hex
         if files:
             df = spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files])
@@ -401,11 +415,10 @@ def is_table(name: str) -> bool:
     return "/" in name
 
 
-def spark_identifier(table: str) -> str:
+def spark_identifier(table: str, namespace: tuple[str, ...] = ()) -> str:
     from pipelines.warehouse.iceberg.catalog import SPARK_CATALOG
 
-    layer, name = schemas.identifier(table)
-    return f"{SPARK_CATALOG}.{layer}.{name}"
+    return ".".join((SPARK_CATALOG, *namespace, *schemas.identifier(table)))
 
 
 def _active_spark():

@@ -47,6 +47,31 @@ def test_extract_with_cluster_writes_under_its_alias(tmp_path):
     assert code == 2 and "cluster alias" in out and "Traceback" not in out
 
 
+def test_on_iceberg_a_cluster_has_its_namespace_in_the_one_catalog(tmp_path):
+    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+
+    logs = tmp_path / "logs"
+    write_segment(logs / "mm2-offset-syncs.east.internal-0" / "00000000000000000000.log",
+                  [batch([(SYNC_KEY.encode(["t", 0]), SYNC_VALUE.encode([7, 3]))], base_offset=0, timestamp_ms=1)])
+    wh = tmp_path / "wh"
+    for cluster in (["--cluster", "west"], []):
+        code, out = kaudit("--warehouse", str(wh), "--warehouse-format", "iceberg", "--run-id", "r", *cluster,
+                           "extract", "mm2", str(logs))
+        assert code == 0, out
+    main = IcebergWarehouse(wh)
+    assert aliases(main, "r", "raw/mm2_offset_syncs") == [DEFAULT_ALIAS, "west"]
+    west = cluster_warehouse(main, "west")
+    assert west.catalog_config == main.catalog_config and west.root == wh / "clusters" / "west"
+    assert [(r["target_alias"], r["topic"], r["upstream_offset"], r["downstream_offset"])
+            for r in read_arrow(west, "raw/mm2_offset_syncs", "r").to_pylist()] == [("east", "t", 7, 3)]
+    # one catalog: the cluster's table and its own ledger under clusters.west, the default's as before
+    for ident in (("clusters", "west", "raw", "mm2_offset_syncs"), ("clusters", "west", "meta", "commits"),
+                  ("raw", "mm2_offset_syncs"), ("meta", "commits")):
+        assert main.catalog.table_exists(ident), ident
+    assert west.ident("raw/mm2_offset_syncs") == ("clusters", "west", "raw", "mm2_offset_syncs")
+    assert west.spark_identifier("raw/mm2_offset_syncs") == "kaudit.clusters.west.raw.mm2_offset_syncs"
+
+
 FIXTURE = REAL / "mm2-4.3.1"
 
 
