@@ -245,29 +245,24 @@ class Tree:
     def delete(self, path: str, zxid: int) -> bool:
         parent_path = path[: path.rfind("/")]
         p = self.lookup(parent_path)
-        i = self.lookup(path)
-        if p is None or i is None:
-            if p is not None and zxid > self.cols["pzxid"][p]:
-                self._unhash(p)
-                self.cols["pzxid"][p] = zxid
-                self._rehash(p)
-            self._record("delete", path, zxid)
-            return False
-        if zxid > self.cols["pzxid"][p]:
+        if p is not None and zxid > self.cols["pzxid"][p]:  # also when the child is gone already
             self._unhash(p)
             self.cols["pzxid"][p] = zxid
             self._rehash(p)
+        self._record("delete", path, zxid)
+        i = self.lookup(path)
+        if p is None or i is None:
+            return False
         self._unhash(i)
         self.alive[i] = False
         del self.index[path]
         self.new_data.pop(i, None)
-        self._record("delete", path, zxid)
         return True
 
     def set_data(self, path: str, data, version: int, zxid: int, time: int) -> bool:
+        self._record("set", path, zxid, data, version)
         i = self.lookup(path)
         if i is None:
-            self._record("set", path, zxid, data, version)
             return False
         self._unhash(i)
         self.new_data[i] = data
@@ -275,7 +270,6 @@ class Tree:
         self.cols["mzxid"][i] = zxid
         self.cols["version"][i] = version
         self._rehash(i)
-        self._record("set", path, zxid, data, version)
         return True
 
     def set_acl(self, path: str, version: int) -> bool:
