@@ -48,6 +48,13 @@ judged as (
             end
         ) as target_faults
     from epochs
+),
+
+faulted as (
+    select
+        *,
+        coalesce(not is_transition, true) and target_faults <> '' as is_fault
+    from judged
 )
 
 select
@@ -70,6 +77,6 @@ select
     unassigned,
     targeted_twice,
     standby_with_active,
-    coalesce(not is_transition, true) and target_faults <> '' as is_fault,
-    case when coalesce(not is_transition, true) and target_faults <> '' then target_faults end as fault
-from judged
+    is_fault,
+    case when is_fault then target_faults end as fault
+from faulted
