@@ -97,7 +97,7 @@ def _comments(source: str) -> dict[int, str]:
 
 def _declared_columns(source: str) -> dict[str, list[tuple[str, int]]]:
     """For every schema of ``tables.py``, its columns as ``(name, line)`` in declaration order:
-    the ``pa.schema([...])`` calls of module constants and of the ``RAW``/``CORE`` dicts, their
+    the ``pa.schema([...])`` calls of module constants and of the ``RAW``/``CORE``/``QUALITY`` dicts, their
     ``("name", type)`` tuples and ``*LIST`` spreads resolved."""
     tree = ast.parse(source)
     lists: dict[str, ast.AST] = {}
@@ -120,7 +120,7 @@ def _declared_columns(source: str) -> dict[str, list[tuple[str, int]]]:
         return out
 
     tables: dict[str, list[tuple[str, int]]] = {}
-    for name in ("RAW", "CORE"):
+    for name in ("RAW", "CORE", "QUALITY"):
         value = lists.get(name)
         if isinstance(value, ast.Dict):
             for key, val in zip(value.keys, value.values, strict=True):
@@ -130,12 +130,12 @@ def _declared_columns(source: str) -> dict[str, list[tuple[str, int]]]:
 
 
 def _arrow_tables() -> list[str]:
-    from pipelines.warehouse.tables import CORE, RAW
+    from pipelines.warehouse.tables import CORE, QUALITY, RAW
 
     source = TABLES_PY.read_text(encoding="utf-8")
     notes, declared = _comments(source), _declared_columns(source)
     out: list[str] = []
-    for layer, schemas in (("raw", RAW), ("core", CORE)):
+    for layer, schemas in (("raw", RAW), ("core", CORE), ("quality", QUALITY)):
         out += [f"## {layer}", ""]
         for table, schema in schemas.items():
             lines = dict(declared.get(table, []))
@@ -170,7 +170,7 @@ def tables_page() -> str:
     body = [
         "# Table reference",
         "",
-        "Every warehouse table kaudit writes, as it is declared: the raw and core tables by their "
+        "Every warehouse table kaudit writes, as it is declared: the raw, core and quality tables by their "
         "Arrow schemas in `pipelines/warehouse/tables.py` (notes: the comments beside the columns there), "
         "the marts by their dbt contracts in `models/marts/_marts__models.yml`. All are Parquet, "
         "hive-partitioned by `run_id=<id>/` under the warehouse directory; timestamps are UTC. "

@@ -32,6 +32,7 @@ DATASOURCES = {
 BATCH = "whole"
 SITE = "kaudit"
 TABLE_LEVEL = ("expect_table_",)
+GX_KEYS = ("element_count", "unexpected_count", "unexpected_percent", "observed_value")  # of a result's ``result``
 
 for _name in ("great_expectations", "py4j"):
     logging.getLogger(_name).setLevel(logging.ERROR)
@@ -48,6 +49,10 @@ class CheckResult:
     observed: object = None
     error: str | None = None
     extra: dict = field(default_factory=dict)
+    # Great Expectations' own answer, as it returned it: success, element_count,
+    # unexpected_count, unexpected_percent, observed_value (a key it gave none of is absent)
+    gx: dict = field(default_factory=dict)
+    evaluated_at: datetime | None = None  # the run time of the GX validation
 
     @property
     def table_level(self) -> bool:
@@ -153,6 +158,7 @@ class GxProject:
                 name=f"{suite_name}.{view}", data=self._batch_definition(_engine(frame), view), suite=gx_suite
             )
         )
+        evaluated_at = datetime.now(UTC)
         outcome = definition.run(
             batch_parameters={"dataframe": frame},
             # no rendered query of the unexpected rows: GX renders it by analysing
@@ -164,12 +170,14 @@ class GxProject:
                 "unexpected_index_column_names": [ROW_ID],
                 "return_unexpected_index_query": False,
             },
-            run_id=RunIdentifier(run_name=run_id, run_time=datetime.now(UTC)),
+            run_id=RunIdentifier(run_name=run_id, run_time=evaluated_at),
         )
         results = []
         for r in outcome.results:
             check = by_name[r.expectation_config.meta["kaudit_check"]]
-            results.append(_check_result(check, suite_name, r))
+            result = _check_result(check, suite_name, r)
+            result.evaluated_at = evaluated_at
+            results.append(result)
         order = {c.name: i for i, c in enumerate(checks)}
         return sorted(results, key=lambda c: order[c.check.name])
 
@@ -206,12 +214,13 @@ def _check_result(check: Check, suite: str, r) -> CheckResult:
     if info.get("raised_exception"):
         error = str(info.get("exception_message") or "expectation raised an exception").splitlines()[0]
     res = r.result or {}
+    gx = {"success": r.success, **{k: res[k] for k in GX_KEYS if k in res}}
     table_level = check.expectation.expectation_type.startswith(TABLE_LEVEL)
     if table_level:
         observed = res.get("observed_value")
         rows = _int(observed)
         unexpected = 0 if r.success else rows
-        return CheckResult(check, suite, bool(r.success), unexpected, rows, None, observed, error)
+        return CheckResult(check, suite, bool(r.success), unexpected, rows, None, observed, error, gx=gx)
     ids = None
     if "unexpected_index_list" in res:
         ids = [int(item[ROW_ID]) for item in res["unexpected_index_list"] or []]
@@ -227,6 +236,7 @@ def _check_result(check: Check, suite: str, r) -> CheckResult:
         ids,
         res.get("observed_value"),
         error,
+        gx=gx,
     )
 
 

@@ -2,8 +2,9 @@
 
 Writes ``validation/run_id=<id>/results.json`` (one entry per check: suite, expectation,
 success, unexpected_count, level, description, ...) and ``failures/<check>.parquet`` (the
-failing rows of each failed check), staged and published atomically as the run's partition,
-then rebuilds the shared Data Docs site ``validation/data_docs/``."""
+failing rows of each failed check), and the same checks as rows of the warehouse table
+``quality/validation_results`` (``pipelines.quality.results``), staged and published
+atomically with the step, then rebuilds the shared Data Docs site ``validation/data_docs/``."""
 
 from __future__ import annotations
 
@@ -119,9 +120,12 @@ def run_validation(ctx: RunContext, strict: bool = False) -> list[dict]:
 
 def _run_suites(ctx: RunContext, project, suites, views: dict, no_data: dict[str, str]) -> tuple[list[dict], Path]:
     """Every check of ``suites`` on the computed ``views`` (a view in ``no_data`` gets no-data
-    entries); writes results.json and the failing rows as the run's partition, then the Data
-    Docs. Returns the entries and the Data Docs' index."""
+    entries); writes results.json, the failing rows and the table ``quality/validation_results``
+    as the run's partition, then the Data Docs. Returns the entries and the Data Docs' index."""
+    from pipelines.quality import results
+
     entries: list[dict] = []
+    rows: list[dict] = []
     total = sum(len(s.checks) for s in suites)
     with ctx.warehouse.transaction(ctx.run_id, step="validate") as tx:
         out = tx.staging_dir(VALIDATION)
@@ -133,15 +137,18 @@ def _run_suites(ctx: RunContext, project, suites, views: dict, no_data: dict[str
                     checks = [c for c in suite.checks if c.view == view]
                     if view in no_data:
                         entries += [no_data_entry(suite.name, c, no_data[view]) for c in checks]
+                        rows += [results.no_data_row(suite.name, c, no_data[view]) for c in checks]
                         progress.advance(task, len(checks))
                         continue
                     progress.update(task, description=f"{suite.name}: {view}")
                     for res in project.run_checks(suite.name, view, views[view].frame, checks, ctx.run_id):
                         entries.append(result_entry(res))
+                        rows.append(results.result_row(res))
                         if not res.success and res.error is None:
                             _export_failures(views[view], res, out / "failures" / f"{res.check.name}.parquet")
                         progress.advance(task)
         (out / RESULTS_FILE).write_text(json.dumps(entries, indent=2, default=str) + "\n")
+        tx.write(results.TABLE, results.results_table(rows))
         docs = project.build_docs(ctx.run_id)
     return entries, docs
 

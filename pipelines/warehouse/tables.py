@@ -832,7 +832,31 @@ CORE = {
     ),
 }
 
-SCHEMAS = {**RAW, **CORE}
+# what the checks of `kaudit validate` found, one row per check of the run (pipelines.quality.results)
+QUALITY = {
+    "quality/validation_results": pa.schema(
+        [
+            ("suite", pa.string()),  # the kaudit suite (expectations/<suite>.py)
+            ("expectation", pa.string()),  # the check's name (its key in results.json)
+            ("gx_expectation", pa.string()),  # Great Expectations' expectation type
+            ("view", pa.string()),  # the validation view the check reads (pipelines.quality.views)
+            ("columns", STR_LIST),  # the view's columns the expectation names; empty: a table-level check
+            ("level", pa.string()),  # error | warning
+            ("success", pa.bool_()),  # null: not evaluated (no data: see no_data)
+            ("element_count", pa.int64()),  # as Great Expectations returned them; null: not in its result
+            ("unexpected_count", pa.int64()),
+            ("unexpected_percent", pa.float64()),
+            ("observed_value", pa.float64()),  # a numeric observed value (a row count)
+            ("observed_json", pa.string()),  # the observed value of any type, as JSON
+            ("error", pa.string()),  # the exception the expectation raised
+            ("no_data", pa.string()),  # why the check was not evaluated
+            ("description", pa.string()),
+            ("evaluated_at", TS),  # when Great Expectations ran the check's suite
+        ]
+    ),
+}
+
+SCHEMAS = {**RAW, **CORE, **QUALITY}
 
 # the named findings of core/share_group_findings
 SHARE_GROUP_FINDINGS = ("archived_unacknowledged", "partition_unassigned", "member_epoch_ahead", "share_state_unknown",

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from gx_oracle import check_results_table  # (tests/integration)
 
 from pipelines.cli import main
 from pipelines.quality.marts import MARTS
@@ -191,6 +192,8 @@ def test_planted_faults_are_flagged_exactly_and_strict_exits_3(spark, shared_war
 
     docs = warehouse.root / "validation" / "data_docs" / "index.html"
     assert docs.exists() and "faulty" in docs.read_text()
+    # the same checks as rows of the warehouse table quality/validation_results, as GX returned them
+    check_results_table(warehouse, "faulty", PLANTED, NO_DATA)
 
 
 def test_clean_run_passes_and_strict_exits_0(spark, shared_warehouse):
