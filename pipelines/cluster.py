@@ -16,8 +16,14 @@ running process with the zip added (``SparkContext.addPyFile``):
   the driver JVM starts, which spark-submit does and an in-process session cannot;
 - a failed or killed job cannot take the CLI's JVM (or the Airflow worker) with it.
 
-The warehouse must be a path every node sees (a shared filesystem, or the same mount): the
-driver and the executors read and write it directly.
+A Parquet warehouse must be a path every node sees (a shared filesystem, or the same mount):
+the driver and the executors read and write it directly. An Iceberg warehouse needs no shared
+mount: the job gets the catalog and the tables' location (``--warehouse-format iceberg
+--warehouse LOCATION --catalog URI --warehouse-local DIR``) and spark-submit gets Iceberg's jars
+(``spark.jars``, fetched by the executors from the driver) and the catalog's settings, S3's
+endpoint and keys among them (``spark.sql.catalog.kaudit.*``): the executors read and write the
+tables' files at their location (``s3a://bucket/prefix``) through Iceberg's FileIO, and only the
+driver, which commits every snapshot, opens the catalog and the local directory.
 """
 
 from __future__ import annotations
@@ -122,15 +128,35 @@ def submit_command(
     cmd = [str(spark_submit_binary()), "--master", ctx.spark_master or "local[*]",
            "--name", f"kaudit-{step}-{ctx.run_id}"]
     cmd += ["--py-files", str(py_files or build_package())]
-    for key, value in sorted(ctx.spark_conf.items()):
+    for key, value in sorted({**warehouse_conf(ctx.warehouse), **ctx.spark_conf}.items()):
         cmd += ["--conf", f"{key}={value}"]
     return cmd + job_command(ctx, step, args)
 
 
+def warehouse_conf(warehouse) -> dict[str, str]:
+    """The spark-submit settings a warehouse needs: none for Parquet; for Iceberg its catalog
+    as Spark's catalog ``kaudit`` and Iceberg's jars (:func:`pipelines.warehouse.iceberg.spark.session_conf`)."""
+    if warehouse.format != "iceberg":
+        return {}
+    from pipelines.warehouse.iceberg.spark import session_conf
+
+    return session_conf(warehouse)
+
+
+def warehouse_args(warehouse) -> list[str]:
+    """The job's options naming ``warehouse``: its directory; for Iceberg the tables' location,
+    the format, the catalog and the driver's local directory."""
+    if warehouse.format != "iceberg":
+        return ["--warehouse", str(warehouse.root)]
+    config = warehouse.catalog_config
+    return ["--warehouse", config.location, "--warehouse-format", "iceberg", "--catalog", config.uri,
+            "--warehouse-local", str(warehouse.root)]
+
+
 def job_command(ctx: RunContext, step: str, args: list[str] | None = None) -> list[str]:
-    """The job's script and its arguments (the run's ``--warehouse`` and ``--run-id``, then
-    ``args``): what follows spark-submit's own options."""
-    return [str(job_path(step)), "--warehouse", str(ctx.warehouse.root), "--run-id", ctx.run_id, *(args or [])]
+    """The job's script and its arguments (the run's warehouse, ``--run-id``, then ``args``):
+    what follows spark-submit's own options."""
+    return [str(job_path(step)), *warehouse_args(ctx.warehouse), "--run-id", ctx.run_id, *(args or [])]
 
 
 def submit_job(ctx: RunContext, step: str, args: list[str] | None = None) -> None:

@@ -94,7 +94,7 @@ def plan_json(cfg: AuditConfig, ctx: RunContext, units: list[str]) -> str:
             "run_id": ctx.run_id,
             "warehouse": str(ctx.warehouse.root),
             "spark_master": ctx.spark_master,
-            "spark_conf": ctx.spark_conf,
+            "spark_conf": {**cluster.warehouse_conf(ctx.warehouse), **ctx.spark_conf},
             "units": units,
             "extract_units": [u for u in units if u.startswith("extract:")],
             "spark_jobs": {

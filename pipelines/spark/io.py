@@ -7,6 +7,9 @@ or only Kafka logs, still builds.
 
 Writes: Spark writes into the transaction's staging directory (mode overwrite) and the
 :class:`~pipelines.warehouse.directory.Transaction` publishes every staged table atomically at the end.
+In an Iceberg warehouse each write is instead a commit of the table that the step's ledger row
+names at its end (:meth:`~pipelines.warehouse.iceberg.warehouse.IcebergWarehouse.write_spark`):
+nothing is staged on the driver's disk, and the staged tables are read back at their snapshots.
 The frame is first conformed to the table's declared schema (a ``select`` that is the
 output's contract: column order, names and types).
 """
@@ -91,12 +94,14 @@ def write_parquet(df: DataFrame, path: Path, mode: str = "overwrite") -> None:
 
 
 def write_staged(tx: Transaction, table: str, df: DataFrame, append: bool = False,
-                 unfilled: Mapping[str, tuple[str, ...]] = ADDED_COLUMNS) -> Path:
+                 unfilled: Mapping[str, tuple[str, ...]] = ADDED_COLUMNS) -> None:
     """Write ``df`` (conformed to ``table``, :func:`conform`'s ``unfilled``) into the
-    transaction's staging dir for ``table`` (``append``: next to what an earlier call wrote)."""
-    path = tx.staging_dir(table)
-    write_parquet(conform(df, table, unfilled), path, "append" if append else "overwrite")
-    return path
+    transaction's staging dir for ``table`` (``append``: next to what an earlier call wrote);
+    in an Iceberg warehouse into the table, as a snapshot of the step's."""
+    if tx.warehouse.format == "iceberg":
+        tx.warehouse.write_spark(tx, table, conform(df, table, unfilled), append)
+        return
+    write_parquet(conform(df, table, unfilled), tx.staging_dir(table), "append" if append else "overwrite")
 
 
 def reused(df: DataFrame, eager: bool = False) -> DataFrame:
@@ -128,17 +133,28 @@ def observe(df: DataFrame, **metrics: Column) -> tuple[DataFrame, Observation]:
 
 def read_staged(spark: SparkSession, tx: Transaction, table: str) -> DataFrame:
     """A table staged earlier in the same transaction, read back (cheaper than recomputing)."""
+    if tx.warehouse.format == "iceberg":
+        from pipelines.warehouse.iceberg.spark import read_table
+
+        return read_table(spark, tx.warehouse, table, tx.run_id, with_run_id=False, snapshot_id=tx.written[table][0])
     return spark.read.schema(table_schema(table)).parquet(str(tx.staging_dir(table)))
 
 
 def staged_rows(tx: Transaction, table: str) -> int:
-    """Row count of a staged table, from the Parquet footers (no Spark job)."""
+    """Row count of a staged table, from the Parquet footers (no Spark job); in an Iceberg
+    warehouse the rows the step's commits of it added."""
+    if tx.warehouse.format == "iceberg":
+        return tx.written.get(table, (None, 0))[1]
     return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(tx.staging_dir(table)))
 
 
 def staged_non_null(tx: Transaction, table: str, column: str) -> int:
     """Non-null values of ``column`` in a staged table, from the row groups' null counts in
-    the Parquet footers (the column itself is read only where a row group has none)."""
+    the Parquet footers (the column itself is read only where a row group has none); in an
+    Iceberg warehouse from the manifests' counts at the step's snapshot of it."""
+    if tx.warehouse.format == "iceberg":
+        written = tx.written.get(table)
+        return 0 if written is None else tx.warehouse.non_null_at(table, written[0], tx.run_id, column)
     values = 0
     for path in parquet_files(tx.staging_dir(table)):
         groups = _row_group_stats(path, column)

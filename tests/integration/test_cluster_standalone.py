@@ -1,9 +1,16 @@
 """Cluster mode on a real Spark standalone cluster (master + one worker from the pyspark wheel,
-on 127.0.0.1): ``kaudit --spark-master spark://... build --skip-dbt`` spark-submits
-``pipelines/jobs/build_core.py`` with the package as ``--py-files`` and gives exactly the core
-tables that the local, in-process build gives on the same raw inputs: the demo cluster's run of
-the session's ``demo_run`` (extracted and built locally by ``kaudit demo``), whose raw tables
-are copied into a warehouse of their own for the cluster's build."""
+on 127.0.0.1) with the warehouse on a real S3 server (S3Proxy on loopback) as Iceberg tables:
+``kaudit --spark-master spark://... --warehouse s3a://... --warehouse-format iceberg build
+--skip-dbt`` spark-submits ``pipelines/jobs/build_core.py`` with the package as ``--py-files``,
+Iceberg's jars and the S3 settings as spark-submit's own settings, and gives exactly the core
+tables that the local, in-process build of the session's ``demo_run`` (the demo cluster's run,
+a local Parquet warehouse) gives on the same raw rows, copied into the S3 warehouse first.
+
+The worker shares no mount with the driver: it runs in a mount namespace of its own in which
+an empty file system hides the test session's temporary directory (the driver's local
+directory and catalog, the demo's warehouse), with its own working directory outside it and
+none of the S3 settings in its environment; S3 is the only store the driver and the executors
+have in common."""
 
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,9 +46,20 @@ def _spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-def _daemon(cls: str, args: list[str], log: Path, env: dict) -> subprocess.Popen:
+def _daemon(cls: str, args: list[str], log: Path, env: dict, hide: Path | None = None) -> subprocess.Popen:
+    """``spark-class cls args``; with ``hide``, in a mount namespace of its own (a user namespace
+    too, so no privilege is needed) where an empty tmpfs is mounted over ``hide``: it fails to
+    start if a marker file under ``hide`` is still visible."""
     cmd = [str(_spark_home() / "bin" / "spark-class"), cls, *args]
+    if hide is not None:
+        marker = hide / MARKER
+        marker.touch()
+        cmd = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private", "sh", "-c",
+               f'mount -t tmpfs none "{hide}" && test ! -e "{marker}" && exec "$@"', "sh", *cmd]
     return subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+MARKER = "driver-only-marker"
 
 
 def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float) -> None:
@@ -66,11 +85,13 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
-    """A Spark standalone master and one worker (1 core, 1g) on 127.0.0.1; torn down after."""
+    """A Spark standalone master and one worker (1 core, 1g) on 127.0.0.1; torn down after. The
+    worker runs with the test session's temporary directory hidden (see the module), its logs
+    and working directory outside it, and an environment without the S3 settings."""
     root = tmp_path_factory.mktemp("spark-standalone")
     port = _free_port()
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
         "SPARK_HOME": str(_spark_home()),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_LOG_DIR": str(root),
@@ -86,35 +107,59 @@ def standalone(tmp_path_factory):
         env,
     )
     worker = None
+    own = Path(tempfile.mkdtemp(prefix="kaudit-worker-"))  # outside the hidden directory
     try:
         _wait_for(root / "master.log", "New state: ALIVE", master, 240)
         worker = _daemon(
             "org.apache.spark.deploy.worker.Worker",
             [url, "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0"],
-            root / "worker.log",
-            env,
+            own / "worker.log",
+            {**env, "SPARK_LOG_DIR": str(own), "SPARK_WORKER_DIR": str(own / "work"), "HOME": str(own)},
+            hide=tmp_path_factory.getbasetemp(),
         )
-        _wait_for(root / "worker.log", "Successfully registered with master", worker, 240)
-        yield {"url": url, "master_log": root / "master.log", "env": env}
+        _wait_for(own / "worker.log", "Successfully registered with master", worker, 240)
+        yield {"url": url, "master_log": root / "master.log", "env": env, "worker_dir": own / "work"}
     finally:
         if worker is not None:
             _stop(worker)
         _stop(master)
+        shutil.rmtree(own, ignore_errors=True)
+
+
+LOCATION = "s3a://kaudit/warehouse"
+RUN = "cluster"
 
 
 @pytest.fixture(scope="module")
-def demo_raw(tmp_path_factory, demo_run):
+def s3_warehouse(tmp_path_factory, demo_run):
     """The raw tables of the demo's ZooKeeper-cluster run (``demo_run``, built locally) copied
-    into the run ``cluster`` of a warehouse of their own."""
+    into run ``cluster`` of an Iceberg warehouse on a real S3 server (S3Proxy on loopback, the
+    S3 settings in this process's environment, as a user's shell has them)."""
     from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+    from pipelines.warehouse.reading import read_arrow
+    from pipelines.warehouse.tables import SCHEMAS
+    from testkit.storage import S3Proxy
 
     assert demo_run.exit_code == 0, demo_run.output[-3000:]
-    wh = Warehouse(tmp_path_factory.mktemp("cluster-demo") / "warehouse")
-    for table_dir in (demo_run.warehouse / "raw").iterdir():
-        src = table_dir / f"run_id={demo_run.run_id}"
-        if src.is_dir():
-            shutil.copytree(src, wh.root / "raw" / table_dir.name / "run_id=cluster")
-    return wh
+    root = tmp_path_factory.mktemp("cluster-s3")
+    with S3Proxy(root / "s3").start() as s3, pytest.MonkeyPatch.context() as env:
+        for key, value in s3.env().items():
+            env.setenv(key, value)
+        s3.create_bucket("kaudit")
+        catalog = str(root / "catalog.db")
+        local = root / "local"
+        wh = IcebergWarehouse(local, location=LOCATION, catalog=catalog)
+        demo = Warehouse(demo_run.warehouse)
+        copied = 0
+        with wh.transaction(RUN, step="copy") as tx:
+            for table in sorted(t for t in SCHEMAS if t.startswith("raw/") and t != "raw/quarantine"):
+                if demo.exists(table, demo_run.run_id):
+                    data = read_arrow(demo, table, demo_run.run_id, with_run_id=False)
+                    tx.write(table, data)
+                    copied += data.num_rows
+        assert copied > 0
+        yield {"wh": wh, "s3": s3, "local": local, "catalog": catalog}
 
 
 def _core_tables() -> list[str]:
@@ -123,38 +168,71 @@ def _core_tables() -> list[str]:
     return sorted(t for t in SCHEMAS if t.startswith("core/"))
 
 
-def test_cluster_build_equals_local_build(demo_raw, standalone, demo_run, spark):
-    from pyspark.testing import assertDataFrameEqual
+def _rows(table) -> list[str]:
+    return sorted(repr(r) for r in table.to_pylist())
+
+
+def test_cluster_build_on_s3_equals_local_build(s3_warehouse, standalone, demo_run):
+    import pyarrow.parquet as pq
 
     from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.reading import read_arrow
+    from pipelines.warehouse.tables import SCHEMAS
 
-    wh, local_wh, local_run = demo_raw, Warehouse(demo_run.warehouse), demo_run.run_id
+    wh, s3, local = s3_warehouse["wh"], s3_warehouse["s3"], s3_warehouse["local"]
+    before = sorted(p.relative_to(local) for p in local.rglob("*") if p.is_file())
+    started = time.monotonic()
     proc = subprocess.run(
-        [str(KAUDIT), "--warehouse", str(wh.root), "--run-id", "cluster", "--spark-master", standalone["url"],
+        [str(KAUDIT), "--warehouse", LOCATION, "--warehouse-format", "iceberg", "--warehouse-local", str(local),
+         "--catalog", s3_warehouse["catalog"], "--run-id", RUN, "--spark-master", standalone["url"],
          "build", "--skip-dbt"],
         cwd=REPO, capture_output=True, text=True, timeout=1200, check=False,
     )
-    log = wh.meta_path("cluster", "spark-build_core").with_suffix(".log")
+    took = time.monotonic() - started
+    log = wh.meta_path(RUN, "spark-build_core").with_suffix(".log")
     assert proc.returncode == 0, f"{proc.stderr}\n{log.read_text(errors='replace')[-4000:] if log.exists() else ''}"
     assert f"build_core: done on {standalone['url']}" in proc.stderr
-    # it ran on the cluster: the master registered the app and gave it the worker's executor
+    # it ran on the cluster: the master registered the app and gave it the worker's executor,
+    # which ran the build's tasks (its own log, in the worker's directory)
     master_log = standalone["master_log"].read_text(errors="replace")
     assert "Registering app" in master_log and "Launching executor" in master_log
-    assert "pipelines-" in log.read_text(errors="replace")  # the shipped --py-files zip
+    driver_log = log.read_text(errors="replace")
+    assert "pipelines-" in driver_log  # the shipped --py-files zip
+    executor_logs = list(standalone["worker_dir"].glob("app-*/*/stderr"))
+    assert any("Finished task" in f.read_text(errors="replace") for f in executor_logs), executor_logs
+    # the tables' files went to S3; on the driver's disk only run records (no staged Parquet)
+    keys = s3.objects("kaudit")
+    assert any(k.startswith("warehouse/core/assignment_audit/data/") for k in keys), keys[:20]
+    after = sorted(p.relative_to(local) for p in local.rglob("*") if p.is_file())
+    assert not [p for p in after if p.suffix == ".parquet"], after
 
-    total = 0
-    for table in [*_core_tables(), "raw/quarantine"]:
-        local_files = sorted(local_wh.partition_dir(table, local_run).glob("*.parquet"))
-        cluster_files = sorted(wh.partition_dir(table, "cluster").glob("*.parquet"))
-        assert local_files, f"{table}: no local partition"
-        assert cluster_files, f"{table}: no cluster partition"
-        local = spark.read.parquet(*[str(f) for f in local_files])
-        cluster = spark.read.parquet(*[str(f) for f in cluster_files])
-        assert cluster.schema == local.schema, table
-        assertDataFrameEqual(cluster, local)
-        total += local.count()
-    audit = spark.read.parquet(str(local_wh.partition_dir("core/assignment_audit", local_run)))
-    assert audit.count() > 0 and total > audit.count()  # the demo's audit is not empty: a real comparison
+    local_wh = Warehouse(demo_run.warehouse)
+    compared: dict[str, int] = {}
+    for table in _core_tables():
+        want = read_arrow(local_wh, table, demo_run.run_id, with_run_id=False)
+        with pytest.MonkeyPatch.context() as env:
+            for key, value in s3.env().items():
+                env.setenv(key, value)
+            got = wh.read_arrow(table, RUN)
+            assert wh.exists(table, RUN), f"{table}: not committed by the cluster's build"
+        assert got.schema == SCHEMAS[table], table
+        assert got.num_rows == want.num_rows, f"{table}: {got.num_rows} rows on S3, {want.num_rows} locally"
+        assert _rows(got) == _rows(want), f"{table}: rows differ"
+        compared[table] = want.num_rows
+    # the build's own quarantine rows (the local run's shared table keeps them in the build's file)
+    step_files = sorted(local_wh.partition_dir("raw/quarantine", demo_run.run_id).glob("part-build_core*.parquet"))
+    assert step_files, "no build_core file in the local run's raw/quarantine"
+    want = pq.read_table(step_files).select(SCHEMAS["raw/quarantine"].names)
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in s3.env().items():
+            env.setenv(key, value)
+        got = wh.read_step("raw/quarantine", RUN, "build_core")
+    assert _rows(got.select(want.column_names)) == _rows(want)
+    compared["raw/quarantine"] = want.num_rows
+    assert compared["core/assignment_audit"] > 0 and sum(compared.values()) > compared["core/assignment_audit"]
+    print(f"\n{len(compared)} tables, {sum(compared.values())} rows equal row for row "
+          f"(cluster build on S3 {took:.0f} s); {len(keys)} objects on S3; driver's local files: "
+          f"{len(before)} before, {len(after)} after")
 
 
 def test_local_checkpoints_survive_an_executor_loss_on_a_cluster(standalone, tmp_path):

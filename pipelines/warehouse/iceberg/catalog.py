@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 NAME = "kaudit"
 SPARK_CATALOG = NAME  # the Spark catalog name: tables are kaudit.<layer>.<name>
 OBJECT_STORES = ("s3", "s3a", "s3n")
+SDK_ENV = ("AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION")
 
 
 def is_uri(location: str) -> bool:
@@ -145,4 +146,9 @@ class CatalogConfig:
             for key in ("endpoint", "access-key-id", "secret-access-key"):
                 if key in s3:
                     conf[f"{prefix}.s3.{key}"] = s3[key]
+            # the AWS SDK's own settings of kaudit's environment (which checksums an S3-compatible
+            # server accepts) go to the executors, whose environment is their worker's
+            for var in SDK_ENV:
+                if os.environ.get(var):
+                    conf[f"spark.executorEnv.{var}"] = os.environ[var]
         return conf

@@ -16,14 +16,26 @@ def session_conf(warehouse: IcebergWarehouse) -> dict[str, str]:
     return warehouse.catalog_config.spark_conf(jars.paths())
 
 
+def submit_args(warehouse: IcebergWarehouse) -> list[str]:
+    """:func:`session_conf` as ``spark-submit`` options (``--conf key=value``): what a Spark
+    application that is not kaudit's own session (a Thrift Server for dbt's target
+    ``iceberg_thrift`` and for analysts' SQL clients) is started with, so that its catalog
+    ``kaudit`` is the warehouse's. Iceberg's jars are also on the driver's class path: the Thrift
+    Server runs each client's statements with a class loader of its own, which does not see the
+    classes of ``spark.jars`` that Iceberg's SQL extensions load while analysing a statement."""
+    conf = session_conf(warehouse)
+    args = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
+    return [*args, "--driver-class-path", ":".join(conf["spark.jars"].split(","))]
+
+
 def read_table(spark: SparkSession, warehouse: IcebergWarehouse, table: str, run_id: str,
-               with_run_id: bool = True) -> DataFrame:
+               with_run_id: bool = True, snapshot_id: int | None = None) -> DataFrame:
     """Run ``run_id``'s rows of ``table`` as its declared Spark schema, read at the snapshot the
-    run's ledger recorded (a time-travel read, pruned to the run's partition); no rows of that
-    schema when no step of the run wrote it."""
+    run's ledger recorded, or at ``snapshot_id`` (a time-travel read, pruned to the run's
+    partition); no rows of that schema when no step of the run wrote it."""
     from pipelines.spark.schemas import empty, table_schema
 
-    sid = warehouse.snapshot_id(table, run_id)
+    sid = warehouse.snapshot_id(table, run_id) if snapshot_id is None else snapshot_id
     if sid is None:  # (an empty local relation: no Python workers, see ``empty_frame``)
         return empty(spark, table, with_run_id)
     df = (spark.read.option("versionAsOf", sid).table(warehouse.spark_identifier(table))

@@ -1,15 +1,19 @@
 """A warehouse whose tables are Apache Iceberg tables of one catalog (``warehouse.format: iceberg``).
 
-It keeps :class:`~pipelines.warehouse.directory.Warehouse`'s interface for the steps: a step stages its
-tables in a local directory (``<root>/<layer>/<table>/.staging.*``: Arrow writers, Spark's
-Parquet writes, exactly as for the Parquet layout) and, when the step ends without error, the
-staged rows are committed instead of renamed:
+It keeps :class:`~pipelines.warehouse.directory.Warehouse`'s interface for the steps: a step's
+Arrow writers stage its tables in a local directory (``<root>/<layer>/<table>/.staging.*``,
+exactly as for the Parquet layout) and, when the step ends without error, the staged rows are
+committed instead of renamed:
 
 1. each table gets **one Iceberg commit**: the run's partition (``run_id``, and ``step`` in a
-   shared table) deleted and the staged rows appended, in one table transaction. Without a
-   Spark session in the process pyiceberg commits Arrow batches read from the staged files (no
-   JVM); inside a Spark step (the build) Spark commits them through ``iceberg-spark-runtime``
-   (``DataFrameWriterV2.overwrite``) over the same catalog.
+   shared table) deleted and the staged rows appended, in one table transaction, by pyiceberg
+   from Arrow batches read from the staged files (no JVM).
+   A Spark step (the build) stages nothing on the local disk: each of its writes of a table is
+   a commit of its own through ``iceberg-spark-runtime`` (``DataFrameWriterV2``: the run's
+   partition overwritten, or appended to by a later write of the step), the executors writing
+   the data files straight to the tables' location, so a Spark cluster needs no mount it
+   shares with the driver (:meth:`IcebergWarehouse.write_spark`). Until the ledger names
+   them those snapshots are the step's staging: no reader sees them.
 2. then one append to the ledger table ``meta.commits`` records the snapshot id each table of
    the step was committed as: that append is the step's single point of publication.
 
@@ -44,6 +48,7 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -51,10 +56,10 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 
+from pipelines.warehouse.directory import StepLock, Transaction, Warehouse
 from pipelines.warehouse.iceberg import schemas
 from pipelines.warehouse.iceberg.catalog import CatalogConfig
 from pipelines.warehouse.runs import check_run_id
-from pipelines.warehouse.directory import StepLock, Transaction, Warehouse
 
 LEDGER = "meta/commits"
 LEDGER_SCHEMA = pa.schema([
@@ -67,6 +72,15 @@ LEDGER_SCHEMA = pa.schema([
 _OPENING = threading.Lock()  # one thread at a time opens a warehouse's catalog
 BATCH_ROWS = 1 << 20  # rows per Arrow batch read from a staged file and appended
 COMMIT_TRIES = 8  # a commit that lost a race with another writer of the same table is retried
+
+
+@dataclass
+class IcebergTransaction(Transaction):
+    """A step's transaction; ``written``: the tables Spark wrote in it, each with the snapshot its
+    last write committed (a snapshot no ledger row names until the step ends) and the rows the
+    step's writes of it added."""
+
+    written: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def _parquet_files(path: Path) -> list[Path]:
@@ -251,20 +265,40 @@ class IcebergWarehouse(Warehouse):
 
     def row_count(self, table: str, run_id: str) -> int:
         """Rows of run ``run_id``'s ``table``, from the manifests' file records (no data read)."""
+        sid = self.snapshot_id(table, run_id)
+        return 0 if sid is None else self.rows_at(table, sid, run_id)
+
+    def _scan(self, table: str, snapshot_id: int, run_id: str, columns: tuple[str, ...] = ("*",)):
         from pyiceberg.expressions import EqualTo
 
-        sid = self.snapshot_id(table, run_id)
-        if sid is None:
-            return 0
-        key = (table, sid, run_id)
+        return self._load(table, snapshot_id).scan(row_filter=EqualTo(schemas.RUN_ID, run_id),
+                                                   snapshot_id=snapshot_id, selected_fields=columns)
+
+    def rows_at(self, table: str, snapshot_id: int, run_id: str) -> int:
+        """Rows of run ``run_id``'s partition of ``table`` at ``snapshot_id``, from the manifests'
+        file records (counted once per table, snapshot and run)."""
+        key = (table, snapshot_id, run_id)
         if key not in self._counts:
-            scan = self._load(table, sid).scan(row_filter=EqualTo(schemas.RUN_ID, run_id), snapshot_id=sid)
+            scan = self._scan(table, snapshot_id, run_id)
             tasks = list(scan.plan_files())
             if any(task.delete_files for task in tasks):  # rows deleted by position: count what is left
                 self._counts[key] = scan.to_arrow().num_rows
             else:
                 self._counts[key] = sum(task.file.record_count for task in tasks)
         return self._counts[key]
+
+    def non_null_at(self, table: str, snapshot_id: int, run_id: str, column: str) -> int:
+        """Non-null values of ``column`` in run ``run_id``'s partition of ``table`` at
+        ``snapshot_id``, from the manifests' value and null counts (the column is read where a
+        data file has none, or rows were deleted by position)."""
+        scan = self._scan(table, snapshot_id, run_id)
+        fid = self._load(table, snapshot_id).schema().find_field(column).field_id
+        tasks = list(scan.plan_files())
+        counted = [(t.file.value_counts or {}).get(fid) is not None
+                   and (t.file.null_value_counts or {}).get(fid) is not None for t in tasks]
+        if all(counted) and not any(t.delete_files for t in tasks):
+            return sum(t.file.value_counts[fid] - t.file.null_value_counts[fid] for t in tasks)
+        return self._scan(table, snapshot_id, run_id, (column,)).to_arrow().column(column).drop_null().length()
 
     def settle(self, run_id: str, wait: float = 30.0) -> None:
         """Nothing to finish: a step's tables are visible once its ledger row is (see the module)."""
@@ -277,7 +311,7 @@ class IcebergWarehouse(Warehouse):
         the block ends without error (nothing on error)."""
         import shutil
 
-        tx = Transaction(self, check_run_id(run_id), check_run_id(step, "step"))
+        tx = IcebergTransaction(self, check_run_id(run_id), check_run_id(step, "step"))
         with StepLock(self.root, run_id, step):
             self._recover(run_id, step)  # a killed writer's staging dirs
             try:
@@ -286,6 +320,7 @@ class IcebergWarehouse(Warehouse):
                     w.close()
                 committed = [(table, *self._commit(table, run_id, step, path, tx))
                              for table, path in tx.staged.items() if is_table(table)]
+                committed += [(table, sid, rows) for table, (sid, rows) in tx.written.items()]
                 if committed:
                     self.record(run_id, step, committed)
                 for name, path in tx.staged.items():
@@ -372,6 +407,39 @@ class IcebergWarehouse(Warehouse):
             cond = term if cond is None else cond & term
         spark.sql(f"REFRESH TABLE {ident}")
         df.writeTo(ident).option(f"snapshot-property.{TOKEN}", token).overwrite(cond)
+        return self._token_snapshot(spark, ident, token)
+
+    def write_spark(self, tx: IcebergTransaction, table: str, df, append: bool = False) -> None:
+        """Spark's write of ``table`` (``df`` of its declared columns) in step ``tx``: one commit
+        through iceberg-spark-runtime that replaces the run's partition with ``df``, or with
+        ``append`` adds ``df`` to what this step wrote to it before. The executors write the
+        data files to the table's location; the driver commits. The snapshot is the step's to
+        record at its end (:meth:`transaction`): until then no ledger row names it, no reader sees it."""
+        from pyspark.sql import functions as F
+
+        self.table(table)  # created by pyiceberg with the declared mapping
+        ident = self.spark_identifier(table)
+        token = uuid.uuid4().hex
+        cond = None
+        for name, value in self._partition(table, tx.run_id, tx.step).items():
+            df = df.withColumn(name, F.lit(value))
+            term = F.col(name) == F.lit(value)
+            cond = term if cond is None else cond & term
+        spark = df.sparkSession
+        spark.sql(f"REFRESH TABLE {ident}")
+        writer = df.writeTo(ident).option(f"snapshot-property.{TOKEN}", token)
+        before = 0
+        if append and table in tx.written:
+            writer.append()
+            before = tx.written[table][1]
+        else:
+            writer.overwrite(cond)
+        sid, added = self._token_snapshot(spark, ident, token)
+        tx.written[table] = (sid, before + added)
+
+    @staticmethod
+    def _token_snapshot(spark, ident: str, token: str) -> tuple[int, int]:
+        """(snapshot id, rows added) of the commit to ``ident`` whose summary holds ``token``."""
         snap = spark.sql(
             f"SELECT snapshot_id, summary['added-records'] AS added FROM {ident}.snapshots "
             f"WHERE summary['{TOKEN}'] = '{token}'").collect()
