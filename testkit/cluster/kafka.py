@@ -361,18 +361,20 @@ class JavacError(RuntimeError):
     """javac could not compile a scenario program against a release's jars."""
 
 
-def compiled(cluster: KafkaCluster, source: Path, main: str) -> Path:
+def compiled(cluster: KafkaCluster, source: Path, main: str, extra_classpath: str = "") -> Path:
     """The directory of ``<main>.class`` compiled from the one Java file ``source`` against
-    ``cluster``'s release, kept in the jar cache (``<bundle>/<main>-<source hash>/``): compiled
-    once per release and source. A concurrent compile of the same source is harmless."""
+    ``cluster``'s release (and ``extra_classpath``), kept in the jar cache
+    (``<bundle>/<main>-<source hash>/``): compiled once per release and source. A concurrent
+    compile of the same source is harmless."""
     out = CACHE / cluster.bundle / f"{main}-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}"
     if (out / f"{main}.class").exists():
         return out
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     tmp.mkdir(parents=True, exist_ok=True)
     javac = str(Path(cluster.java).with_name("javac")) if "/" in cluster.java else "javac"
-    proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cluster.classpath, "-d", str(tmp),
-                           str(source)], capture_output=True, text=True)
+    cp = f"{cluster.classpath}:{extra_classpath}" if extra_classpath else cluster.classpath
+    proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(tmp), str(source)],
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise JavacError(f"javac {source.name} against {cluster.bundle}:\n{proc.stderr[-3000:]}")
     try:

@@ -9,7 +9,10 @@ of the release's own command-line classes (``ConsumerGroupCommand`` ...) from th
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -36,6 +39,34 @@ def _client_logging(cluster: KafkaCluster, name: str) -> list[str]:
     (home / f"{name}-log4j2.yaml").write_text(_QUIET_LOG4J2.format(log=log))
     return [f"-Dlog4j.configuration=file:{home / 'log4j.properties'}",
             f"-Dlog4j2.configurationFile={home / f'{name}-log4j2.yaml'}"]
+
+
+def scenario_answer(cluster: KafkaCluster, source: Path, main: str, args: list[str], *, name: str,
+                    extra_classpath: str = "", stop_first: bool = True) -> dict:
+    """Runs the scenario program ``main`` (the one Java file ``source``) on ``cluster`` and
+    returns the JSON line it answers once it has done its work. With ``stop_first`` the cluster
+    is stopped cleanly while the program still runs (its members stay in their groups), else
+    after it; every JVM of the program is killed either way."""
+    classes = compiled(cluster, source, main, extra_classpath)
+    cp = ":".join(p for p in (cluster.classpath, extra_classpath, str(classes)) if p)
+    cmd = [cluster.java, *JVM_OPTS, *_client_logging(cluster, name), "-cp", cp, main, cluster.bootstrap, *args]
+    with open(cluster.root / "clients" / f"{name}.stderr", "ab") as err:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                start_new_session=True)
+        try:
+            line = proc.stdout.readline()
+            if not line:
+                raise DriverError(f"{main} exited {proc.wait()}: see {err.name}")
+            answer = json.loads(line)
+            if stop_first:
+                cluster.stop()
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # the program and any JVM it started
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if not stop_first:
+        cluster.stop()
+    return answer
 
 
 class Driver:

@@ -12,16 +12,12 @@ answers describe.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from testkit.cluster.kafka import JVM_OPTS, KafkaCluster, compiled
-from testkit.cluster.kraft_driver import DriverError, _client_logging
+from testkit.cluster.kafka import KafkaCluster
+from testkit.cluster.kraft_driver import scenario_answer
 
 SHARE_SOURCE = Path(__file__).with_name("java") / "ShareScenario.java"
 # small, fast share groups: the poison record is archived after this many deliveries
@@ -45,22 +41,8 @@ def run_share_scenario(bundle: str, root: Path, topic: str = "orders", partition
     cluster = KafkaCluster(bundle, root, config=dict(SHARE_BROKER))
     cluster.start()
     try:
-        classes = compiled(cluster, SHARE_SOURCE, "ShareScenario")
-        cmd = [cluster.java, *JVM_OPTS, *_client_logging(cluster, "share"), "-cp",
-               f"{cluster.classpath}:{classes}", "ShareScenario", cluster.bootstrap, topic, str(partitions),
-               str(per_partition), str(poison_partition)]
-        with open(cluster.root / "clients" / "share.stderr", "ab") as err:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                    start_new_session=True)
-            try:
-                line = proc.stdout.readline()
-                if not line:
-                    raise DriverError(f"ShareScenario exited {proc.wait()}: see {err.name}")
-                answer = json.loads(line)
-                cluster.stop()  # the members are still in their groups
-            finally:
-                proc.kill()
-                proc.wait()
+        answer = scenario_answer(cluster, SHARE_SOURCE, "ShareScenario",
+                                 [topic, str(partitions), str(per_partition), str(poison_partition)], name="share")
     finally:
         cluster.close()
     return ShareOutcome(cluster, answer)
@@ -98,28 +80,10 @@ def run_streams_scenario(bundle: str, root: Path, app: str = "counts-app", topic
     cluster = KafkaCluster(bundle, root, config=dict(STREAMS_BROKER))
     cluster.start()
     try:
-        cluster.classpath, plain = f"{cluster.classpath}:{streams_cp}", cluster.classpath
-        try:
-            classes = compiled(cluster, STREAMS_SOURCE, "StreamsScenario")
-        finally:
-            cluster.classpath = plain
-        cmd = [cluster.java, *JVM_OPTS, *_client_logging(cluster, "streams"), "-cp",
-               f"{cluster.classpath}:{streams_cp}:{classes}", "StreamsScenario", cluster.bootstrap, app, topic,
-               str(partitions), str(records), str(instances), str(cluster.root / "streams-state"),
-               *([faulty] if faulty else [])]
-        with open(cluster.root / "clients" / "streams.stderr", "ab") as err:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                    start_new_session=True)
-            try:
-                line = proc.stdout.readline()
-                if not line:
-                    raise DriverError(f"StreamsScenario exited {proc.wait()}: see {err.name}")
-                answer = json.loads(line)
-                cluster.stop()
-            finally:
-                with contextlib.suppress(ProcessLookupError):  # the program and its instance JVMs
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        answer = scenario_answer(cluster, STREAMS_SOURCE, "StreamsScenario",
+                                 [app, topic, str(partitions), str(records), str(instances),
+                                  str(cluster.root / "streams-state"), *([faulty] if faulty else [])],
+                                 name="streams", extra_classpath=streams_cp)
     finally:
         cluster.close()
     return StreamsOutcome(cluster, answer)

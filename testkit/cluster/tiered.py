@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from testkit.cluster.kafka import JVM_OPTS, KafkaCluster, compiled
-from testkit.cluster.kraft_driver import DriverError, _client_logging
+from testkit.cluster.kafka import KafkaCluster
+from testkit.cluster.kraft_driver import scenario_answer
 from testkit.cluster.kraft_fixtures import _copy_log_dir
 
 BUNDLE = "kafka-tiered-4.1.1"
@@ -70,22 +69,8 @@ def run_tiered_scenario(root: Path, topic: str = "tiered", batches: int = 8, per
     cluster = KafkaCluster(bundle, root, config=tiered_broker(root / "remote-storage"))
     cluster.start()
     try:
-        classes = compiled(cluster, SOURCE, "TieredScenario")
-        cmd = [cluster.java, *JVM_OPTS, *_client_logging(cluster, "tiered"), "-cp",
-               f"{cluster.classpath}:{classes}", "TieredScenario", cluster.bootstrap, topic, str(batches),
-               str(per_batch), str(expired)]
-        with open(cluster.root / "clients" / "tiered.stderr", "ab") as err:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                    start_new_session=True)
-            try:
-                line = proc.stdout.readline()
-                if not line:
-                    raise DriverError(f"TieredScenario exited {proc.wait()}: see {err.name}")
-                answer = json.loads(line)
-            finally:
-                proc.kill()
-                proc.wait()
-        cluster.stop()
+        answer = scenario_answer(cluster, SOURCE, "TieredScenario", [topic, str(batches), str(per_batch),
+                                 str(expired)], name="tiered", stop_first=False)
     finally:
         cluster.close()
     return TieredOutcome(cluster, answer)
