@@ -79,7 +79,7 @@ def _global(
     ] = None,
     warehouse_format: Annotated[
         str, typer.Option("--warehouse-format", help="parquet (directories of Parquet files) or iceberg (Apache "
-                          "Iceberg tables in a catalog; extract and build so far).")
+                          "Iceberg tables in a catalog).")
     ] = "parquet",
     catalog: Annotated[
         str | None, typer.Option("--catalog", help="The Iceberg catalog: sqlite:///PATH or a SQLite file path "
