@@ -82,8 +82,9 @@ def _global(
                           "Iceberg tables in a catalog).")
     ] = "parquet",
     catalog: Annotated[
-        str | None, typer.Option("--catalog", help="The Iceberg catalog: sqlite:///PATH or a SQLite file path "
-                                 "(default: <warehouse>.catalog.db beside the warehouse directory).")
+        str | None, typer.Option("--catalog", help="The Iceberg catalog: sqlite:///PATH, a SQLite file path "
+                                 "or postgresql://USER@HOST:PORT/DB (default: <warehouse>.catalog.db beside the "
+                                 "warehouse directory).")
     ] = None,
     warehouse_local: Annotated[
         Path | None, typer.Option("--warehouse-local", help="With an object-store --warehouse: the local directory "
