@@ -1,6 +1,7 @@
-"""kill -9 of an extract step writing to an Iceberg warehouse: what it committed before the kill
-is not visible (no ledger row names it), and running the step again gives the tables a run
-that was never killed gives. The oracle is that clean run, in a warehouse of its own.
+"""kill -9 of an extract step writing to an Iceberg warehouse, on the local disk and on a real S3
+server (S3Proxy on loopback): what it committed before the kill is not visible (no ledger row
+names it), and running the step again gives the tables a run that was never killed gives. The
+oracle is that clean run, in a warehouse of its own (on the same store).
 
 The kill lands where it matters most: the test watches the catalog (the SQLite file, read with
 sqlite3) and kills the moment a raw table has been committed while the step's ledger row has
@@ -30,14 +31,44 @@ RUN = "kill-1"
 STEP = "extract_offsets"
 
 
-def _command(root: Path) -> list[str]:
-    return [sys.executable, "-m", "pipelines", "--quiet", "--warehouse", str(root), "--warehouse-format", "iceberg",
+@pytest.fixture(params=["local", "s3"])
+def store(request, tmp_path, monkeypatch):
+    """Where the tables' files go: None (the warehouse directory), or an ``s3a://`` prefix of a
+    bucket on S3Proxy, whose settings this process's environment (and so each step's) holds."""
+    if request.param == "local":
+        yield None
+        return
+    from testkit.storage import S3Proxy
+
+    with S3Proxy(tmp_path / "s3").start() as s3:
+        s3.create_bucket("kaudit")
+        for key, value in s3.env().items():
+            monkeypatch.setenv(key, value)
+        yield "s3a://kaudit"
+
+
+def _location(root: Path, store: str | None) -> str | None:
+    return None if store is None else f"{store}/{root.parent.name}"
+
+
+def _warehouse(root: Path, store: str | None) -> IcebergWarehouse:
+    return IcebergWarehouse(root, location=_location(root, store), catalog=str(_catalog(root)))
+
+
+def _catalog(root: Path) -> Path:
+    return root.with_name(root.name + ".catalog.db")
+
+
+def _command(root: Path, store: str | None) -> list[str]:
+    where = ["--warehouse", str(root)] if store is None else \
+        ["--warehouse", _location(root, store), "--warehouse-local", str(root), "--catalog", str(_catalog(root))]
+    return [sys.executable, "-m", "pipelines", "--quiet", *where, "--warehouse-format", "iceberg",
             "--run-id", RUN, "extract", "offsets", str(LOGS)]
 
 
-def _run(root: Path) -> float:
+def _run(root: Path, store: str | None) -> float:
     start = time.monotonic()
-    done = subprocess.run(_command(root), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(_command(root, store), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return time.monotonic() - start
 
@@ -55,11 +86,11 @@ def _catalog_state(db: Path) -> tuple[set[str], bool]:
     return raw, any(ns == "meta" and name == "commits" for ns, name, _ in rows)
 
 
-def _kill_between_commits(root: Path) -> bool:
+def _kill_between_commits(root: Path, store: str | None) -> bool:
     """Starts the step; kills it once a raw table is in the catalog and the ledger is not.
     True if it was killed in that window, False if the step finished first."""
-    db = root.with_name(root.name + ".catalog.db")
-    proc = subprocess.Popen(_command(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = _catalog(root)
+    proc = subprocess.Popen(_command(root, store), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while proc.poll() is None:
             raw, ledger = _catalog_state(db)
@@ -75,8 +106,8 @@ def _kill_between_commits(root: Path) -> bool:
             proc.wait()
 
 
-def _kill_after(root: Path, seconds: float) -> None:
-    proc = subprocess.Popen(_command(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _kill_after(root: Path, store: str | None, seconds: float) -> None:
+    proc = subprocess.Popen(_command(root, store), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         proc.wait(seconds)
     except subprocess.TimeoutExpired:
@@ -88,23 +119,26 @@ def _tables(wh: IcebergWarehouse) -> dict[str, list[str]]:
     return {t: sorted(repr(r) for r in wh.read_arrow(t, RUN).to_pylist()) for t in RAW if wh.exists(t, RUN)}
 
 
-def test_killed_extract_leaves_nothing_visible_and_a_rerun_gives_the_same_tables(tmp_path):
+def test_killed_extract_leaves_nothing_visible_and_a_rerun_gives_the_same_tables(tmp_path, store):
     clean_root = tmp_path / "clean" / "wh"
-    wall = _run(clean_root)
-    clean = _tables(IcebergWarehouse(clean_root))
+    wall = _run(clean_root, store)
+    clean = _tables(_warehouse(clean_root, store))
     assert clean.get("raw/offset_commits"), "the clean run committed no offset commits"
 
     root = tmp_path / "killed" / "wh"
-    killed_in_window = _kill_between_commits(root)
-    wh = IcebergWarehouse(root)
+    killed_in_window = _kill_between_commits(root, store)
+    wh = _warehouse(root, store)
     if killed_in_window:
         # tables committed, the ledger not: none of the step's tables is visible
         assert wh.snapshots(RUN) == {}
         assert not any(wh.exists(t, RUN) for t in RAW)
     for fraction in (0.2, 0.5, 0.8):
-        _kill_after(root, wall * fraction)
-        visible = _tables(IcebergWarehouse(root))
+        _kill_after(root, store, wall * fraction)
+        visible = _tables(_warehouse(root, store))
         assert visible in ({}, clean), f"killed at {fraction:.0%} of {wall:.1f} s: a partial step is visible"
-    _run(root)
-    assert _tables(IcebergWarehouse(root)) == clean
-    print(f"\nclean run {wall:.1f} s; killed between table commits and the ledger: {killed_in_window}")
+    _run(root, store)
+    assert _tables(_warehouse(root, store)) == clean
+    if store is not None:  # the tables' files are on S3, none on the local disk
+        assert not list(root.rglob("*.parquet")), "table data on the local disk"
+    print(f"\n{store or 'local disk'}: clean run {wall:.1f} s; killed between table commits and the ledger: "
+          f"{killed_in_window}")
