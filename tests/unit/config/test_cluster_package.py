@@ -45,6 +45,44 @@ def test_submit_command(tmp_path, monkeypatch):
         cluster.submit_command(ctx, "nope", py_files=zip_path)
 
 
+def test_submit_command_of_an_iceberg_warehouse_on_s3(tmp_path, monkeypatch):
+    """The job gets the tables' location, format, catalog and local directory; spark-submit gets
+    Iceberg's jars and the catalog's S3 settings from the environment (the executors have no
+    shared mount and none of the driver's environment); the config's own conf wins."""
+    from pipelines.jobs.common import job_parser
+    from pipelines.warehouse.formats import open_warehouse
+    from pipelines.warehouse.iceberg import jars
+
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    for key, value in {"AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "id",
+                       "AWS_SECRET_ACCESS_KEY": "secret", "AWS_REGION": "eu-west-1",
+                       "AWS_REQUEST_CHECKSUM_CALCULATION": "when_required"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_RESPONSE_CHECKSUM_VALIDATION", raising=False)
+    wh = open_warehouse("s3a://bucket/wh", "iceberg", str(tmp_path / "cat.db"), tmp_path / "local")
+    own = {"spark.executor.memory": "2g", "spark.sql.catalog.kaudit.s3.endpoint": "http://s3:9000"}
+    ctx = RunContext(wh, "r1", spark_master="spark://10.0.0.1:7077", spark_conf=own)
+    cmd = cluster.submit_command(ctx, "build_core", [], tmp_path / "p.zip")
+    conf = dict(cmd[i + 1].split("=", 1) for i, a in enumerate(cmd) if a == "--conf")
+    assert conf["spark.jars"] == ",".join(str(j) for j in jars.paths())
+    assert conf["spark.sql.catalog.kaudit.warehouse"] == "s3a://bucket/wh"
+    assert conf["spark.sql.catalog.kaudit.uri"] == f"jdbc:sqlite:{tmp_path / 'cat.db'}"
+    assert conf["spark.sql.catalog.kaudit.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert conf["spark.sql.catalog.kaudit.s3.access-key-id"] == "id"
+    assert conf["spark.sql.catalog.kaudit.client.region"] == "eu-west-1"
+    assert conf["spark.sql.catalog.kaudit.s3.endpoint"] == "http://s3:9000"  # the config's
+    assert conf["spark.executorEnv.AWS_REQUEST_CHECKSUM_CALCULATION"] == "when_required"
+    assert "spark.executorEnv.AWS_RESPONSE_CHECKSUM_VALIDATION" not in conf
+    assert conf["spark.executor.memory"] == "2g"
+    job = cmd.index(str(cluster.JOBS_DIR / "build_core.py"))
+    args = job_parser("build_core.py", "x").parse_args(cmd[job + 1:])
+    assert (args.warehouse, args.warehouse_format, args.catalog, args.warehouse_local, args.run_id) == (
+        "s3a://bucket/wh", "iceberg", f"sqlite:///{tmp_path / 'cat.db'}", str(tmp_path / "local"), "r1")
+    # the job opens the same warehouse: same local directory, location and catalog
+    again = open_warehouse(args.warehouse, args.warehouse_format, args.catalog, args.warehouse_local)
+    assert (again.root, again.catalog_config) == (wh.root, wh.catalog_config)
+
+
 @pytest.mark.parametrize(
     ("master", "force", "env", "expected"),
     [
