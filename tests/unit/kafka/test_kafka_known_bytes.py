@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pipelines.kafka import kernels as K
-from pipelines.kafka.batches import _fix_lz4_header_checksum, decompress
+from pipelines.kafka.batches import NO_BOUNDS, _fix_lz4_header_checksum, decompress
 from pipelines.kafka.records import (
     GROUP_METADATA_VALUE,
     OFFSET_COMMIT_VALUE,
@@ -34,6 +34,13 @@ OFFSET_VALUES = [
 ]
 
 
+def segment_bytes(data: bytes) -> np.ndarray:
+    """``data`` as kaudit hands a segment's bytes to the kernels (``segment.read_bytes``: a
+    writable uint8 array): the argument types the kernels are compiled for once; a read-only
+    array would be another signature, compiled again (numba types them apart)."""
+    return np.frombuffer(data, np.uint8).copy()
+
+
 @pytest.mark.parametrize("hexbytes,version,offset,epoch,metadata,commit_ts,expire_ts", OFFSET_VALUES)
 def test_offset_commit_value_known_bytes(hexbytes, version, offset, epoch, metadata, commit_ts, expire_ts):
     data = bytes.fromhex(hexbytes.replace(" ", ""))
@@ -44,7 +51,7 @@ def test_offset_commit_value_known_bytes(hexbytes, version, offset, epoch, metad
     assert got == (version, offset, epoch, metadata, commit_ts, expire_ts)
     # the numba kernel reading the same tables compiled to ops
     ops = offset_value_ops()
-    buf = np.frombuffer(data, dtype=np.uint8)
+    buf = segment_bytes(data)
     ver, ints, spos, slen, err = K.decode_flat(buf, np.array([0]), np.array([len(data)]), ops.ops, ops.nops, ops.nints,
                                                ops.nstrs)
     i, s = ops.int_slots, ops.str_slots
@@ -70,7 +77,7 @@ KEYS = [
 def test_record_keys_known_bytes(hexbytes, ktype, group, topic, partition):
     data = bytes.fromhex(hexbytes.replace(" ", ""))
     ops = key_ops()
-    ver, ints, spos, slen, err = K.decode_flat(np.frombuffer(data, np.uint8), np.array([0]), np.array([len(data)]),
+    ver, ints, spos, slen, err = K.decode_flat(segment_bytes(data), np.array([0]), np.array([len(data)]),
                                                ops.ops, ops.nops, ops.nints, ops.nstrs)
     g = ops.str_slots["group"]
     assert (ver[0], err[0]) == (ktype, 0)
@@ -161,7 +168,7 @@ def test_v2_batch_header_known_bytes():
     crc = crc32c.crc32c(body)
     batch = ((100).to_bytes(8, "big") + (len(body) + 9).to_bytes(4, "big") + bytes(4) + b"\x02"
              + crc.to_bytes(4, "big") + body)
-    bt = K.scan_batches(np.frombuffer(batch, np.uint8), True, K.CRC32C_TABLE, K.CRC32_TABLE)
+    bt = K.scan_batches(segment_bytes(batch), True, K.CRC32C_TABLE, K.CRC32_TABLE, *NO_BOUNDS)
     row = bt[0]
     assert row[K.B_ERR] == K.OK
     got = (row[K.B_BASE_OFFSET], row[K.B_ATTRS], row[K.B_PRODUCER_ID], row[K.B_COUNT], row[K.B_MAX_TS])
@@ -173,7 +180,7 @@ def test_dictionary_spans_known_bytes():
     distinct words also grow the hash table (1,024 slots) and the dictionary's buffers."""
     words = [b"g1", b"", b"topic", b"g1", None, b"\xc3\xa9t\xc3\xa9", b"topic", b""]
     words += [b"w%05d" % (i % 3000) for i in range(6000)]
-    buf = np.frombuffer(b"".join(w or b"" for w in words), dtype=np.uint8)
+    buf = segment_bytes(b"".join(w or b"" for w in words))
     length = np.array([-1 if w is None else len(w) for w in words], dtype=np.int64)
     pos = np.concatenate([[0], np.cumsum(np.maximum(length, 0))[:-1]]).astype(np.int64)
     index, offsets, data = K.dictionary_spans(buf, pos, length)
