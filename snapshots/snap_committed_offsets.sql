@@ -17,7 +17,7 @@ select
     broker_id,
     `partition`,
     committed_offset,
-    committed_at{% if target.name == 'iceberg' %},
+    committed_at{% if target.name.startswith('iceberg') %},
     {#- the runs that open and close a version (on Parquet the log's partitions say so) -#}
     {{ kaudit_run_id() }} as dbt_valid_from_run_id,
     cast(null as string) as dbt_valid_to_run_id

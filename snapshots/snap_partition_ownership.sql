@@ -18,7 +18,7 @@ select
     topic,
     broker_id,
     `partition`,
-    owner{% if target.name == 'iceberg' %},
+    owner{% if target.name.startswith('iceberg') %},
     {#- the runs that open and close a version (on Parquet the log's partitions say so) -#}
     {{ kaudit_run_id() }} as dbt_valid_from_run_id,
     cast(null as string) as dbt_valid_to_run_id

@@ -56,6 +56,7 @@ PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros", "snapsho
                  "analyses")  # (dbt_project.yml's paths)
 SESSION_TARGETS = ("session", "iceberg")  # profiles.yml's targets on this process's SparkSession
 ICEBERG_TARGET = "iceberg"
+ICEBERG_TARGETS = {"session": ICEBERG_TARGET, "thrift": "iceberg_thrift"}  # a target -> its Iceberg warehouse's
 _ONE_AT_A_TIME = threading.Lock()
 # (project, target) -> (_parse_state, the parse's Future[Manifest | None]): the newest parse of
 # each only (a newer state of the project's files replaces it)
@@ -139,10 +140,14 @@ class _Progress:
 
 
 def _target(ctx: RunContext, target: str | None = None) -> str:
-    """The profiles.yml target: ``target``, else the run's (``ctx.dbt_target``), else ``session``
-    (``iceberg`` on an Iceberg warehouse: the same session, the marts and the history as tables
-    of its catalog)."""
-    return target or ctx.dbt_target or (ICEBERG_TARGET if ctx.warehouse.format == "iceberg" else "session")
+    """The profiles.yml target: ``target``, else the run's (``ctx.dbt_target``), else ``session``.
+    On an Iceberg warehouse ``session`` and ``thrift`` are their Iceberg targets (``iceberg``,
+    ``iceberg_thrift``: the same session or server, the marts and the history as tables of the
+    catalog)."""
+    target = target or ctx.dbt_target or "session"
+    if ctx.warehouse.format == "iceberg":
+        return ICEBERG_TARGETS.get(target, target)
+    return target
 
 
 def parse_ahead(ctx: RunContext) -> Future:

@@ -1,5 +1,10 @@
 """`dbt build` over the `thrift` profile against a real Spark Thrift Server
-(HiveThriftServer2 from the pyspark wheel, on 127.0.0.1 and a free port, torn down after)."""
+(HiveThriftServer2 from the pyspark wheel, on 127.0.0.1 and a free port, torn down after),
+started as a user starts it for an Iceberg warehouse: with the warehouse's catalog settings
+(``pipelines.warehouse.iceberg.spark.submit_args``). One server serves both layouts: dbt builds a
+Parquet warehouse's marts as files (target `thrift`) and an Iceberg warehouse's as tables of the
+server's catalog `kaudit` (target `iceberg_thrift`, a case of `make matrix`), which a SQL client
+over thrift reads by their catalog names."""
 
 from __future__ import annotations
 
@@ -33,12 +38,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture()
-def thrift_server(tmp_path):
-    """A HiveThriftServer2 (local[2], Derby metastore and warehouse dir in tmp) on 127.0.0.1."""
+@pytest.fixture(scope="module")
+def iceberg_warehouse(tmp_path_factory):
+    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+
+    return IcebergWarehouse(tmp_path_factory.mktemp("iceberg") / "wh")
+
+
+@pytest.fixture(scope="module")
+def thrift_server(tmp_path_factory, iceberg_warehouse):
+    """A HiveThriftServer2 (local[2], Derby metastore and warehouse dir in tmp) on 127.0.0.1, its
+    catalog ``kaudit`` the Iceberg warehouse's."""
+    from pipelines.warehouse.iceberg.spark import submit_args
+
     port = free_port()
-    home = tmp_path / "thrift"
-    home.mkdir()
+    home = tmp_path_factory.mktemp("thrift")
     log = (home / "server.log").open("wb")
     cmd = [
         str(SPARK_BIN / "spark-submit"),
@@ -53,6 +67,7 @@ def thrift_server(tmp_path):
         "--conf", f"spark.sql.warehouse.dir={home / 'spark-warehouse'}",
         "--conf", "spark.hadoop.javax.jdo.option.ConnectionURL="
                   f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+        *submit_args(iceberg_warehouse),
         "--hiveconf", f"hive.server2.thrift.port={port}",
         "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
         "spark-internal",
@@ -134,3 +149,39 @@ def test_dbt_build_over_thrift(thrift_server, warehouse, monkeypatch):
         cursor = conn.cursor()
         cursor.execute("select count(*) from kaudit_marts.consumer_lag")
         assert cursor.fetchall() == [(1,)]
+
+
+@pytest.mark.matrix  # (make matrix: a second dbt build over thrift, with its own full parse)
+def test_dbt_builds_an_iceberg_warehouses_marts_over_thrift(thrift_server, iceberg_warehouse, monkeypatch):
+    """Target `thrift` on an Iceberg warehouse is `iceberg_thrift`: the server commits the mart
+    to the catalog, the build's ledger row names its snapshot, and a SQL client over
+    thrift reads `kaudit.marts.consumer_lag` with the rows pyiceberg reads at that snapshot,
+    which are the lags of the script's own commits and log ends (test_dbt_build.py's inputs)."""
+    from pyhive import hive
+    from test_dbt_build import first_run_inputs  # (tests/integration)
+    from test_iceberg_dbt import mart_rows
+
+    host, port = thrift_server
+    monkeypatch.setenv("KAUDIT_THRIFT_HOST", host)
+    monkeypatch.setenv("KAUDIT_THRIFT_PORT", str(port))
+    monkeypatch.setenv("KAUDIT_THRIFT_THREADS", "2")
+    monkeypatch.setenv("DBT_INDIRECT_SELECTION", "empty")  # the models only: their data tests run above
+    iceberg = iceberg_warehouse
+    first_run_inputs(iceberg, "r0")
+    # one mart and what it reads (the history's MERGE over thrift is dbt-spark's own statement,
+    # run in the embedded session by test_iceberg_dbt.py): the server's part stays short
+    run_dbt(RunContext(iceberg, "r0", quiet=True, dbt_target="thrift"), select=["+consumer_lag"])
+
+    want = [("kafka", 0, 15, 100, 85, "r0"), ("kafka", 1, 50, 100, 50, "r0"), ("zookeeper", 0, 12, 100, 88, "r0")]
+    assert mart_rows(iceberg, "consumer_lag", "r0") == want  # pyiceberg, at the ledger's snapshot
+    recorded = {t for (step, t) in iceberg.snapshots("r0") if step == "dbt"}
+    assert recorded == {"marts/consumer_lag"}
+    columns = ("source", "partition", "committed_offset", "log_end_offset", "lag", "run_id")
+    with hive.connect(host=host, port=port, username="kaudit") as conn:
+        cursor = conn.cursor()
+        cursor.execute(f"select {', '.join(f'`{c}`' for c in columns)} from kaudit.marts.consumer_lag")
+        assert sorted(cursor.fetchall()) == want
+        # the table is an Iceberg table of the server's catalog: its snapshots are the catalog's
+        cursor.execute("select snapshot_id from kaudit.marts.consumer_lag.snapshots")
+        on_server = {r[0] for r in cursor.fetchall()}
+    assert iceberg.snapshots("r0")[("dbt", "marts/consumer_lag")] in on_server

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from pyiceberg.expressions import EqualTo
+from readme_queries import run_python_blocks, section  # (tests/integration)
 from test_dbt_build import at, first_run_inputs, write  # (tests/integration: the Parquet build's inputs)
 
 from pipelines.context import RunContext
@@ -37,7 +38,7 @@ def test_marts_and_history_are_iceberg_tables_of_the_catalog(spark, tmp_path, mo
     # the selected models and the snapshot only: their data tests run in the Parquet build's
     # test and in the full builds of test_iceberg_dbt_parity.py
     monkeypatch.setenv("DBT_INDIRECT_SELECTION", "empty")
-    iceberg = IcebergWarehouse(tmp_path / "wh")
+    iceberg = IcebergWarehouse(tmp_path / "warehouse")  # (as models/README.md's queries name it)
     first_run_inputs(iceberg, "r0")
     run_dbt(RunContext(iceberg, "r0", quiet=True), select=SELECT)
 
@@ -88,3 +89,10 @@ def test_marts_and_history_are_iceberg_tables_of_the_catalog(spark, tmp_path, mo
     assert mart_rows(iceberg, "consumer_lag", "r0", snapshot_id=emptied) == r0
     # "as of run r2's first build": a time-travel read at the snapshot it recorded then
     assert mart_rows(iceberg, "consumer_lag", "r2", snapshot_id=first) == [("zookeeper", 0, 30, None, None, "r2")]
+
+    # models/README.md's queries of an Iceberg warehouse run as written (pyiceberg to Arrow,
+    # pandas and DuckDB, no Spark) from the directory that holds it: r0's lags, the two versions
+    # of zg's owner, r0's groups (r2's partition is empty now)
+    monkeypatch.chdir(tmp_path)
+    results = run_python_blocks(section("Querying an Iceberg warehouse"))
+    assert [n for _, n in results] == [3, 2, 2], results
