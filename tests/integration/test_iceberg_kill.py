@@ -142,3 +142,71 @@ def test_killed_extract_leaves_nothing_visible_and_a_rerun_gives_the_same_tables
         assert not list(root.rglob("*.parquet")), "table data on the local disk"
     print(f"\n{store or 'local disk'}: clean run {wall:.1f} s; killed between table commits and the ledger: "
           f"{killed_in_window}")
+
+
+def _metadata(db: Path) -> dict[tuple[str, str], str]:
+    """(namespace, table) -> the metadata file the catalog names now, read with sqlite3."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as con:
+        return {(ns, name): loc for ns, name, loc in
+                con.execute("SELECT table_namespace, table_name, metadata_location FROM iceberg_tables")}
+
+
+def _core(wh: IcebergWarehouse) -> dict[str, list[str]]:
+    from pipelines.warehouse.tables import SCHEMAS
+
+    return {t: sorted(repr(r) for r in wh.read_arrow(t, RUN).to_pylist())
+            for t in SCHEMAS if t.startswith("core/") and wh.exists(t, RUN)}
+
+
+def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_same_tables(tmp_path, monkeypatch):
+    """The Spark build commits each core table as it writes it (its snapshots are the step's
+    staging until its ledger row): a build killed -9 (the process group: Python and Spark's JVM)
+    once it has committed a core table on S3, before its ledger row, leaves every table as the
+    build before it left them, and building again gives those tables."""
+    from testkit.storage import S3Proxy
+
+    demo = REPO / "pipelines" / "demo" / "data"
+    with S3Proxy(tmp_path / "s3").start() as s3:
+        s3.create_bucket("kaudit")
+        for key, value in s3.env().items():
+            monkeypatch.setenv(key, value)
+        root, db = tmp_path / "wh", tmp_path / "catalog.db"
+        base = [sys.executable, "-m", "pipelines", "--quiet", "--warehouse", "s3a://kaudit/wh", "--warehouse-local",
+                str(root), "--catalog", str(db), "--warehouse-format", "iceberg", "--run-id", RUN]
+        build = [*base, "--spark-master", "local[2]", "build", "--skip-dbt"]
+        for args in (["extract", "zk-snapshot", str(demo / "zookeeper")], ["extract", "offsets", str(LOGS)],
+                     ["extract", "log-end", str(LOGS)], ["build", "--skip-dbt"]):
+            done = subprocess.run([*base, *args], capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr[-3000:]
+        wh = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
+        built = _core(wh)
+        assert built.get("core/assignment_audit"), "the first build audited nothing"
+        ledger_rows = wh.snapshots(RUN)
+
+        before = _metadata(db)
+        proc = subprocess.Popen(build, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        killed = None
+        try:
+            while proc.poll() is None and killed is None:
+                now = _metadata(db)
+                moved = sorted(f"{ns}/{t}" for (ns, t), loc in now.items()
+                               if ns == "core" and before.get((ns, t)) != loc)
+                if moved and now[("meta", "commits")] == before[("meta", "commits")]:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    killed = moved
+                time.sleep(0.01)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        assert killed, "the build finished before any core table was committed: no kill in the window"
+        wh = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
+        assert wh.snapshots(RUN) == ledger_rows  # no ledger row of the killed build
+        assert _core(wh) == built, "the killed build's commits are visible"
+        done = subprocess.run(build, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        wh = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
+        assert _core(wh) == built
+        assert wh.snapshots(RUN) != ledger_rows  # the re-run recorded its own snapshots
+    print(f"\nkilled after committing {killed}; {len(built)} core tables, "
+          f"{sum(len(r) for r in built.values())} rows equal after the re-run")

@@ -70,6 +70,7 @@ LEDGER_SCHEMA = pa.schema([
     ("committed_at", pa.timestamp("ms", tz="UTC")),
 ])
 _OPENING = threading.Lock()  # one thread at a time opens a warehouse's catalog
+_CREATING = threading.Lock()  # one thread at a time creates tables (Spark's writes run side by side)
 BATCH_ROWS = 1 << 20  # rows per Arrow batch read from a staged file and appended
 COMMIT_TRIES = 8  # a commit that lost a race with another writer of the same table is retried
 
@@ -126,18 +127,30 @@ class IcebergWarehouse(Warehouse):
         ``clusters/<alias>/raw/znodes``)."""
         ident = self.ident(table)
         cat = self.catalog
-        cat.create_namespace_if_not_exists(ident[:-1])
         if cat.table_exists(ident):
             return cat.load_table(ident)
         schema = schemas.iceberg_schema(table, declared if declared is not None else self._declared(table))
+        with _CREATING:
+            self._namespace(ident[:-1])
+            try:
+                return cat.create_table(ident, schema=schema, partition_spec=schemas.partition_spec(schema, table),
+                                        location="/".join((self.catalog_config.location, *ident)),
+                                        properties={"write.parquet.compression-codec": "zstd"})
+            except Exception:
+                if cat.table_exists(ident):  # another writer created it first
+                    return cat.load_table(ident)
+                raise
+
+    def _namespace(self, namespace: tuple[str, ...]) -> None:
+        """Creates ``namespace`` unless it exists. pyiceberg's SQL catalog checks, then inserts: a
+        writer of another process that inserts between the two makes the insert fail."""
+        from sqlalchemy.exc import IntegrityError
+
         try:
-            return cat.create_table(ident, schema=schema, partition_spec=schemas.partition_spec(schema, table),
-                                    location="/".join((self.catalog_config.location, *ident)),
-                                    properties={"write.parquet.compression-codec": "zstd"})
-        except Exception:
-            if cat.table_exists(ident):  # another writer created it first
-                return cat.load_table(ident)
-            raise
+            self.catalog.create_namespace_if_not_exists(namespace)
+        except IntegrityError:
+            if not self.catalog.namespace_exists(namespace):
+                raise
 
     @staticmethod
     def _declared(table: str) -> pa.Schema:

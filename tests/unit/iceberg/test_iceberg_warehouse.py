@@ -101,3 +101,17 @@ def test_steps_of_a_run_keep_their_own_rows_of_a_shared_table(wh):
         tx.write("raw/quarantine", rows("offsets"))
     got = wh.read_arrow("raw/quarantine", "r1")
     assert sorted(got.column("source").to_pylist()) == ["offsets", "zk"]
+
+
+def test_tables_of_a_new_namespace_created_side_by_side(wh, tmp_path):
+    """A Spark step writes its tables from several threads, each creating its table on first use
+    in a namespace nobody created yet; a second process's warehouse creating the same namespace
+    and tables at the same time finds them made: every table is created once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    core = sorted(t for t in SCHEMAS if t.startswith("core/"))[:8]
+    other = IcebergWarehouse(wh.root)  # its own catalog connection, as another process's
+    with ThreadPoolExecutor(len(core)) as pool:
+        made = list(pool.map(lambda t: (wh if core.index(t) % 2 else other).table(t), core + core))
+    assert [".".join(m.name()) for m in made] == [t.replace("/", ".") for t in core + core]
+    assert sorted(f"{ns}/{name}" for ns, name in _catalog_rows(wh)) == core
