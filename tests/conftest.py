@@ -29,8 +29,13 @@ def spark(tmp_path_factory):
     """One local SparkSession for the whole run (local[2], UTC, kaudit's conf, a small run's JVM:
     the tests' tables hold a few rows each), with Iceberg's jars and SQL extensions when they are
     fetched (`make iceberg-jars`): a test on an Iceberg warehouse binds the catalog `kaudit` to
-    its own (``pipelines.warehouse.iceberg.spark.bind_catalog``)."""
-    from pipelines.spark.session import get_spark
+    its own (``pipelines.warehouse.iceberg.spark.bind_catalog``). Its planning and code
+    generation are a small run's (``size_to_run``), as kaudit sizes a session for a run of a few
+    rows: interpreted operators, one shuffle partition coalesced in place, no adaptive execution
+    (Spark's defaults, 200 partitions, whole-stage code for every query new to the JVM, took
+    the Spark unit tests 1.8 times the JVM CPU); a run a test builds sizes it for itself
+    (``RunContext.spark``), a test that sizes it otherwise restores it."""
+    from pipelines.spark.session import get_spark, size_to_run
     from pipelines.warehouse.iceberg import jars
     from pipelines.warehouse.iceberg.catalog import CatalogConfig
 
@@ -42,6 +47,7 @@ def spark(tmp_path_factory):
     except jars.JarsMissing:
         pass
     session = get_spark("local[2]", app_name="kaudit-tests", conf=conf, small=True)
+    size_to_run(session, 0)
     yield session
     session.stop()
 

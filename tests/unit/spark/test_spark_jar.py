@@ -114,7 +114,7 @@ def test_a_small_runs_plans_coalesce_where_they_would_shuffle_into_one_partition
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from pipelines.spark.session import SIZED, size_to_run
+    from pipelines.spark.session import size_to_run
 
     assert "kaudit.spark.OnePartition" in spark.conf.get("spark.sql.extensions")
     spark.range(500).selectExpr("id", "id % 7 as k").repartition(3).write.parquet(str(tmp_path / "a"))
@@ -147,5 +147,4 @@ def test_a_small_runs_plans_coalesce_where_they_would_shuffle_into_one_partition
         assert len(SHUFFLE.findall(plan(big))) >= 6, plan(big)
         assert [tuple(r) for r in big.collect()] == expected
     finally:
-        for key in SIZED:
-            spark.conf.unset(key)
+        size_to_run(spark, 0)  # back to the session fixture's sizing (tests/conftest.py)

@@ -41,8 +41,7 @@ def test_code_generation_and_planning_follow_the_run_size(spark):
                               "spark.kaudit.onePartition": "false"}
         assert counts() == small == [(k, 143 if k < 6 else 142) for k in range(7)]
     finally:
-        for key in SIZED:
-            spark.conf.unset(key)
+        size_to_run(spark, 0)  # back to the session fixture's sizing (tests/conftest.py)
 
 
 def test_a_runtime_setting_is_restored_after_its_block_even_on_error(spark):
