@@ -1,13 +1,14 @@
 """`dbt build` over the `thrift` profile against a real Spark Thrift Server
-(HiveThriftServer2 from the pyspark wheel, on 127.0.0.1 and a free port, torn down after),
-started as a user starts it for an Iceberg warehouse: with the warehouse's catalog settings
-(``pipelines.warehouse.iceberg.spark.submit_args``). One server serves both layouts: dbt builds a
-Parquet warehouse's marts as files (target `thrift`) and an Iceberg warehouse's as tables of the
+(HiveThriftServer2 from the pyspark wheel, on 127.0.0.1 and a free port, torn down after): dbt
+builds a Parquet warehouse's marts as files (target `thrift`), and, on a server started as a
+user starts it for an Iceberg warehouse (with the warehouse's catalog settings:
+``pipelines.warehouse.iceberg.spark.submit_args``), an Iceberg warehouse's as tables of the
 server's catalog `kaudit` (target `iceberg_thrift`, a case of `make matrix`), which a SQL client
 over thrift reads by their catalog names."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import signal
@@ -38,21 +39,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def iceberg_warehouse(tmp_path_factory):
-    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
-
-    return IcebergWarehouse(tmp_path_factory.mktemp("iceberg") / "wh")
-
-
-@pytest.fixture(scope="module")
-def thrift_server(tmp_path_factory, iceberg_warehouse):
-    """A HiveThriftServer2 (local[2], Derby metastore and warehouse dir in tmp) on 127.0.0.1, its
-    catalog ``kaudit`` the Iceberg warehouse's."""
-    from pipelines.warehouse.iceberg.spark import submit_args
-
+@contextlib.contextmanager
+def _thrift_server(home: Path, args: list[str]):
+    """A HiveThriftServer2 (local[2], Derby metastore and warehouse dir in ``home``) on 127.0.0.1
+    and a free port, started with the spark-submit options ``args`` too."""
     port = free_port()
-    home = tmp_path_factory.mktemp("thrift")
     log = (home / "server.log").open("wb")
     cmd = [
         str(SPARK_BIN / "spark-submit"),
@@ -67,7 +58,7 @@ def thrift_server(tmp_path_factory, iceberg_warehouse):
         "--conf", f"spark.sql.warehouse.dir={home / 'spark-warehouse'}",
         "--conf", "spark.hadoop.javax.jdo.option.ConnectionURL="
                   f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
-        *submit_args(iceberg_warehouse),
+        *args,
         "--hiveconf", f"hive.server2.thrift.port={port}",
         "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
         "spark-internal",
@@ -95,6 +86,35 @@ def thrift_server(tmp_path_factory, iceberg_warehouse):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
+
+
+@pytest.fixture()
+def thrift_server(tmp_path):
+    """A Thrift Server for a Parquet warehouse: no Iceberg catalog (loading its jars makes the
+    server's start slower)."""
+    home = tmp_path / "thrift"
+    home.mkdir()
+    with _thrift_server(home, []) as address:
+        yield address
+
+
+@pytest.fixture()
+def iceberg_warehouse(tmp_path):
+    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+
+    return IcebergWarehouse(tmp_path / "wh")
+
+
+@pytest.fixture()
+def iceberg_thrift_server(tmp_path, iceberg_warehouse):
+    """A Thrift Server whose catalog ``kaudit`` is the Iceberg warehouse's, started as a user
+    starts one (``pipelines.warehouse.iceberg.spark.submit_args``)."""
+    from pipelines.warehouse.iceberg.spark import submit_args
+
+    home = tmp_path / "thrift"
+    home.mkdir()
+    with _thrift_server(home, submit_args(iceberg_warehouse)) as address:
+        yield address
 
 
 def test_dbt_build_over_thrift(thrift_server, warehouse, monkeypatch):
@@ -152,7 +172,7 @@ def test_dbt_build_over_thrift(thrift_server, warehouse, monkeypatch):
 
 
 @pytest.mark.matrix  # (make matrix: a second dbt build over thrift, with its own full parse)
-def test_dbt_builds_an_iceberg_warehouses_marts_over_thrift(thrift_server, iceberg_warehouse, monkeypatch):
+def test_dbt_builds_an_iceberg_warehouses_marts_over_thrift(iceberg_thrift_server, iceberg_warehouse, monkeypatch):
     """Target `thrift` on an Iceberg warehouse is `iceberg_thrift`: the server commits the mart
     to the catalog, the build's ledger row names its snapshot, and a SQL client over
     thrift reads `kaudit.marts.consumer_lag` with the rows pyiceberg reads at that snapshot,
@@ -161,7 +181,7 @@ def test_dbt_builds_an_iceberg_warehouses_marts_over_thrift(thrift_server, icebe
     from test_dbt_build import first_run_inputs  # (tests/integration)
     from test_iceberg_dbt import mart_rows
 
-    host, port = thrift_server
+    host, port = iceberg_thrift_server
     monkeypatch.setenv("KAUDIT_THRIFT_HOST", host)
     monkeypatch.setenv("KAUDIT_THRIFT_PORT", str(port))
     monkeypatch.setenv("KAUDIT_THRIFT_THREADS", "2")
