@@ -28,18 +28,6 @@ def submit_args(warehouse: IcebergWarehouse) -> list[str]:
     return [*args, "--driver-class-path", ":".join(conf["spark.jars"].split(","))]
 
 
-def submit_args(warehouse: IcebergWarehouse) -> list[str]:
-    """:func:`session_conf` as ``spark-submit`` options (``--conf key=value``): what a Spark
-    application that is not kaudit's own session (a Thrift Server for dbt's target
-    ``iceberg_thrift`` and for analysts' SQL clients) is started with, so that its catalog
-    ``kaudit`` is the warehouse's. Iceberg's jars are also on the driver's class path: the Thrift
-    Server runs each client's statements with a class loader of its own, which does not see the
-    classes of ``spark.jars`` that Iceberg's SQL extensions load while analysing a statement."""
-    conf = session_conf(warehouse)
-    args = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
-    return [*args, "--driver-class-path", ":".join(conf["spark.jars"].split(","))]
-
-
 def read_table(spark: SparkSession, warehouse: IcebergWarehouse, table: str, run_id: str,
                with_run_id: bool = True, snapshot_id: int | None = None) -> DataFrame:
     """Run ``run_id``'s rows of ``table`` as its declared Spark schema, read at the snapshot the
