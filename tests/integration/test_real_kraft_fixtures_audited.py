@@ -7,10 +7,9 @@ beside them (``oracle.json``) by the same comparison as the live cases of
 tool's describe, log start and end, owners and KIP-848 targets, the KRaft registry, the planted
 faults found and none on a healthy group.
 
-The suite's cases: a classic 4.x cluster (4.1.1, clean shutdown) and the KIP-848 cluster with
-transactions committed and aborted (4.1.1, ``kill -9``), the data dirs and answers of the live
-cases ``test_real_kraft[4.1.1-classic]`` and ``[4.1.1-kip848]`` (which run under ``make
-matrix``); the other kept KRaft fixtures run under ``make matrix``.
+The suite's case: a classic 4.x cluster (4.1.1, clean shutdown; the suite's live KRaft case,
+``test_real_kraft[4.1.1-kip848]``, is the KIP-848 cluster with transactions); the other kept
+KRaft fixtures, 4.1.1-kip848 among them, run under ``make matrix``.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from testkit.cluster.kraft_oracle import audit, compare
 pytestmark = pytest.mark.integration
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kafka-real"
-SUBSET = {"4.1.1-classic", "4.1.1-kip848"}
+SUBSET = {"4.1.1-classic"}
 CASES = sorted(p.parent.parent.name for p in FIXTURES.glob("*/metadata/__cluster_metadata-0"))
 
 
