@@ -32,8 +32,8 @@ def spark(tmp_path_factory):
     its own (``pipelines.warehouse.iceberg.spark.bind_catalog``). Its planning and code
     generation are a small run's (``size_to_run``), as kaudit sizes a session for a run of a few
     rows: interpreted operators, one shuffle partition coalesced in place, no adaptive execution
-    (Spark's defaults, 200 partitions, whole-stage code for every query new to the JVM, took
-    the Spark unit tests 1.8 times the JVM CPU); a run a test builds sizes it for itself
+    (not Spark's defaults: 200 partitions, whole-stage code for every query new to the JVM); a
+    run a test builds sizes it for itself
     (``RunContext.spark``), a test that sizes it otherwise restores it."""
     from pipelines.spark.session import get_spark, size_to_run
     from pipelines.warehouse.iceberg import jars

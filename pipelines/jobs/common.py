@@ -9,13 +9,15 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from pipelines.warehouse.formats import FORMATS
+
 
 def job_parser(prog: str, doc: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description=doc.strip().splitlines()[0])
     parser.add_argument("--warehouse", required=True,
                         help="Warehouse directory every node sees; with --warehouse-format iceberg the tables' "
                         "location (a directory or an object-store URI: s3a://bucket/prefix).")
-    parser.add_argument("--warehouse-format", default="parquet", choices=("parquet", "iceberg"))
+    parser.add_argument("--warehouse-format", default="parquet", choices=FORMATS)
     parser.add_argument("--catalog", default=None, help="The Iceberg catalog's URI (default: beside the warehouse).")
     parser.add_argument("--warehouse-local", default=None,
                         help="With an object-store --warehouse: the driver's directory of run records and locks.")

@@ -402,25 +402,13 @@ class IcebergWarehouse(Warehouse):
                       declared: pa.Schema) -> tuple[int, int]:
         """Spark through iceberg-spark-runtime: the partition overwritten by the staged rows in
         one commit; the snapshot found again by the token in its summary."""
-        from pyspark.sql import functions as F
-
         from pipelines.spark.schemas import empty_frame, table_schema
 
-        self.table(table, declared)  # created by pyiceberg with the declared mapping
-        ident = self.spark_identifier(table)
-        token = uuid.uuid4().hex
         if files:
             df = spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files])
         else:
             df = empty_frame(spark, table_schema(table))  # (no Python workers)
-        cond = None
-        for name, value in self._partition(table, run_id, step).items():
-            df = df.withColumn(name, F.lit(value))
-            term = F.col(name) == F.lit(value)
-            cond = term if cond is None else cond & term
-        spark.sql(f"REFRESH TABLE {ident}")
-        df.writeTo(ident).option(f"snapshot-property.{TOKEN}", token).overwrite(cond)
-        return self._token_snapshot(spark, ident, token)
+        return self._spark_commit(table, df, run_id, step, declared=declared)
 
     def write_spark(self, tx: IcebergTransaction, table: str, df, append: bool = False) -> None:
         """Spark's write of ``table`` (``df`` of its declared columns) in step ``tx``: one commit
@@ -428,27 +416,33 @@ class IcebergWarehouse(Warehouse):
         ``append`` adds ``df`` to what this step wrote to it before. The executors write the
         data files to the table's location; the driver commits. The snapshot is the step's to
         record at its end (:meth:`transaction`): until then no ledger row names it, no reader sees it."""
+        appended = append and table in tx.written
+        sid, added = self._spark_commit(table, df, tx.run_id, tx.step, appended)
+        tx.written[table] = (sid, (tx.written[table][1] if appended else 0) + added)
+
+    def _spark_commit(self, table: str, df, run_id: str, step: str, append: bool = False,
+                      declared: pa.Schema | None = None) -> tuple[int, int]:
+        """One commit of ``df`` to ``table`` through iceberg-spark-runtime: the run's (and
+        step's) partition overwritten, or ``append``ed to; (snapshot id, rows added), the
+        snapshot found again by a token in its summary."""
         from pyspark.sql import functions as F
 
-        self.table(table)  # created by pyiceberg with the declared mapping
+        self.table(table, declared)  # created by pyiceberg with the declared mapping
         ident = self.spark_identifier(table)
         token = uuid.uuid4().hex
         cond = None
-        for name, value in self._partition(table, tx.run_id, tx.step).items():
+        for name, value in self._partition(table, run_id, step).items():
             df = df.withColumn(name, F.lit(value))
             term = F.col(name) == F.lit(value)
             cond = term if cond is None else cond & term
         spark = df.sparkSession
         spark.sql(f"REFRESH TABLE {ident}")
         writer = df.writeTo(ident).option(f"snapshot-property.{TOKEN}", token)
-        before = 0
-        if append and table in tx.written:
+        if append:
             writer.append()
-            before = tx.written[table][1]
         else:
             writer.overwrite(cond)
-        sid, added = self._token_snapshot(spark, ident, token)
-        tx.written[table] = (sid, before + added)
+        return self._token_snapshot(spark, ident, token)
 
     @staticmethod
     def _token_snapshot(spark, ident: str, token: str) -> tuple[int, int]:
