@@ -57,7 +57,7 @@ import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 
 from pipelines.warehouse.directory import StepLock, Transaction, Warehouse
-from pipelines.warehouse.iceberg import schemas
+from pipelines.warehouse.iceberg import publish, schemas
 from pipelines.warehouse.iceberg.catalog import CatalogConfig
 from pipelines.warehouse.runs import check_run_id
 
@@ -327,6 +327,7 @@ class IcebergWarehouse(Warehouse):
         tx = IcebergTransaction(self, check_run_id(run_id), check_run_id(step, "step"))
         with StepLock(self.root, run_id, step):
             self._recover(run_id, step)  # a killed writer's staging dirs
+            publish.recover(self, run_id, step)  # and its branches; others' half-done publications
             try:
                 yield tx
                 for w in tx.writers.values():
@@ -335,7 +336,7 @@ class IcebergWarehouse(Warehouse):
                              for table, path in tx.staged.items() if is_table(table)]
                 committed += [(table, sid, rows) for table, (sid, rows) in tx.written.items()]
                 if committed:
-                    self.record(run_id, step, committed)
+                    publish.publish(self, run_id, step, committed)
                 for name, path in tx.staged.items():
                     if not is_table(name):
                         self._publish(path, self.partition_dir(name, run_id))
@@ -343,6 +344,7 @@ class IcebergWarehouse(Warehouse):
                 for w in tx.writers.values():
                     if w._writer is not None:
                         w._writer.close()
+                publish.abandon(self, run_id, step)
                 raise
             finally:
                 for path in tx.staged.values():
@@ -360,32 +362,30 @@ class IcebergWarehouse(Warehouse):
         spark = _active_spark()
         if spark is not None and table not in tx.writers:
             return self._commit_spark(spark, table, run_id, step, files, declared)
-        return self._commit_arrow(table, self._partition(table, run_id, step), files, declared)
+        name = publish.note(self, table, run_id, step)
+        return self._commit_arrow(table, self._partition(table, run_id, step), files, declared, name)
 
     def _commit_arrow(self, table: str, partition: dict[str, str], files: list[Path],
-                      declared: pa.Schema) -> tuple[int, int]:
-        """pyiceberg: one table transaction (delete the partition, append the batches), retried
-        on a conflicting commit of another writer."""
+                      declared: pa.Schema, branch: str) -> tuple[int, int]:
+        """pyiceberg: one table transaction on the step's ``branch`` (set to ``main``, the
+        partition deleted, the batches appended), retried on a conflicting commit of another writer."""
         from pyiceberg.exceptions import CommitFailedException
-        from pyiceberg.expressions import And, EqualTo
 
-        where = None
-        for name, value in partition.items():
-            term = EqualTo(name, value)
-            where = term if where is None else And(where, term)
+        where = publish.partition_filter(partition)
         for attempt in range(COMMIT_TRIES):
             ice = self.table(table, declared)
             txn = ice.transaction()
             with warnings.catch_warnings():  # "did not match any records": a first write of the run
                 warnings.simplefilter("ignore", UserWarning)
-                txn.delete(where)
+                publish.stage_branch(txn, branch)  # the step's branch of the table, at main
+                txn.delete(where, branch=branch)
             rows = 0
             for path in files:
                 pf = pq.ParquetFile(path)
                 for batch in pf.iter_batches(batch_size=BATCH_ROWS):
                     data = pa.Table.from_batches([batch])
                     data = data.select(declared.names).cast(declared) if not data.schema.equals(declared) else data
-                    txn.append(schemas.to_write(table, data, partition, declared))
+                    txn.append(schemas.to_write(table, data, partition, declared), branch=branch)
                     rows += batch.num_rows
             try:
                 done = txn.commit_transaction()
@@ -394,8 +394,7 @@ class IcebergWarehouse(Warehouse):
                     raise
                 time.sleep(0.05 * (attempt + 1))
                 continue
-            snap = done.current_snapshot()  # None: a table never written, and nothing to write now
-            return (None if snap is None else snap.snapshot_id), rows
+            return done.metadata.refs[branch].snapshot_id, rows
         raise AssertionError("unreachable")
 
     def _commit_spark(self, spark, table: str, run_id: str, step: str, files: list[Path],
@@ -408,7 +407,8 @@ class IcebergWarehouse(Warehouse):
             df = spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files])
         else:
             df = empty_frame(spark, table_schema(table))  # (no Python workers)
-        return self._spark_commit(table, df, run_id, step, declared=declared)
+        name = publish.open_branch(self, table, run_id, step, declared)
+        return self._spark_commit(table, df, run_id, step, name)
 
     def write_spark(self, tx: IcebergTransaction, table: str, df, append: bool = False) -> None:
         """Spark's write of ``table`` (``df`` of its declared columns) in step ``tx``: one commit
@@ -417,17 +417,19 @@ class IcebergWarehouse(Warehouse):
         data files to the table's location; the driver commits. The snapshot is the step's to
         record at its end (:meth:`transaction`): until then no ledger row names it, no reader sees it."""
         appended = append and table in tx.written
-        sid, added = self._spark_commit(table, df, tx.run_id, tx.step, appended)
+        name = publish.branch(tx.run_id, tx.step) if table in tx.written else \
+            publish.open_branch(self, table, tx.run_id, tx.step)
+        sid, added = self._spark_commit(table, df, tx.run_id, tx.step, name, appended)
         tx.written[table] = (sid, (tx.written[table][1] if appended else 0) + added)
 
-    def _spark_commit(self, table: str, df, run_id: str, step: str, append: bool = False,
-                      declared: pa.Schema | None = None) -> tuple[int, int]:
-        """One commit of ``df`` to ``table`` through iceberg-spark-runtime: the run's (and
-        step's) partition overwritten, or ``append``ed to; (snapshot id, rows added), the
-        snapshot found again by a token in its summary."""
+    def _spark_commit(self, table: str, df, run_id: str, step: str, branch: str,
+                      append: bool = False) -> tuple[int, int]:
+        """One commit of ``df`` to ``table`` (created by pyiceberg with the declared mapping, see
+        :func:`~pipelines.warehouse.iceberg.publish.open_branch`) through iceberg-spark-runtime,
+        on the step's ``branch``: the run's (and step's) partition overwritten, or ``append``ed
+        to; (snapshot id, rows added), the snapshot found again by a token in its summary."""
         from pyspark.sql import functions as F
 
-        self.table(table, declared)  # created by pyiceberg with the declared mapping
         ident = self.spark_identifier(table)
         token = uuid.uuid4().hex
         cond = None
@@ -437,7 +439,7 @@ class IcebergWarehouse(Warehouse):
             cond = term if cond is None else cond & term
         spark = df.sparkSession
         spark.sql(f"REFRESH TABLE {ident}")
-        writer = df.writeTo(ident).option(f"snapshot-property.{TOKEN}", token)
+        writer = df.writeTo(f"{ident}.`branch_{branch}`").option(f"snapshot-property.{TOKEN}", token)
         if append:
             writer.append()
         else:
