@@ -1,0 +1,66 @@
+"""Write-audit-publish of a Spark step on an Iceberg warehouse, on the test session's real local
+Spark with Iceberg's runtime: a Spark write of a step goes to the step's branch, so Spark SQL
+without ``VERSION AS OF`` and pyiceberg's ``scan()`` (a table's current state, ``main``) show the
+previous step's rows until the step is published; then ``main`` is the snapshot the ledger names.
+Another run publishing the same table while the step runs keeps its rows (the step's snapshot
+is rebased onto it). The expected rows are the rows the test writes."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from pipelines.warehouse.iceberg import publish
+from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.tables import SCHEMAS
+
+pytestmark = pytest.mark.integration
+
+TABLE, STEP = "core/partition_owners", "build"
+
+
+def _owners(owners: list[str]) -> list[dict]:
+    return [{"group_id": "g", "topic": "t", "partition": i, "broker_id": None, "owner": owner}
+            for i, owner in enumerate(owners)]
+
+
+def _spark_rows(spark, run_id: str, ref: str = "") -> list[str]:
+    """``run_id``'s owners in ``kaudit.core.partition_owners`` (its current state, or ``ref``)."""
+    rows = spark.sql(f"SELECT owner FROM kaudit.core.partition_owners{ref} WHERE run_id = '{run_id}'").collect()
+    return sorted(r.owner for r in rows)
+
+
+def _pyiceberg_rows(wh: IcebergWarehouse, run_id: str) -> list[str]:
+    ice = wh.catalog.load_table(wh.ident(TABLE))
+    return sorted(ice.scan(row_filter=f"run_id = '{run_id}'").to_arrow().column("owner").to_pylist())
+
+
+def test_a_spark_step_is_invisible_on_main_until_published(spark, tmp_path):
+    from pipelines.spark.schemas import table_schema
+    from pipelines.warehouse.iceberg.spark import bind_catalog
+
+    wh = IcebergWarehouse(tmp_path / "warehouse")
+    bind_catalog(spark, wh)
+    with wh.transaction("r1", STEP) as tx:
+        tx.write(TABLE, pa.Table.from_pylist(_owners(["old-0", "old-1"]), schema=SCHEMAS[TABLE]))
+    before = wh.snapshot_id(TABLE, "r1")
+
+    with wh.transaction("r1", STEP) as tx:
+        wh.write_spark(tx, TABLE, spark.createDataFrame(_owners(["new-0"]), table_schema(TABLE)))
+        wh.write_spark(tx, TABLE, spark.createDataFrame(_owners(["new-1"]), table_schema(TABLE)), append=True)
+        # the step's writes are on its branch; main (current state) still the previous step's
+        assert _spark_rows(spark, "r1") == ["old-0", "old-1"] == _pyiceberg_rows(wh, "r1")
+        name = publish.branch("r1", STEP)
+        assert _spark_rows(spark, "r1", f".`branch_{name}`") == ["new-0", "new-1"]
+        assert wh.snapshot_id(TABLE, "r1") == before
+        # another run publishes the same table meanwhile
+        with wh.transaction("r2", STEP) as other:
+            other.write(TABLE, pa.Table.from_pylist(_owners(["r2-0"]), schema=SCHEMAS[TABLE]))
+        assert _spark_rows(spark, "r2") == ["r2-0"]
+
+    assert _spark_rows(spark, "r1") == ["new-0", "new-1"] == _pyiceberg_rows(wh, "r1")
+    assert _spark_rows(spark, "r2") == ["r2-0"]  # kept: r1's snapshot was rebased onto r2's
+    refs = wh.catalog.load_table(wh.ident(TABLE)).metadata.refs
+    assert {n: r.snapshot_id for n, r in refs.items()} == {"main": wh.snapshot_id(TABLE, "r1")}
+    assert sorted(wh.read_arrow(TABLE, "r1").column("owner").to_pylist()) == ["new-0", "new-1"]
+    assert wh.row_count(TABLE, "r1") == 2
