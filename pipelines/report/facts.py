@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from pipelines.quality.results import TABLE as VALIDATION_RESULTS
 from pipelines.quality.run import VALIDATION, read_results
 from pipelines.report.lag_time import LagTimeFacts, gather_lag_time
 from pipelines.report.metadata import MetadataFacts, gather_metadata
@@ -148,7 +149,7 @@ class Heatmap:
 
 @dataclass
 class Expectation:
-    entry: dict  # the results.json entry
+    entry: dict  # the check's row of quality/validation_results (or its results.json entry)
     sample: list[dict] | None  # the first failing rows (validation/run_id=<id>/failures/<check>.parquet)
     failures_file: Path | None
 
@@ -494,8 +495,15 @@ def _quarantine(q: pa.Table) -> list[dict]:
     return sorted(groups.values(), key=lambda g: nulls_last(-g["count"], g["source"], g["reason"]))
 
 
+def _validation_entries(wh: Warehouse, run_id: str) -> list[dict] | None:
+    """The run's checks: the rows of ``quality/validation_results``, or the entries of results.json
+    for a run validated before that table was written; None when the run was not validated."""
+    table = read_built(wh, VALIDATION_RESULTS, run_id)
+    return table.to_pylist() if table is not None else read_results(wh, run_id)
+
+
 def _expectations(wh: Warehouse, run_id: str, sample_rows: int = 5) -> list[Expectation] | None:
-    entries = read_results(wh, run_id)
+    entries = _validation_entries(wh, run_id)
     if entries is None:
         return None
     failures = wh.partition_dir(VALIDATION, run_id) / "failures"

@@ -66,3 +66,41 @@ def test_counts_per_source_and_group_names_are_escaped(warehouse):
     html = render(facts)
     assert "<b>g</b>" not in html and "&lt;b&gt;g&lt;/b&gt;" in html
     assert "<i>" not in html and "&lt;i&gt;" in html
+
+
+def _check(name, success, level="error", unexpected=None, no_data=None):
+    return dict(suite="core", expectation=name, gx_expectation="expect_column_values_to_not_be_null",
+                view="audit", columns=["group_id"], level=level, success=success, element_count=10,
+                unexpected_count=unexpected, no_data=no_data, description=f"what {name} checks")
+
+
+def test_the_report_reads_the_validation_results_table(warehouse):
+    rows = [_check("owners_known", True, unexpected=0), _check("lag_present", None, no_data="no lag rows"),
+            _check("no_duplicates", False, unexpected=3), _check("few_regressions", False, "warning", 1)]
+    table = pa.Table.from_pylist(rows, schema=SCHEMAS["quality/validation_results"])
+    warehouse.write_table("quality/validation_results", "r", table, step="validate")
+    audit = pa.Table.from_pylist([_audit("kafka", "g", 0, "ok")], schema=SCHEMAS["core/assignment_audit"])
+    warehouse.write_table("core/assignment_audit", "r", audit)  # (a run with no data shows no sections)
+    # the run's results.json is not what the report reads when the table is there
+    results = warehouse.partition_dir("validation", "r") / "results.json"
+    results.parent.mkdir(parents=True)
+    results.write_text(json.dumps([{"suite": "core", "expectation": "stale", "success": False, "level": "error"}]))
+
+    facts = gather(warehouse, "r")
+    assert {e.entry["expectation"]: e.entry["success"] for e in facts.expectations} == {
+        "no_duplicates": False, "few_regressions": False, "lag_present": None, "owners_known": True}
+    assert facts.summary()["expectations"] == {"evaluated": 3, "failed": 2}
+    assert facts.errors_failed == 1
+    html = render(facts)
+    assert 'data-expectation="no_duplicates"' in html and "not evaluated: no lag rows" in html
+    assert "stale" not in html
+
+
+def test_a_run_validated_before_the_table_reads_its_results_json(warehouse):
+    results = warehouse.partition_dir("validation", "old") / "results.json"
+    results.parent.mkdir(parents=True)
+    results.write_text(json.dumps([{"suite": "core", "expectation": "owners_known", "success": False,
+                                    "unexpected_count": 2, "level": "error", "description": "d"}]))
+    facts = gather(warehouse, "old")
+    assert [e.entry["expectation"] for e in facts.expectations] == ["owners_known"]
+    assert facts.summary()["expectations"] == {"evaluated": 1, "failed": 1}
