@@ -21,6 +21,9 @@ ZOOKEEPER_RUNTIME: dict[str, tuple[str, ...]] = {
 }
 
 S3PROXY = "3.0.0"
+# Hadoop: the HDFS minicluster of the HDFS warehouse tests (testkit/hdfs.py); the release whose
+# client jars (hadoop-client-api/-runtime) Spark 4.1 ships
+HADOOP = "3.4.2"
 
 BUNDLES: dict[str, tuple[str, ...]] = {
     **{f"zookeeper-{v}": (f"org.apache.zookeeper:zookeeper:{v}", *ZOOKEEPER_RUNTIME.get(v, ())) for v in ZOOKEEPER},
@@ -44,4 +47,8 @@ BUNDLES: dict[str, tuple[str, ...]] = {
                              "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3"),
     # S3Proxy: the S3-compatible server of the object-storage tests (testkit/storage.py)
     f"s3proxy-{S3PROXY}": (f"org.gaul:s3proxy:{S3PROXY}",),
+    # HDFS: MiniDFSCluster is in hadoop-hdfs's tests jar, its test utilities in hadoop-common's
+    f"hdfs-{HADOOP}": (f"org.apache.hadoop:hadoop-hdfs:{HADOOP}", f"org.apache.hadoop:hadoop-hdfs:{HADOOP}:tests",
+                       f"org.apache.hadoop:hadoop-common:{HADOOP}", f"org.apache.hadoop:hadoop-common:{HADOOP}:tests",
+                       f"org.apache.hadoop:hadoop-hdfs-client:{HADOOP}"),
 }

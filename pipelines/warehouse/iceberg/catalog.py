@@ -17,6 +17,9 @@ object-store URI such as ``s3a://bucket/prefix``): ``<location>/<layer>/<name>/`
 For S3 the endpoint and credentials come from the environment as AWS tools read them
 (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``);
 paths are addressed path-style (a bucket name is not a host name on a private server).
+On HDFS (``hdfs://namenode:port/prefix``) pyiceberg reads and writes over the namenode's
+WebHDFS (:mod:`pipelines.warehouse.iceberg.webhdfs`) and Spark through Hadoop's HDFS client,
+Iceberg's default ``HadoopFileIO``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from urllib.parse import urlparse
 NAME = "kaudit"
 SPARK_CATALOG = NAME  # the Spark catalog name: tables are kaudit.<layer>.<name>
 OBJECT_STORES = ("s3", "s3a", "s3n")
+HDFS = "hdfs"  # pyiceberg over WebHDFS (pipelines/warehouse/iceberg/webhdfs.py), Spark over Hadoop's client
 SDK_ENV = ("AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION")
 
 
@@ -97,6 +101,10 @@ class CatalogConfig:
         if s3:
             props.update({f"s3.{k}": v for k, v in s3.items()})
             props["s3.force-virtual-addressing"] = "false"
+        if self.scheme == HDFS:
+            from pipelines.warehouse.iceberg import webhdfs
+
+            props.update(webhdfs.settings(self.location))
         return props
 
     def open(self):
@@ -106,7 +114,12 @@ class CatalogConfig:
         path = self.sqlite_path
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        return SqlCatalog(NAME, **self.pyiceberg_properties())
+        props = self.pyiceberg_properties()
+        if self.scheme == HDFS:
+            from pipelines.warehouse.iceberg import webhdfs
+
+            webhdfs.check(self.location, props)
+        return SqlCatalog(NAME, **props)
 
     # -- Spark ---------------------------------------------------------------------------
     def jdbc_uri(self) -> str:
