@@ -6,7 +6,14 @@ oracle is that clean run, in a warehouse of its own (on the same store).
 The kill lands where it matters most: the test watches the catalog (the SQLite file, read with
 sqlite3) and kills the moment a raw table has been committed while the step's ledger row has
 not, the window between a step's table commits and its publication; then at fixed fractions
-of a clean run's wall time."""
+of a clean run's wall time.
+
+Besides kaudit's reader (which reads at the ledger's snapshots), each table is read as an
+engine that knows nothing of the ledger reads it: its current state (``main``), through
+pyiceberg's plain ``scan()`` and Spark SQL without ``VERSION AS OF``. A step writes on a branch
+of its own and moves ``main`` only after its ledger row (pipelines/warehouse/iceberg/publish.py),
+so after a kill each table's current state is one a ledger row names, and after the re-run it
+is the ledger's."""
 
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.warehouse.iceberg import publish, schemas
 from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 from pipelines.warehouse.tables import RAW
 
@@ -119,6 +127,32 @@ def _tables(wh: IcebergWarehouse) -> dict[str, list[str]]:
     return {t: sorted(repr(r) for r in wh.read_arrow(t, RUN).to_pylist()) for t in RAW if wh.exists(t, RUN)}
 
 
+def _rows(table: str, data) -> list[str]:
+    return sorted(repr(r) for r in schemas.to_declared(table, data).to_pylist())
+
+
+def _current(wh: IcebergWarehouse, tables) -> dict[str, list[str]]:
+    """The run's rows of each table that has any, read at its current state (``main``) with
+    pyiceberg's plain ``scan()``: what an engine that ignores the ledger sees."""
+    out = {}
+    for t in tables:
+        if wh.catalog.table_exists(wh.ident(t)):
+            data = wh.catalog.load_table(wh.ident(t)).scan(row_filter=f"run_id = '{RUN}'").to_arrow()
+            if data.num_rows:
+                out[t] = _rows(t, data)
+    return out
+
+
+def _nonempty(tables: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {t: rows for t, rows in tables.items() if rows}
+
+
+def _branches(wh: IcebergWarehouse, tables) -> list[str]:
+    """kaudit's branches left on ``tables`` (none once every step is published or abandoned)."""
+    return sorted(f"{t}:{name}" for t in tables if wh.catalog.table_exists(wh.ident(t))
+                  for name in wh.catalog.load_table(wh.ident(t)).metadata.refs if name.startswith(publish.PREFIX))
+
+
 def test_killed_extract_leaves_nothing_visible_and_a_rerun_gives_the_same_tables(tmp_path, store):
     clean_root = tmp_path / "clean" / "wh"
     wall = _run(clean_root, store)
@@ -129,15 +163,28 @@ def test_killed_extract_leaves_nothing_visible_and_a_rerun_gives_the_same_tables
     killed_in_window = _kill_between_commits(root, store)
     wh = _warehouse(root, store)
     if killed_in_window:
-        # tables committed, the ledger not: none of the step's tables is visible
+        # tables committed, the ledger not: none of the step's tables is visible, by the
+        # ledger or on any table's main
         assert wh.snapshots(RUN) == {}
         assert not any(wh.exists(t, RUN) for t in RAW)
+        assert _current(wh, RAW) == {}
     for fraction in (0.2, 0.5, 0.8):
+        before = _nonempty(_tables(_warehouse(root, store)))
         _kill_after(root, store, wall * fraction)
-        visible = _tables(_warehouse(root, store))
+        wh = _warehouse(root, store)
+        visible = _tables(wh)
         assert visible in ({}, clean), f"killed at {fraction:.0%} of {wall:.1f} s: a partial step is visible"
+        # main of each table: the state before the kill or the clean one, never a partial one
+        # (between the ledger row and the last table's fast-forward some tables can be new and
+        # others not yet)
+        current = _current(wh, RAW)
+        for t in RAW:
+            assert current.get(t) in (before.get(t), _nonempty(clean).get(t)), f"{t} at {fraction:.0%}"
     _run(root, store)
-    assert _tables(_warehouse(root, store)) == clean
+    wh = _warehouse(root, store)
+    assert _tables(wh) == clean
+    assert _current(wh, RAW) == _nonempty(clean)  # main is the ledger's state
+    assert _branches(wh, RAW) == []
     if store is not None:  # the tables' files are on S3, none on the local disk
         assert not list(root.rglob("*.parquet")), "table data on the local disk"
     print(f"\n{store or 'local disk'}: clean run {wall:.1f} s; killed between table commits and the ledger: "
@@ -158,11 +205,45 @@ def _core(wh: IcebergWarehouse) -> dict[str, list[str]]:
             for t in SCHEMAS if t.startswith("core/") and wh.exists(t, RUN)}
 
 
-def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_same_tables(tmp_path, monkeypatch):
-    """The Spark build commits each core table as it writes it (its snapshots are the step's
-    staging until its ledger row): a build killed -9 (the process group: Python and Spark's JVM)
-    once it has committed a core table on S3, before its ledger row, leaves every table as the
-    build before it left them, and building again gives those tables."""
+def _spark_current(spark, wh: IcebergWarehouse, tables) -> dict[str, list[str]]:
+    """As :func:`_current`, read by Spark SQL without ``VERSION AS OF`` (the catalog ``kaudit``)."""
+    out = {}
+    for t in tables:
+        data = spark.sql(f"SELECT * FROM {wh.spark_identifier(t)} WHERE run_id = '{RUN}'").toArrow()
+        if data.num_rows:
+            out[t] = _rows(t, data)
+    return out
+
+
+def _sdk_settings(spark) -> None:
+    """The test session's JVM started before this test put the S3 server's settings in the
+    environment: the AWS SDK's checksum settings (which S3Proxy needs) go to it as the system
+    properties the SDK reads as well as the environment."""
+    for var, prop in (("AWS_REQUEST_CHECKSUM_CALCULATION", "aws.requestChecksumCalculation"),
+                      ("AWS_RESPONSE_CHECKSUM_VALIDATION", "aws.responseChecksumValidation")):
+        if os.environ.get(var):
+            spark._jvm.java.lang.System.setProperty(prop, os.environ[var])
+
+
+def _written_on_branch(wh: IcebergWarehouse, tables) -> list[str]:
+    """Core tables whose build branch has moved past main: the build's writes."""
+    name = publish.branch(RUN, "build_core")
+    out = []
+    for t in tables:
+        refs = wh.catalog.load_table(wh.ident(t)).metadata.refs
+        if name in refs and refs[name].snapshot_id != refs["main"].snapshot_id:
+            out.append(t)
+    return out
+
+
+def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_same_tables(
+        tmp_path, monkeypatch, spark):
+    """The Spark build writes each core table on its branch as it writes it (the step's staging
+    until its ledger row): a build killed -9 (the process group: Python and Spark's JVM) once it
+    has written a core table on S3, before its ledger row, leaves every table as the build
+    before it left them, by the ledger and on main (Spark SQL and pyiceberg reading the current
+    state), and building again gives those tables, main at the ledger's snapshots."""
+    from pipelines.warehouse.iceberg.spark import bind_catalog
     from testkit.storage import S3Proxy
 
     demo = REPO / "pipelines" / "demo" / "data"
@@ -184,6 +265,7 @@ def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_
         ledger_rows = wh.snapshots(RUN)
 
         before = _metadata(db)
+        watch = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
         proc = subprocess.Popen(build, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         killed = None
         try:
@@ -192,8 +274,10 @@ def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_
                 moved = sorted(f"{ns}/{t}" for (ns, t), loc in now.items()
                                if ns == "core" and before.get((ns, t)) != loc)
                 if moved and now[("meta", "commits")] == before[("meta", "commits")]:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    killed = moved
+                    written = _written_on_branch(watch, moved)
+                    if written:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        killed = written
                 time.sleep(0.01)
         finally:
             if proc.poll() is None:
@@ -203,10 +287,20 @@ def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_
         wh = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
         assert wh.snapshots(RUN) == ledger_rows  # no ledger row of the killed build
         assert _core(wh) == built, "the killed build's commits are visible"
+        core = sorted(built)
+        assert _current(wh, core) == _nonempty(built), "the killed build's writes are on main"
+        _sdk_settings(spark)
+        bind_catalog(spark, wh)
+        assert _spark_current(spark, wh, core) == _nonempty(built), "Spark SQL sees the killed build's writes"
+        assert _branches(wh, core), "the killed build left no branch: the kill missed its writes"
         done = subprocess.run(build, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
         wh = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
         assert _core(wh) == built
         assert wh.snapshots(RUN) != ledger_rows  # the re-run recorded its own snapshots
-    print(f"\nkilled after committing {killed}; {len(built)} core tables, "
+        assert _current(wh, core) == _nonempty(built) == _spark_current(spark, wh, core)
+        assert all(wh.catalog.load_table(wh.ident(t)).metadata.refs["main"].snapshot_id == wh.snapshot_id(t, RUN)
+                   for t in core)  # main is at the snapshot the ledger names
+        assert _branches(wh, core) == []
+    print(f"\nkilled after writing {killed} on its branch; {len(built)} core tables, "
           f"{sum(len(r) for r in built.values())} rows equal after the re-run")

@@ -46,6 +46,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -57,6 +58,7 @@ MAIN = "main"
 PENDING = ".publishing"  # the marks, in the warehouse's local directory
 LOCK = "publish.lock"  # in the step locks' directory
 TRIES = 8  # a commit that lost a race with another writer of the same table is retried
+_NOTING = threading.Lock()  # one thread at a time reads and writes a step's mark
 
 
 def branch(run_id: str, step: str) -> str:
@@ -130,11 +132,13 @@ def _retry(attempt: int, err: Exception) -> None:
 
 def note(wh, table: str, run_id: str, step: str) -> str:
     """The step's branch name, its ``table`` noted in the step's mark first (before the branch
-    is created: a kill right after leaves it findable)."""
-    mark = read_mark(wh.root, run_id, step) or {"run_id": run_id, "step": step, "tables": [], "published": None}
-    if table not in mark["tables"]:
-        mark["tables"].append(table)
-        _write_mark(wh.root, mark)
+    is created: a kill right after leaves it findable). A Spark step writes its tables from
+    several threads: one at a time notes its table."""
+    with _NOTING:
+        mark = read_mark(wh.root, run_id, step) or {"run_id": run_id, "step": step, "tables": [], "published": None}
+        if table not in mark["tables"]:
+            mark["tables"].append(table)
+            _write_mark(wh.root, mark)
     return branch(run_id, step)
 
 

@@ -5,17 +5,21 @@ Arrow writers stage its tables in a local directory (``<root>/<layer>/<table>/.s
 exactly as for the Parquet layout) and, when the step ends without error, the staged rows are
 committed instead of renamed:
 
-1. each table gets **one Iceberg commit**: the run's partition (``run_id``, and ``step`` in a
-   shared table) deleted and the staged rows appended, in one table transaction, by pyiceberg
-   from Arrow batches read from the staged files (no JVM).
+1. each table gets **one Iceberg commit** on the step's own branch ``kaudit_<run>_<step>``
+   (set to the table's ``main``): the run's partition (``run_id``, and ``step`` in a shared
+   table) deleted and the staged rows appended, in one table transaction, by pyiceberg from
+   Arrow batches read from the staged files (no JVM).
    A Spark step (the build) stages nothing on the local disk: each of its writes of a table is
-   a commit of its own through ``iceberg-spark-runtime`` (``DataFrameWriterV2``: the run's
-   partition overwritten, or appended to by a later write of the step), the executors writing
-   the data files straight to the tables' location, so a Spark cluster needs no mount it
-   shares with the driver (:meth:`IcebergWarehouse.write_spark`). Until the ledger names
-   them those snapshots are the step's staging: no reader sees them.
-2. then one append to the ledger table ``meta.commits`` records the snapshot id each table of
-   the step was committed as: that append is the step's single point of publication.
+   a commit of its own on the step's branch through ``iceberg-spark-runtime``
+   (``DataFrameWriterV2``: the run's partition overwritten, or appended to by a later write of
+   the step), the executors writing the data files straight to the tables' location, so a
+   Spark cluster needs no mount it shares with the driver (:meth:`IcebergWarehouse.write_spark`).
+   Until the step is published those snapshots are its staging: no reader sees them, neither
+   kaudit's (by the ledger) nor an engine reading a table's current state (``main``).
+2. then the step is published (:mod:`pipelines.warehouse.iceberg.publish`): one append to the
+   ledger table ``meta.commits`` records the snapshot id of each table of the step (the step's
+   single point of publication), then each table's ``main`` is fast-forwarded to it and the
+   branch removed; a publication a kill cut short is completed by the next step.
 
 Readers go through the ledger (:meth:`IcebergWarehouse.snapshot_id`): a run's table is read at
 the snapshot its last step recorded, filtered to its partition: a time-travel read. A step
@@ -319,9 +323,10 @@ class IcebergWarehouse(Warehouse):
     # -- writes ----------------------------------------------------------------------------
     @contextmanager
     def transaction(self, run_id: str, step: str = "main") -> Iterator[Transaction]:
-        """Stage the step's tables locally; commit each as one Iceberg snapshot, then the ledger
-        row naming them all, then publish its documents (staged names without a layer), when
-        the block ends without error (nothing on error)."""
+        """Stage the step's tables locally; commit each as one Iceberg snapshot on the step's
+        branch, then publish them (the ledger row naming them all, ``main`` fast-forwarded), then
+        its documents (staged names without a layer), when the block ends without error (nothing
+        on error: the step's branches are removed)."""
         import shutil
 
         tx = IcebergTransaction(self, check_run_id(run_id), check_run_id(step, "step"))
