@@ -1,63 +1,152 @@
-"""Benchmark: ``kaudit demo`` - both runs (ZooKeeper-era cluster, and ``<run>-kraft``
-beside it) in a fresh warehouse, in this process, as after an install. Prints each step's
-seconds next to its target (the whole demo <= 45 s, ``build`` <= 25 s, ``validate``
-<= 8 s, on an idle 2-core machine) with the ratio, and the load average before and after (the
-machine is shared: compare figures only with the load they were taken at).
+"""Benchmark: ``kaudit demo`` - the ZooKeeper-era run, the KRaft run (``<run>-kraft``) and the
+real brokers' estate - in a fresh warehouse of either format (``--format parquet``, ``iceberg``
+or ``both``), each demo in a fresh process as after an install (its own Spark JVM). With
+``both`` the formats alternate, round after round, so both see the same load, and the ratio
+iceberg/parquet of the same run is printed.
+
+Each step's wall seconds and CPU seconds (the demo's process and its children: the Spark
+JVM, ``clocks.Clock``) are printed per format, with the totals, the targets (the whole demo
+<= 45 s, ``build`` <= 25 s, ``validate`` <= 8 s on an idle 2-core machine) and the load
+average before and after each demo. CPU time is the figure to compare on a shared machine:
+wall time follows the load.
 
 The demo runs the two clusters side by side, their builds in turn (the KRaft run's extracts
-beside the ZooKeeper build, its build beside the ZooKeeper validation), so a step's time may
-include the other run's load (the total is what a user waits); ``--after`` runs the KRaft
-cluster after the ZooKeeper one, as the demo did before 0.1.11: each step's time alone.
+beside the ZooKeeper build, its build beside the ZooKeeper validation), so a step's time and
+CPU then include the other run's work (the totals are exact: what a user waits, what the
+machine spent); ``--after`` runs the KRaft cluster after the ZooKeeper one: each step alone.
 
-    .venv/bin/python benchmarks/bench_demo.py [--after] [--spark-master local[2]]
+    .venv/bin/python benchmarks/bench_demo.py [--format both] [--rounds 1] [--after]
+        [--spark-master local[2]]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
-
-from pipelines.context import RunContext
-from pipelines.demo import run_demo
-from pipelines.warehouse.directory import Warehouse
+from clocks import Clock, load
 
 TARGETS = {"build": 25.0, "validate": 8.0, "total": 45.0}  # seconds: the targets
+FORMATS = ("parquet", "iceberg")
+RESULT = "bench-demo-result: "  # the prefix of the child's line of figures
 
 
-def load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+def group(labels: list[str]) -> str:
+    """Which run a list of step labels is: the ZooKeeper run, the KRaft run or the estate."""
+    return "zk" if labels[0] == "extract zk-snapshot" else "kraft" if labels[0] == "extract kraft" else "estate"
+
+
+def child(fmt: str, after: bool, master: str | None) -> None:
+    """One demo in this process on a fresh ``fmt`` warehouse; prints its figures as one JSON line."""
+    from rich.console import Console
+
+    from pipelines import demo
+    from pipelines.context import RunContext
+    from pipelines.warehouse.formats import open_warehouse
+
+    steps: dict[str, list] = {}  # run -> [(step, wall, cpu)]
+    timed = demo.timed
+
+    def clocked(plan, stop=None, say=None):
+        """``demo.timed`` with each step's CPU seconds beside its wall seconds."""
+        rows = steps.setdefault(group([label for label, _ in plan]), [])
+
+        def step_clocked(label, fn):
+            def run():
+                clock = Clock()
+                with clock.timing():
+                    fn()
+                rows.append((label, clock.wall, clock.cpu))
+            return run
+
+        return timed([(label, step_clocked(label, fn)) for label, fn in plan], stop, say)
+
+    demo.timed = clocked
+    with tempfile.TemporaryDirectory(prefix="bench-demo-") as tmp:
+        root = Path(tmp)
+        ctx = RunContext(open_warehouse(root / "warehouse", fmt), "bench", spark_master=master, quiet=True,
+                         console=Console(stderr=True))
+        total, before = Clock(), load()
+        with total.timing():
+            result = demo.run_demo(ctx, out=root / "cluster", alongside=not after)
+        after_load = load()
+    mismatches = [*result["mismatches"], *result["kraft"]["mismatches"],
+                  *(m for case in result["real"].values() for m in case.get("mismatches", []))]
+    print(RESULT + json.dumps({"format": fmt, "steps": steps, "wall": total.wall, "cpu": total.cpu,
+                               "load": [before, after_load], "mismatches": mismatches}), flush=True)
+
+
+def one(fmt: str, after: bool, master: str | None) -> dict:
+    """The figures of one demo run by a child process of this script."""
+    cmd = [sys.executable, __file__, "--child", fmt, *(["--after"] if after else []),
+           *(["--spark-master", master] if master else [])]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
+    line = next(x for x in out.splitlines() if x.startswith(RESULT))
+    return json.loads(line[len(RESULT):])
+
+
+def table(results: dict[str, list[dict]]) -> None:
+    """Each step's median wall and CPU seconds per format (and their ratio with both formats)."""
+    fmts = [f for f in FORMATS if results.get(f)]
+    keys: list[tuple[str, str]] = []
+    for res in results[fmts[0]]:
+        for run, rows in res["steps"].items():
+            keys += [(run, label) for label, _, _ in rows if (run, label) not in keys]
+
+    def med(fmt: str, run: str, label: str, what: int) -> float | None:
+        vals = [row[what] for res in results[fmt] for row in res["steps"].get(run, []) if row[0] == label]
+        return statistics.median(vals) if vals else None
+
+    head = f"{'run':<7} {'step':<30}" + "".join(f" {f + ' s':>12} {'cpu':>7}" for f in fmts)
+    both = len(fmts) == 2
+    print(head + (f" {'ratio':>6} {'cpu':>6}" if both else "") + f" {'target':>7}")
+    lines = [(run, label, [(med(f, run, label, 1), med(f, run, label, 2)) for f in fmts]) for run, label in keys]
+    lines.append(("demo", "total", [(statistics.median(r["wall"] for r in results[f]),
+                                     statistics.median(r["cpu"] for r in results[f])) for f in fmts]))
+    for run, label, figs in lines:
+        text = f"{run:<7} {label:<30}" + "".join(
+            f" {w:12.1f} {c:7.1f}" if w is not None else f" {'':>12} {'':>7}" for w, c in figs)
+        if both and None not in (figs[0][0], figs[1][0]):
+            (pw, pc), (iw, ic) = figs
+            text += f" {iw / pw if pw else 0:6.2f} {ic / pc if pc else 0:6.2f}"
+        elif both:
+            text += f" {'':>6} {'':>6}"
+        target = TARGETS.get(label) if run in ("zk", "demo") else None
+        print(text + (f" {target:7.0f}" if target else ""))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--format", choices=(*FORMATS, "both"), default="parquet")
+    parser.add_argument("--rounds", type=int, default=1, help="demos per format (alternating with both)")
     parser.add_argument("--spark-master", default=None, help="default local[*]")
     parser.add_argument("--after", action="store_true", help="the KRaft cluster after the ZooKeeper one")
+    parser.add_argument("--child", choices=FORMATS, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-demo-") as tmp:
-        root = Path(tmp)
-        ctx = RunContext(Warehouse(root / "warehouse"), "bench", spark_master=args.spark_master, quiet=True,
-                         console=Console(stderr=True))
-        before = load()
-        started = time.monotonic()
-        result = run_demo(ctx, out=root / "cluster", alongside=not args.after)
-        total = time.monotonic() - started
-        after = load()
+    if args.child:
+        child(args.child, args.after, args.spark_master)
+        return
+    fmts = FORMATS if args.format == "both" else (args.format,)
+    results: dict[str, list[dict]] = {f: [] for f in fmts}
     mode = "KRaft run after the ZooKeeper run" if args.after else "runs side by side, builds in turn"
-    print(f"kaudit demo ({mode}): load average {before} before, {after} after")
-    print(f"{'run':<6} {'step':<30} {'seconds':>8} {'target':>7} {'ratio':>6}")
-    for run, timings in (("zk", result["timings"]), ("kraft", result["kraft"]["timings"])):
-        for step, seconds in timings.items():
-            target = TARGETS.get(step) if step != "total" else None
-            ratio = f"{seconds / target:6.2f}" if target else ""
-            print(f"{run:<6} {step:<30} {seconds:8.1f} {target or '':>7} {ratio}")
-    print(f"{'demo':<6} {'total':<30} {total:8.1f} {TARGETS['total']:>7} {total / TARGETS['total']:6.2f}")
-    if result["mismatches"] or result["kraft"]["mismatches"]:
-        print("differs from the planted faults:", result["mismatches"], result["kraft"]["mismatches"])
+    print(f"kaudit demo ({mode}), {args.rounds} round(s) of {', '.join(fmts)}, {os.cpu_count()} cores")
+    for r in range(1, args.rounds + 1):
+        for fmt in fmts:
+            started = time.monotonic()
+            res = one(fmt, args.after, args.spark_master)
+            results[fmt].append(res)
+            print(f"round {r} {fmt:<8} wall {res['wall']:6.1f} s  cpu {res['cpu']:6.1f} s  "
+                  f"({time.monotonic() - started:.0f} s with the process's start) {res['load'][0]} before, "
+                  f"{res['load'][1]} after" + (f"  MISMATCHES {res['mismatches']}" if res["mismatches"] else ""),
+                  flush=True)
+    table(results)
 
 
 if __name__ == "__main__":

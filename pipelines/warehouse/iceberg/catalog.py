@@ -145,6 +145,11 @@ class CatalogConfig:
             # no cache of loaded tables: pyiceberg commits to the same tables in this process
             # (the extract, a test's inputs) and a cached table does not know their snapshots
             f"{prefix}.cache-enabled": "false",
+            # a write adds rows to one partition (the run's, or the run's and step's): Iceberg's
+            # default for a partitioned table, `hash`, would shuffle every row of a write by that
+            # one value into one task (a shuffle stage per write, and at scale all of a table's
+            # rows through one writer); `none` writes each task's rows where they are
+            "spark.sql.iceberg.distribution-mode": "none",
         }
         parsed = urlparse(self.uri)
         if parsed.username:

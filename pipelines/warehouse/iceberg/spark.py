@@ -61,7 +61,7 @@ def bind_catalog(spark: SparkSession, warehouse: IcebergWarehouse) -> None:
     config = warehouse.catalog_config
     prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
     for key, value in config.spark_conf([]).items():
-        if key.startswith(prefix):
+        if key.startswith((prefix, "spark.sql.iceberg.")):  # the catalog's and Iceberg's runtime settings
             spark.conf.set(key, value)
     jsession = spark._jsparkSession
     key, want = jsession.hashCode(), (config.uri, config.location)

@@ -442,24 +442,23 @@ class IcebergWarehouse(Warehouse):
             df = df.withColumn(name, F.lit(value))
             term = F.col(name) == F.lit(value)
             cond = term if cond is None else cond & term
-        spark = df.sparkSession
-        spark.sql(f"REFRESH TABLE {ident}")
         writer = df.writeTo(f"{ident}.`branch_{branch}`").option(f"snapshot-property.{TOKEN}", token)
         if append:
             writer.append()
         else:
             writer.overwrite(cond)
-        return self._token_snapshot(spark, ident, token)
+        return self._token_snapshot(table, token)
 
-    @staticmethod
-    def _token_snapshot(spark, ident: str, token: str) -> tuple[int, int]:
-        """(snapshot id, rows added) of the commit to ``ident`` whose summary holds ``token``."""
-        snap = spark.sql(
-            f"SELECT snapshot_id, summary['added-records'] AS added FROM {ident}.snapshots "
-            f"WHERE summary['{TOKEN}'] = '{token}'").collect()
-        if len(snap) != 1:
-            raise RuntimeError(f"{ident}: the snapshot of this commit (token {token}) is not in its history")
-        return snap[0]["snapshot_id"], int(snap[0]["added"] or 0)
+    def _token_snapshot(self, table: str, token: str) -> tuple[int, int]:
+        """(snapshot id, rows added) of the commit to ``table`` whose summary holds ``token``, in
+        the table's metadata as pyiceberg loads it (newest first): a Spark query of its
+        ``snapshots`` table would be a job per write. The loaded table serves the reads at it."""
+        ice = self._loaded[table] = self.catalog.load_table(self.ident(table))
+        for snap in reversed(ice.metadata.snapshots):
+            if snap.summary is not None and snap.summary.get(TOKEN) == token:
+                return snap.snapshot_id, int(snap.summary.get("added-records") or 0)
+        raise RuntimeError(f"{self.spark_identifier(table)}: the snapshot of this commit (token {token}) "
+                           "is not in its history")
 
     def record(self, run_id: str, step: str, committed: list[tuple[str, int, int]]) -> None:
         """The step's ledger rows (table, snapshot id, rows), one append: from now on its tables are
