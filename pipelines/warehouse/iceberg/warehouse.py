@@ -61,7 +61,7 @@ import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 
 from pipelines.warehouse.directory import StepLock, Transaction, Warehouse
-from pipelines.warehouse.iceberg import publish, schemas
+from pipelines.warehouse.iceberg import partition_commit, publish, schemas
 from pipelines.warehouse.iceberg.catalog import CatalogConfig
 from pipelines.warehouse.runs import check_run_id
 
@@ -86,6 +86,16 @@ class IcebergTransaction(Transaction):
     step's writes of it added."""
 
     written: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def _staged_tables(table: str, files: list[Path], partition: dict[str, str],
+                   declared: pa.Schema) -> Iterator[pa.Table]:
+    """The staged rows of ``table``, a batch at a time, as its Iceberg table takes them."""
+    for path in files:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
+            data = pa.Table.from_batches([batch])
+            data = data.select(declared.names).cast(declared) if not data.schema.equals(declared) else data
+            yield schemas.to_write(table, data, partition, declared)
 
 
 def _parquet_files(path: Path) -> list[Path]:
@@ -373,7 +383,8 @@ class IcebergWarehouse(Warehouse):
     def _commit_arrow(self, table: str, partition: dict[str, str], files: list[Path],
                       declared: pa.Schema, branch: str) -> tuple[int, int]:
         """pyiceberg: one table transaction on the step's ``branch`` (set to ``main``, the
-        partition deleted, the batches appended), retried on a conflicting commit of another writer."""
+        partition's rows replaced by the batches: one snapshot, :mod:`.partition_commit`),
+        retried on a conflicting commit of another writer."""
         from pyiceberg.exceptions import CommitFailedException
 
         where = publish.partition_filter(partition)
@@ -383,15 +394,17 @@ class IcebergWarehouse(Warehouse):
             with warnings.catch_warnings():  # "did not match any records": a first write of the run
                 warnings.simplefilter("ignore", UserWarning)
                 publish.stage_branch(txn, branch)  # the step's branch of the table, at main
-                txn.delete(where, branch=branch)
-            rows = 0
-            for path in files:
-                pf = pq.ParquetFile(path)
-                for batch in pf.iter_batches(batch_size=BATCH_ROWS):
-                    data = pa.Table.from_batches([batch])
-                    data = data.select(declared.names).cast(declared) if not data.schema.equals(declared) else data
-                    txn.append(schemas.to_write(table, data, partition, declared), branch=branch)
-                    rows += batch.num_rows
+                old = partition_commit.partition_files(txn, ice.io, branch, partition)
+                if old is None:  # files not of the partition alone: pyiceberg's delete rewrites them
+                    txn.delete(where, branch=branch)
+            tables = _staged_tables(table, files, partition, declared)
+            if old is not None:
+                rows = partition_commit.replace(txn, ice.io, branch, old, tables)
+            else:
+                rows = 0
+                for data in tables:
+                    txn.append(data, branch=branch)
+                    rows += data.num_rows
             try:
                 done = txn.commit_transaction()
             except CommitFailedException:
