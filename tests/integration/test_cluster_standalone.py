@@ -137,8 +137,6 @@ def s3_warehouse(tmp_path_factory, demo_run):
     S3 settings in this process's environment, as a user's shell has them)."""
     from pipelines.warehouse.directory import Warehouse
     from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
-    from pipelines.warehouse.reading import read_arrow
-    from pipelines.warehouse.tables import SCHEMAS
     from testkit.storage import S3Proxy
 
     assert demo_run.exit_code == 0, demo_run.output[-3000:]
@@ -150,16 +148,24 @@ def s3_warehouse(tmp_path_factory, demo_run):
         catalog = str(root / "catalog.db")
         local = root / "local"
         wh = IcebergWarehouse(local, location=LOCATION, catalog=catalog)
-        demo = Warehouse(demo_run.warehouse)
-        copied = 0
-        with wh.transaction(RUN, step="copy") as tx:
-            for table in sorted(t for t in SCHEMAS if t.startswith("raw/") and t != "raw/quarantine"):
-                if demo.exists(table, demo_run.run_id):
-                    data = read_arrow(demo, table, demo_run.run_id, with_run_id=False)
-                    tx.write(table, data)
-                    copied += data.num_rows
-        assert copied > 0
+        assert copy_raw(Warehouse(demo_run.warehouse), demo_run.run_id, wh) > 0
         yield {"wh": wh, "s3": s3, "local": local, "catalog": catalog}
+
+
+def copy_raw(source, source_run: str, wh) -> int:
+    """The raw tables of ``source``'s run ``source_run`` (but the quarantine, which the build
+    writes too) committed as run ``cluster`` of ``wh``: rows copied."""
+    from pipelines.warehouse.reading import read_arrow
+    from pipelines.warehouse.tables import SCHEMAS
+
+    copied = 0
+    with wh.transaction(RUN, step="copy") as tx:
+        for table in sorted(t for t in SCHEMAS if t.startswith("raw/") and t != "raw/quarantine"):
+            if source.exists(table, source_run):
+                data = read_arrow(source, table, source_run, with_run_id=False)
+                tx.write(table, data)
+                copied += data.num_rows
+    return copied
 
 
 def _core_tables() -> list[str]:
