@@ -7,6 +7,10 @@ BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends
 PYTEST_ARGS ?=
+# `make test` and `make unit` run the suite on this many pytest-xdist workers (tests/conftest.py
+# says which tests share a worker); 1 runs it in one process
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 ZK_KERNELS := $(VENV)/.zk-kernels
 KAFKA_KERNELS := $(VENV)/.kafka-kernels
 KERNEL_CACHE := $(VENV)/.kernel-cache
@@ -21,7 +25,7 @@ demo: $(VENV)/.installed $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PA
 
 # lint and the docs first: a lint error or a broken docs link fails `make test` before the suite starts
 test: lint docs $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper chromium airflow-venv cluster-jars iceberg-jars postgresql
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Jars of the real Kafka/ZooKeeper releases the suite starts (testkit/cluster/versions.py), from
 # Maven Central into .venv/kaudit-jars (testkit/cluster/maven.py); `make matrix` fetches them all.
@@ -44,14 +48,14 @@ MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real
 	tests/integration/test_migration_audit.py \
 	tests/integration/test_iceberg_matches_parquet.py tests/integration/test_iceberg_kill.py \
 	tests/integration/test_iceberg_dbt_parity.py tests/integration/test_dbt_thrift.py \
-	tests/integration/test_iceberg_hdfs.py
+	tests/integration/test_iceberg_hdfs.py tests/integration/test_s3_every_step.py
 matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m testkit.cluster.maven
 	$(BIN)/python -m pipelines.warehouse.iceberg.jars
 	$(BIN)/python -m pytest -m "matrix or not matrix" $(MATRIX_TESTS) $(PYTEST_ARGS)
 
 unit: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
-	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not integration" $(XDIST) $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; PYTHONPATH=. $(BIN)/python $$b || exit 1; done

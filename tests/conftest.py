@@ -14,6 +14,36 @@ REPO = Path(__file__).resolve().parents[1]
 REAL_FIXTURES = REPO / "tests" / "fixtures" / "real"
 
 
+# How the suite shares two cores (pytest-xdist, ``--dist loadgroup``: a group runs on one
+# worker). Tests that use the demo's run share one worker, so the demo is built once, not once
+# per worker; tests that start a Spark standalone cluster or a Thrift Server (``cluster``) run
+# one at a time on one worker, as two such JVM estates at once on two cores only slow each
+# other; the tests of a module with a module-scoped fixture stay together, so the fixture is
+# built once. Every other test goes to whichever worker is free.
+SHARED_FIXTURES = ("demo_run",)
+SERIAL_MARKERS = ("cluster",)
+
+
+def _group(item) -> str | None:
+    shared = next((f for f in SHARED_FIXTURES if f in item.fixturenames), None)
+    if shared is not None:
+        return shared
+    if any(item.get_closest_marker(m) for m in SERIAL_MARKERS):
+        return "cluster"
+    fixtures = getattr(item, "_fixtureinfo", None)
+    defs = fixtures.name2fixturedefs.values() if fixtures is not None else ()
+    if any(d.scope in ("module", "class", "package") for ds in defs for d in ds):
+        return item.nodeid.split("::")[0]
+    return None
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        group = _group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def zk_server(tmp_path_factory):
     """A real ZooKeeper (Debian ``zkServer.sh start-foreground``) on 127.0.0.1 and a free port."""
