@@ -37,6 +37,7 @@ def _group(item) -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which names each test's group from these marks
 def pytest_collection_modifyitems(items):
     for item in items:
         group = _group(item)
