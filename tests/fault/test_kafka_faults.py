@@ -142,6 +142,16 @@ def _kaudit(*args: str, **kw) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
+# Runs a command and writes its exit code and peak RSS (KiB) to the file argv[1]. A child's
+# ru_maxrss starts at what its parent held when it forked (Linux copies the high-water mark with
+# the memory), so the CLI is forked from this small process, not from the test's (which holds
+# Spark, pyarrow and whatever earlier tests on its worker loaded).
+SMALL_PARENT = (
+    "import os, subprocess, sys; p = subprocess.Popen(sys.argv[2:]); _, status, usage = os.wait4(p.pid, 0); "
+    "open(sys.argv[1], 'w').write(f'{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}')"
+)
+
+
 @pytest.mark.integration  # the CLI as a process, 2 GiB of zeros behind it
 @pytest.mark.parametrize("codec", ["zstd", "gzip"])
 def test_decompression_bomb_is_quarantined_in_little_memory(tmp_path, codec):
@@ -149,12 +159,14 @@ def test_decompression_bomb_is_quarantined_in_little_memory(tmp_path, codec):
     stopped at 1 MiB (1 record x KAUDIT_MAX_RECORD_BYTES), quarantined with file:byte and the
     reason; the process stays small."""
     seg, parts = _bomb_segment(tmp_path, codec)
-    p = _kaudit("--warehouse", str(tmp_path / "wh"), "--run-id", "b", "extract", "offsets", str(seg))
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    err = p.stderr.read()
-    assert p.returncode == 0 and "Traceback" not in err, err
-    assert usage.ru_maxrss < 600 * 1024, f"max RSS {usage.ru_maxrss // 1024} MB"
+    peak = tmp_path / "peak"
+    args = ("--warehouse", str(tmp_path / "wh"), "--run-id", "b", "extract", "offsets", str(seg))
+    p = subprocess.Popen([sys.executable, "-c", SMALL_PARENT, str(peak), sys.executable, "-m", "pipelines", *args],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = p.communicate()[1]
+    code, max_rss = (int(x) for x in peak.read_text().split())
+    assert code == 0 and "Traceback" not in err, err
+    assert max_rss < 600 * 1024, f"max RSS {max_rss // 1024} MB"
     w = Warehouse(tmp_path / "wh")
     assert read_arrow(w, "raw/offset_commits", "b")["log_offset"].to_pylist() == [0, 2]
     (q,) = read_arrow(w, "raw/quarantine", "b").to_pylist()
