@@ -21,7 +21,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from testkit.cluster.maven import classpath
 from testkit.cluster.versions import BUNDLES, HADOOP
+from testkit.servers import await_server
 from testkit.zk_server import free_port
 
 BUNDLE = f"hdfs-{HADOOP}"
@@ -70,15 +70,12 @@ class MiniHdfs:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log.open("ab"),
             start_new_session=True, text=True,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the HDFS minicluster exited with {self.proc.returncode}; see {log}")
-            if self._answers():
-                return self
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"the HDFS minicluster did not answer on {self.webhdfs} within {timeout:.0f} s; see {log}")
+        try:
+            await_server(self.proc, self._answers, f"the HDFS minicluster on {self.webhdfs}", log, timeout, poll=0.5)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def _answers(self) -> bool:
         """The namenode answers WebHDFS and a datanode has registered (writes need one)."""

@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from testkit.cluster.maven import classpath
 from testkit.cluster.versions import BUNDLES, S3PROXY
+from testkit.servers import await_server
 from testkit.zk_server import free_port
 
 BUNDLE = f"s3proxy-{S3PROXY}"
@@ -82,15 +82,12 @@ class S3Proxy:
              "org.gaul.s3proxy.Main", "--properties", str(props)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"S3Proxy exited with {self.proc.returncode}; see {self.root / 's3proxy.log'}")
-            if self._answers():
-                return self
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"S3Proxy did not answer on {self.endpoint} within {timeout:.0f} s")
+        try:
+            await_server(self.proc, self._answers, f"S3Proxy on {self.endpoint}", self.root / "s3proxy.log", timeout)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def _answers(self) -> bool:
         try:

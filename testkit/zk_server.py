@@ -15,9 +15,10 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from testkit.servers import await_server
 
 ZK_HOME = Path("/usr/share/zookeeper")
 
@@ -75,15 +76,12 @@ class ZkServer:
             env=env,
             start_new_session=True,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"ZooKeeper exited: {(self.root / 'server.log').read_text()[-2000:]}")
-            if _ruok(self.port):
-                return self
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("ZooKeeper did not start in time")
+        try:
+            await_server(self.proc, lambda: _ruok(self.port), "ZooKeeper", self.root / "server.log", timeout)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
