@@ -123,7 +123,7 @@ def publish_lock(root: Path) -> Iterator[None]:
 
 
 # -- the branches ----------------------------------------------------------------------------
-def _retry(attempt: int, err: Exception) -> None:
+def retry(attempt: int, err: Exception) -> None:
     """Waits before the next try of a commit that lost a race; ``err`` again after the last."""
     if attempt == TRIES - 1:
         raise err
@@ -170,7 +170,7 @@ def open_branch(wh, table: str, run_id: str, step: str, declared=None) -> str:
             txn.commit_transaction()
             return name
         except CommitFailedException as err:
-            _retry(attempt, err)
+            retry(attempt, err)
     raise AssertionError("unreachable")
 
 
@@ -229,7 +229,7 @@ def rebase(wh, table: str, name: str, snapshot_id: int, partition: dict[str, str
         try:
             return txn.commit_transaction().metadata.refs[name].snapshot_id
         except CommitFailedException as err:
-            _retry(attempt, err)
+            retry(attempt, err)
     raise AssertionError("unreachable")
 
 
@@ -257,7 +257,7 @@ def fast_forward(wh, table: str, name: str, snapshot_id: int, partition: dict[st
             ms.commit()
             return
         except CommitFailedException as err:
-            _retry(attempt, err)
+            retry(attempt, err)
 
 
 def drop_branch(wh, table: str, name: str) -> None:
@@ -275,7 +275,7 @@ def drop_branch(wh, table: str, name: str) -> None:
             ice.manage_snapshots().remove_branch(name).commit()
             return
         except CommitFailedException as err:
-            _retry(attempt, err)
+            retry(attempt, err)
 
 
 # -- publication -----------------------------------------------------------------------------

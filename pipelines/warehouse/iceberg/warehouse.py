@@ -47,7 +47,6 @@ state.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -76,7 +75,6 @@ LEDGER_SCHEMA = pa.schema([
 _OPENING = threading.Lock()  # one thread at a time opens a warehouse's catalog
 _CREATING = threading.Lock()  # one thread at a time creates tables (Spark's writes run side by side)
 BATCH_ROWS = 1 << 20  # rows per Arrow batch read from a staged file and appended
-COMMIT_TRIES = 8  # a commit that lost a race with another writer of the same table is retried
 
 
 @dataclass
@@ -388,7 +386,7 @@ class IcebergWarehouse(Warehouse):
         from pyiceberg.exceptions import CommitFailedException
 
         where = publish.partition_filter(partition)
-        for attempt in range(COMMIT_TRIES):
+        for attempt in range(publish.TRIES):
             ice = self.table(table, declared)
             txn = ice.transaction()
             with warnings.catch_warnings():  # "did not match any records": a first write of the run
@@ -407,10 +405,8 @@ class IcebergWarehouse(Warehouse):
                     rows += data.num_rows
             try:
                 done = txn.commit_transaction()
-            except CommitFailedException:
-                if attempt == COMMIT_TRIES - 1:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
+            except CommitFailedException as err:
+                publish.retry(attempt, err)
                 continue
             return done.metadata.refs[branch].snapshot_id, rows
         raise AssertionError("unreachable")
@@ -485,15 +481,13 @@ class IcebergWarehouse(Warehouse):
         }, schema=LEDGER_SCHEMA)
         from pyiceberg.exceptions import CommitFailedException
 
-        for attempt in range(COMMIT_TRIES):
+        for attempt in range(publish.TRIES):
             try:
                 self.table(LEDGER, LEDGER_SCHEMA).append(schemas.to_write(LEDGER, data, {schemas.RUN_ID: run_id},
                                                                           LEDGER_SCHEMA))
                 return
-            except CommitFailedException:
-                if attempt == COMMIT_TRIES - 1:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
+            except CommitFailedException as err:
+                publish.retry(attempt, err)
 
     # the Parquet layout's publish machinery has nothing to do here
     def _roll_forward(self, run_id: str, moves: list[list[str]]) -> None:
