@@ -23,21 +23,28 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 
+def partition_filter(partition: dict[str, str]):
+    """The pyiceberg row filter of ``partition``'s rows (each column equal to its value)."""
+    from pyiceberg.expressions import AlwaysTrue, And, EqualTo
+
+    where = AlwaysTrue()
+    for column, value in partition.items():
+        where = And(where, EqualTo(column, value))
+    return where
+
+
 def partition_files(txn, io, branch: str, partition: dict[str, str]) -> list | None:
     """The data files of ``branch`` of the transaction's table in ``partition`` (column ->
     value), as the transaction has staged it; None when one of them may hold other rows or has
     rows deleted by position (see the module)."""
-    from pyiceberg.expressions import AlwaysTrue, And, EqualTo
     from pyiceberg.table import DataScan
 
     meta = txn.table_metadata
     snap = meta.snapshot_by_name(branch)
     if snap is None:  # nothing written on the branch (nor on main) yet
         return []
-    where = AlwaysTrue()
-    for column, value in partition.items():
-        where = And(where, EqualTo(column, value))
-    tasks = list(DataScan(table_metadata=meta, io=io, row_filter=where, snapshot_id=snap.snapshot_id).plan_files())
+    scan = DataScan(table_metadata=meta, io=io, row_filter=partition_filter(partition), snapshot_id=snap.snapshot_id)
+    tasks = list(scan.plan_files())
     if any(task.delete_files for task in tasks):
         return None
     specs, schema = meta.specs(), meta.schema()

@@ -53,6 +53,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pipelines.warehouse.iceberg import partition_commit
+
 PREFIX = "kaudit_"  # every branch kaudit writes starts so
 MAIN = "main"
 PENDING = ".publishing"  # the marks, in the warehouse's local directory
@@ -179,16 +181,6 @@ def head(wh, table: str, name: str) -> int:
     return wh.catalog.load_table(wh.ident(table)).metadata.refs[name].snapshot_id
 
 
-def partition_filter(partition: dict[str, str]):
-    from pyiceberg.expressions import And, EqualTo
-
-    where = None
-    for column, value in partition.items():
-        term = EqualTo(column, value)
-        where = term if where is None else And(where, term)
-    return where
-
-
 def _contains(ice, snapshot_id: int) -> bool:
     """``main`` of ``ice`` is ``snapshot_id`` or one of its ancestors (a fast-forward to it loses nothing)."""
     from pyiceberg.table.snapshots import ancestors_of
@@ -207,7 +199,7 @@ def rebase(wh, table: str, name: str, snapshot_id: int, partition: dict[str, str
     from pyiceberg.exceptions import CommitFailedException
     from pyiceberg.table.refs import SnapshotRefType
 
-    where = partition_filter(partition)
+    where = partition_commit.partition_filter(partition)
     for attempt in range(TRIES):
         ice = wh.catalog.load_table(wh.ident(table))
         if _contains(ice, snapshot_id):

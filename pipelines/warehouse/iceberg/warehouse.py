@@ -385,7 +385,7 @@ class IcebergWarehouse(Warehouse):
         retried on a conflicting commit of another writer."""
         from pyiceberg.exceptions import CommitFailedException
 
-        where = publish.partition_filter(partition)
+        where = partition_commit.partition_filter(partition)
         for attempt in range(publish.TRIES):
             ice = self.table(table, declared)
             txn = ice.transaction()
