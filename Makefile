@@ -48,7 +48,7 @@ MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real
 	tests/integration/test_migration_audit.py \
 	tests/integration/test_iceberg_matches_parquet.py tests/integration/test_iceberg_kill.py \
 	tests/integration/test_iceberg_dbt_parity.py tests/integration/test_dbt_thrift.py \
-	tests/integration/test_iceberg_hdfs.py tests/integration/test_s3_every_step.py
+	tests/integration/test_iceberg_remote.py
 matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m testkit.cluster.maven
 	$(BIN)/python -m pipelines.warehouse.iceberg.jars

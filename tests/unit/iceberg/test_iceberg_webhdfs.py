@@ -2,7 +2,7 @@
 is given, and the one line kaudit exits with when the namenode's WebHDFS does not answer or is
 not WebHDFS (a real HTTP server on loopback that serves something else). The minicluster cases
 (reads and writes through WebHDFS, the whole pipeline) are in
-``tests/integration/test_iceberg_hdfs.py``."""
+``tests/integration/test_iceberg_remote.py``."""
 
 from __future__ import annotations
 

@@ -1,18 +1,21 @@
-"""The Iceberg warehouse on a real HDFS (Hadoop's MiniDFSCluster from Maven Central, on loopback):
-every step (extract, build with dbt, validate, report) with ``--warehouse hdfs://...`` gives, row
-for row, the tables and the report of the same commands on a local warehouse. pyiceberg (the
+"""The Iceberg warehouse on a real HDFS (Hadoop's MiniDFSCluster from Maven Central, on loopback)
+and on a real S3-compatible server (S3Proxy, on loopback): every step (extract, build with dbt,
+validate, report) with ``--warehouse hdfs://...`` or ``--warehouse s3a://...`` gives, row for
+row, the tables and the report of the same commands on a local warehouse. On HDFS pyiceberg (the
 extract, the report) reads and writes over the namenode's WebHDFS, Spark (the build, dbt, the
-validation) through Hadoop's HDFS client.
+validation) through Hadoop's HDFS client; on S3 both through their S3 clients.
 
 The oracle of "the same audit" is the local run; the facts of the audit itself come from the
 demo cluster's manifest (``pipelines/demo/faults.json``: what its generator planted), and where
-the tables' files are from the namenode's own listing. Two whole pipelines (two Spark JVMs and
-a minicluster): a case of the matrix (``make matrix``), not of the default suite."""
+the tables' files are from the namenode's own listing or the S3 server's objects. Two whole
+pipelines per store (two Spark JVMs and the store's server): a case of the matrix
+(``make matrix``), not of the default suite."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -58,36 +61,62 @@ def _report(root: Path) -> tuple[dict, str]:
     return json.loads((page / "summary.json").read_text()), (page / "findings.csv").read_text()
 
 
-def test_the_warehouse_on_hdfs_gives_the_local_audit_row_for_row(local_run, tmp_path, monkeypatch):
-    from testkit.hdfs import MiniHdfs
+@contextmanager
+def _remote(store: str, root: Path):
+    """A real ``store`` (``hdfs`` or ``s3``) on loopback: (the warehouse's location on it, the
+    environment its clients need, a check that the tables' files are there)."""
+    if store == "hdfs":
+        from testkit.hdfs import MiniHdfs
 
-    with MiniHdfs(tmp_path / "hdfs").start() as hdfs:
-        location, local, catalog = hdfs.uri("kaudit"), tmp_path / "local", str(tmp_path / "catalog.db")
+        with MiniHdfs(root).start() as hdfs:
+            def on_hdfs() -> None:  # as the namenode lists them
+                assert "assignment_audit" in hdfs.list("kaudit/core")
+                assert any(n.startswith("run_id=") for n in hdfs.list("kaudit/core/assignment_audit/data"))
+                assert any(n.endswith(".metadata.json") for n in hdfs.list("kaudit/marts/consumer_lag/metadata"))
+
+            yield hdfs.uri("kaudit"), hdfs.env(), on_hdfs
+    else:
+        from testkit.storage import S3Proxy
+
+        with S3Proxy(root).start() as s3:
+            s3.create_bucket("kaudit")
+
+            def on_s3() -> None:  # the server's objects
+                keys = s3.objects("kaudit")
+                assert any(k.startswith("warehouse/core/assignment_audit/data/run_id=") for k in keys), keys[:20]
+                assert any(k.startswith("warehouse/marts/consumer_lag/metadata/") and k.endswith(".metadata.json")
+                           for k in keys), keys[:20]
+
+            yield "s3a://kaudit/warehouse", s3.env(), on_s3
+
+
+@pytest.mark.parametrize("store", ["hdfs", "s3"])
+def test_the_warehouse_on_a_remote_store_gives_the_local_audit_row_for_row(store, local_run, tmp_path, monkeypatch):
+    with _remote(store, tmp_path / store) as (location, env, files_on_store):
+        local, catalog = tmp_path / "local", str(tmp_path / "catalog.db")
         _pipeline(["--warehouse", location, "--warehouse-local", str(local), "--warehouse-format", "iceberg",
-                   "--catalog", catalog], hdfs.env())
-        # the tables' files are on HDFS, as the namenode lists them; none on the local disk
-        assert "assignment_audit" in hdfs.list("kaudit/core")
-        assert any(n.startswith("run_id=") for n in hdfs.list("kaudit/core/assignment_audit/data"))
-        assert any(n.endswith(".metadata.json") for n in hdfs.list("kaudit/marts/consumer_lag/metadata"))
+                   "--catalog", catalog], env)
+        # the tables' files are on the store; none on the local disk
+        files_on_store()
         for layer in ("raw", "core", "marts", "snapshots", "quality", "meta"):
             assert not list((local / layer).rglob("*.parquet")), f"{layer}: table data on the local disk"
-        for var, value in hdfs.env().items():
+        for var, value in env.items():
             monkeypatch.setenv(var, value)
-        on_hdfs = IcebergWarehouse(local, location=location, catalog=catalog)
+        remote = IcebergWarehouse(local, location=location, catalog=catalog)
 
         # raw, core and the validation's results: every declared table, row for row
-        compared = _compare(local_run, on_hdfs)
+        compared = _compare(local_run, remote)
         # the ledger names the same tables, step by step; the marts and the history row for row
-        want_ledger, got_ledger = local_run.snapshots(RUN), on_hdfs.snapshots(RUN)
+        want_ledger, got_ledger = local_run.snapshots(RUN), remote.snapshots(RUN)
         assert set(got_ledger) == set(want_ledger)
         for (step, table), sid in sorted(want_ledger.items()):
             if table.startswith("marts/"):
                 want = read_arrow(local_run, table, RUN)
-                assert _rows(read_arrow(on_hdfs, table, RUN)) == _rows(want), table
+                assert _rows(read_arrow(remote, table, RUN)) == _rows(want), table
                 compared[table] = want.num_rows
             elif table.startswith("snapshots/"):
                 want = _history(local_run, table, sid)
-                assert _history(on_hdfs, table, got_ledger[step, table]) == want, table
+                assert _history(remote, table, got_ledger[step, table]) == want, table
                 compared[table] = len(want)
         layers = [t.split("/")[0] for t in compared]
         assert layers.count("marts") >= 20 and layers.count("snapshots") == 2, sorted(compared)
@@ -96,7 +125,7 @@ def test_the_warehouse_on_hdfs_gives_the_local_audit_row_for_row(local_run, tmp_
         assert (summary, findings) == _report(local_run.root)
         print(f"\n{len(compared)} tables, {sum(compared.values())} rows compared row for row")
 
-        # the audit is the one the demo's generator planted (read while the minicluster runs)
+        # the audit is the one the demo's generator planted (read while the store runs)
         expected = MANIFEST["expected"]
         for source, statuses in expected["assignment"].items():
             assert {s: summary["assignment"][source].get(s, 0) for s in statuses} == statuses, source
@@ -111,13 +140,13 @@ def test_the_warehouse_on_hdfs_gives_the_local_audit_row_for_row(local_run, tmp_
                     for r in rows}
 
         planted = audit(MANIFEST["assignment_audit"])
-        assert audit(on_hdfs.read_arrow("core/assignment_audit", RUN).to_pylist()) == planted
+        assert audit(remote.read_arrow("core/assignment_audit", RUN).to_pylist()) == planted
         q = MANIFEST["quarantine"][0]
-        quarantine = on_hdfs.read_arrow("raw/quarantine", RUN).to_pylist()
+        quarantine = remote.read_arrow("raw/quarantine", RUN).to_pylist()
         assert len(quarantine) == 1, quarantine
         assert quarantine[0]["location"].endswith(f"{q['file']}:{q['byte_offset']}"), quarantine
         log_end = {(r["topic"], r["partition"]): r["log_end_offset"]
-                   for r in on_hdfs.read_arrow("raw/log_end_offsets", RUN).to_pylist()}
+                   for r in remote.read_arrow("raw/log_end_offsets", RUN).to_pylist()}
         for topic in MANIFEST["kafka"]["data_topics"].values():
             assert log_end[topic["topic"], topic["partition"]] == topic["log_end_offset"], topic
 
