@@ -18,7 +18,7 @@ SPARK_CLASSES := $(VENV)/kaudit-spark-classes.jsa
 SPARK_JAR := $(VENV)/kaudit-spark.jar
 DBT_PARSE := $(VENV)/kaudit-dbt-parse/session/partial_parse.msgpack
 
-.PHONY: demo test unit integration bench fuzz lint lint-py lint-sql docs docs-reference venv jdk zookeeper postgresql chromium airflow-venv cluster-jars iceberg-jars matrix clean distclean
+.PHONY: demo test unit integration bench bench-scale fuzz lint lint-py lint-sql docs docs-reference venv jdk zookeeper postgresql chromium airflow-venv cluster-jars iceberg-jars matrix clean distclean
 
 demo: $(VENV)/.installed $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/kaudit demo
@@ -58,7 +58,13 @@ unit: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(D
 	$(BIN)/python -m pytest -m "not integration" $(XDIST) $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE) zookeeper
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; PYTHONPATH=. $(BIN)/python $$b || exit 1; done
+	@for b in $(filter-out benchmarks/bench_scale.py,$(wildcard benchmarks/bench_*.py)); do echo "== $$b"; PYTHONPATH=. $(BIN)/python $$b || exit 1; done
+
+# The whole pipeline at 1M, 10M and 100M generated offset commits (hours on 2 cores, ~8 GB of
+# inputs under /tmp/kaudit-scale at 100M): SCALE_RECORDS=1M,10M for less
+SCALE_RECORDS ?= 1M,10M,100M
+bench-scale: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
+	PYTHONPATH=. $(BIN)/python benchmarks/bench_scale.py --records $(SCALE_RECORDS)
 
 # The corruption corpus at full size, outside the suite (which runs a few dozen cases): the
 # fault tests with FUZZ_CASES damaged inputs each, then both sweeps over the command line; and

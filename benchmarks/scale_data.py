@@ -434,3 +434,23 @@ def write_zookeeper(shape: Shape, out: Path) -> dict:
     _snapshot(v2 / f"snapshot.{int(zxid[-1]) if rounds else created:x}", final,
               _stat_columns(n, czxid, mzxid, ctime, mt, version, children, pzxid))
     return {"znodes": n, "txns": k * rounds}
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Write the scale benchmark's generated cluster.")
+    parser.add_argument("--records", type=int, required=True, help="offset commits (a multiple of 1M)")
+    parser.add_argument("--kafka", type=Path, help="write the __consumer_offsets-N dirs here")
+    parser.add_argument("--zk", type=Path, help="write the ZooKeeper data dir here")
+    args = parser.parse_args()
+    shape = Shape.for_records(args.records)
+    for where, write in ((args.kafka, write_offsets), (args.zk, write_zookeeper)):
+        if where is not None:
+            result = write(shape, where)
+            (where / "READY").write_text(json.dumps({"result": result, "oracle": shape.oracle()}))
+            print(f"{where}: {result}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
