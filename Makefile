@@ -47,7 +47,7 @@ MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real
 	tests/integration/test_real_mm2.py tests/integration/test_real_kraft_fixtures_audited.py \
 	tests/integration/test_migration_audit.py \
 	tests/integration/test_iceberg_matches_parquet.py tests/integration/test_iceberg_kill.py \
-	tests/integration/test_iceberg_dbt_parity.py tests/integration/test_dbt_thrift.py \
+	tests/integration/test_dbt_kill.py \
 	tests/integration/test_iceberg_remote.py
 matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m testkit.cluster.maven
@@ -93,8 +93,7 @@ lint-py: $(VENV)/.installed-test
 # process: `--processes 2` was slower (the dbt templater per process). The dbt templater skips
 # macro files, so macros/ is linted with the jinja templater: every macro file must parse as
 # Jinja (a syntax error in a macro's body fails) and what it renders outside its macros is linted
-# (layout.indent left out: a file of macros renders to blank lines; macros/materializations/ is
-# in .sqlfluffignore: dbt's {% materialization %} tag is not Jinja's).
+# (layout.indent left out: a file of macros renders to blank lines).
 lint-sql: $(VENV)/.installed-test
 	$(BIN)/sqlfluff lint models snapshots
 	$(BIN)/sqlfluff lint --templater jinja --exclude-rules layout.indent macros

@@ -1,15 +1,14 @@
-{#- on-run-start: make the run's raw and core partitions `source()`-able.
+{#- on-run-start: make the run's raw and core tables `source()`-able.
 
     The runner passes them in env var KAUDIT_SOURCES (read when executing, like the run:
-    `kaudit_build_run`), as JSON: {"<schema>.<table>": {"path": <run partition dir>,
-    "exists": bool, "columns": [[name, spark type], ...]}} built from pipelines/warehouse/tables.py (the
-    one declaration of those schemas). Each becomes an external Parquet table over the partition
-    dir, declared with those columns: Spark reads the files with that schema and never infers
-    one (a view over `parquet.`<path>`` did, with a Spark job, each time a model, test or
-    contract check resolved it: 550 jobs in the demo's two dbt builds). A partition that does
-    not exist (its extractor did not run) becomes an empty view with the same columns, so every
-    mart is empty rather than the build failing. Plain SQL, so this works on the embedded
-    session and on a Thrift Server alike. -#}
+    `kaudit_build_run`), as JSON: {"<schema>.<table>": {"iceberg": <catalog table>, "snapshot":
+    <snapshot id or null>, "exists": bool, "columns": [[name, spark type], ...]}} built from
+    pipelines/warehouse/tables.py (the one declaration of those schemas). Each becomes a view of
+    the run's rows of the catalog's table as of the snapshot the run's ledger recorded for it (a
+    time-travel read: a later step of another run does not change what the build reads), its
+    columns cast to the declared types. A table the run has no rows of (its extractor did not
+    run) becomes an empty view with the same columns, so every mart is empty rather than the
+    build failing. Plain SQL, so this works on the embedded session and on a Thrift Server alike. -#}
 
 {% macro kaudit_register_sources() %}
     {%- set sources = fromjson(env_var('KAUDIT_SOURCES', '{}')) if execute else {} -%}
@@ -36,24 +35,16 @@
 
 
 {% macro kaudit_source_relation_sql(name, spec) -%}
-    {%- if spec['exists'] and spec.get('iceberg') %}
     create view {{ name }} as
     select
         {%- for col in spec['columns'] %}
-        cast(`{{ col[0] }}` as {{ col[1] }}) as `{{ col[0] }}`{{ ',' if not loop.last }}
+        {%- set value = '`' ~ col[0] ~ '`' if spec['exists'] else 'null' %}
+        cast({{ value }} as {{ col[1] }}) as `{{ col[0] }}`{{ ',' if not loop.last }}
         {%- endfor %}
+    {%- if spec['exists'] %}
     from {{ spec['iceberg'] }} version as of {{ spec['snapshot'] }}
     where run_id = {{ kaudit_run_id() }}
-    {%- elif spec['exists'] %}
-    create table {{ name }} ({{ kaudit_column_ddl(spec['columns']) }})
-    using parquet
-    location '{{ spec['path'] }}'
     {%- else %}
-    create view {{ name }} as
-    select
-        {%- for col in spec['columns'] %}
-        cast(null as {{ col[1] }}) as `{{ col[0] }}`{{ ',' if not loop.last }}
-        {%- endfor %}
     where false
     {%- endif %}
 {%- endmacro %}

@@ -14,23 +14,14 @@
 {%- endmacro %}
 
 
-{% macro kaudit_warehouse() -%}
-    {#- The warehouse's root directory: env var KAUDIT_WAREHOUSE, which the runner sets for its
-        dbt invocation. Read only when executing, as the run: the saved parse holds nothing of
-        the warehouse either, so one parse serves every warehouse (the one made at install). -#}
-    {{ return(env_var('KAUDIT_WAREHOUSE', '') if execute else '') }}
-{%- endmacro %}
-
-
-{% macro kaudit_location_root() -%}
-    {#- The model's `location_root` (relative: `marts`, `snapshots`, `dbt/intermediate`) under the
-        warehouse; a compile error when KAUDIT_WAREHOUSE is not set. -#}
-    {%- set warehouse = kaudit_warehouse() -%}
-    {%- if not warehouse -%}
-        {{ exceptions.raise_compiler_error(
-            "model " ~ model.name ~ ": env var KAUDIT_WAREHOUSE is not set (run through `kaudit build`)") }}
+{% macro kaudit_required_run_id(what) -%}
+    {#- The run being built (`kaudit_build_run`); a compile error naming `what` ("model <name>",
+        "snapshot <name>") when it is not set. -#}
+    {%- set run_id = kaudit_build_run() -%}
+    {%- if not run_id -%}
+        {{ exceptions.raise_compiler_error(what ~ ": env var KAUDIT_RUN_ID is not set (run through `kaudit build`)") }}
     {%- endif -%}
-    {{ return(warehouse ~ '/' ~ config.get('location_root')) }}
+    {{ return(run_id) }}
 {%- endmacro %}
 
 

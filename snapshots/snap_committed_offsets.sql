@@ -17,10 +17,9 @@ select
     broker_id,
     `partition`,
     committed_offset,
-    committed_at{% if target.name.startswith('iceberg') %},
-    {#- the runs that open and close a version (on Parquet the log's partitions say so) -#}
+    committed_at,
+    {#- the runs that open and close a version (the MERGE sets the closing one: macros/iceberg.sql) -#}
     {{ kaudit_run_id() }} as dbt_valid_from_run_id,
     cast(null as string) as dbt_valid_to_run_id
-    {%- endif %}
 from {{ ref('int_committed_offsets') }}
 {% endsnapshot %}

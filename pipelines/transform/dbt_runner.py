@@ -3,24 +3,28 @@
 The project is the repository root (``dbt_project.yml``, ``models/``, ``snapshots/``,
 ``macros/``) and so is the profiles dir (``profiles.yml``). Target ``session`` (default) runs
 dbt-spark's session adapter in this process: the runner first creates kaudit's SparkSession
-with :func:`pipelines.spark.session.get_spark`, and dbt-spark's
-``SparkSession.builder.enableHiveSupport().getOrCreate()`` then returns that same session (a
-builder can only *get* an existing session; static settings such as the catalog are kept), so
-dbt sees kaudit's settings (UTC, millisecond Parquet timestamps) and the marts are registered
-in kaudit's catalog. Target ``thrift`` runs the same project on a Spark Thrift Server.
+with :func:`pipelines.spark.session.get_spark` and binds its catalog ``kaudit`` to the
+warehouse's, and dbt-spark's ``SparkSession.builder.enableHiveSupport().getOrCreate()`` then
+returns that same session (a builder can only *get* an existing session; static settings are
+kept), so dbt sees kaudit's settings (UTC, the warehouse's Iceberg catalog). Target ``thrift``
+runs the same project on a Spark Thrift Server started over the same catalog.
 
-Nothing is written to the working directory: dbt's logs go to ``<warehouse>/logs/dbt/``, its
-target dir (manifest, saved parse, compiled SQL, run results) to the run's
-``<warehouse>/dbt/target/run_id=<id>/``, the schemas'
-directories to ``<warehouse>/dbt/schemas/`` and the marts/snapshots to
-``<warehouse>/marts/`` and ``<warehouse>/snapshots/``.
+The marts and the history are Iceberg tables of the catalog (``kaudit.marts.<model>``,
+``kaudit.snapshots.<snapshot>``), written on the build's branch and published when the whole
+build succeeded, as the other steps' tables (:mod:`pipelines.transform.iceberg_ledger`): a build
+killed or failed half-way leaves ``main`` of every table and the ledger as they were. One dbt
+build of a warehouse runs at a time (``<warehouse>/.locks/dbt.lock``, whatever the run): the
+history is one chain of MERGEs, and the session catalog's views are shared by a Thrift Server's
+clients. Nothing is written to the working directory: dbt's logs go to
+``<warehouse>/logs/dbt/``, its target dir (manifest, saved parse, compiled SQL, run results) to
+the run's ``<warehouse>/dbt/target/run_id=<id>/``.
 
 dbt keeps its flags, adapter and manifest in module state: a process runs one dbt invocation
 at a time (``_ONE_AT_A_TIME``), whichever thread asks (:func:`parse_ahead`'s, the demo's two runs').
 
-The warehouse, the run being built and its tables reach the project in env vars that only
-executing macros read (``KAUDIT_WAREHOUSE``, ``KAUDIT_RUN_ID``, ``KAUDIT_SOURCES``;
-``macros/run_columns.sql``), set for the invocation; no var is passed. So a parse holds nothing
+The run being built, its tables and its branch reach the project in env vars that only
+executing macros and the profile read (``KAUDIT_RUN_ID``, ``KAUDIT_SOURCES``: ``macros/run_columns.sql``;
+``KAUDIT_WAP_BRANCH``: ``profiles.yml``), set for the invocation; no var is passed. So a parse holds nothing
 of a warehouse or a run: one parse serves every build, in this process (:func:`parse_ahead`'s
 manifest) and in the next (a run's target dir starts with the newest saved parse of the
 warehouse's runs, or else the one ``make`` saved at install: :func:`save_install_parse`; dbt
@@ -49,14 +53,14 @@ from pipelines.transform.project import project_dir
 from pipelines.transform.sources import run_sources
 
 FAILED = frozenset({"error", "fail", "runtime error"})
-WAREHOUSE_ENV, RUN_ENV, SOURCES_ENV = "KAUDIT_WAREHOUSE", "KAUDIT_RUN_ID", "KAUDIT_SOURCES"
+RUN_ENV, SOURCES_ENV, BRANCH_ENV = "KAUDIT_RUN_ID", "KAUDIT_SOURCES", "KAUDIT_WAP_BRANCH"
+WAP_BRANCH = "spark.wap.branch"  # the session setting profiles.yml sets from BRANCH_ENV
+BUILD_LOCK = "dbt.lock"  # one dbt build of a warehouse at a time (in its locks' directory)
 SAVED_PARSE = "partial_parse.msgpack"  # dbt's saved parse, in its target dir
 INSTALL_PARSES = Path(sys.prefix) / "kaudit-dbt-parse"  # <target>/partial_parse.msgpack: make's
 PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros", "snapshots", "data-tests", "seeds",
                  "analyses")  # (dbt_project.yml's paths)
-SESSION_TARGETS = ("session", "iceberg")  # profiles.yml's targets on this process's SparkSession
-ICEBERG_TARGET = "iceberg"
-ICEBERG_TARGETS = {"session": ICEBERG_TARGET, "thrift": "iceberg_thrift"}  # a target -> its Iceberg warehouse's
+SESSION_TARGET = "session"  # profiles.yml's target on this process's SparkSession
 _ONE_AT_A_TIME = threading.Lock()
 # (project, target) -> (_parse_state, the parse's Future[Manifest | None]): the newest parse of
 # each only (a newer state of the project's files replaces it)
@@ -94,13 +98,13 @@ def target_dir(ctx: RunContext) -> Path:
 
 
 @contextmanager
-def run_env(ctx: RunContext) -> Iterator[None]:
-    """The warehouse (``KAUDIT_WAREHOUSE``), the run (``KAUDIT_RUN_ID``) and its tables
-    (``KAUDIT_SOURCES``: ``sources.run_sources`` as JSON) in this process's environment while a
-    dbt invocation reads it (dbt copies the environment as it starts); what was there before is
-    put back after."""
-    values = {WAREHOUSE_ENV: str(ctx.warehouse.root), RUN_ENV: ctx.run_id,
-              SOURCES_ENV: json.dumps(run_sources(ctx.warehouse, ctx.run_id))}
+def run_env(ctx: RunContext, branch: str) -> Iterator[None]:
+    """The run (``KAUDIT_RUN_ID``), its tables (``KAUDIT_SOURCES``: ``sources.run_sources`` as
+    JSON) and the build's ``branch`` (``KAUDIT_WAP_BRANCH``) in this process's environment while
+    a dbt invocation reads it (dbt copies the environment as it starts); what was there before
+    is put back after."""
+    values = {RUN_ENV: ctx.run_id, SOURCES_ENV: json.dumps(run_sources(ctx.warehouse, ctx.run_id)),
+              BRANCH_ENV: branch}
     before = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:
@@ -140,14 +144,8 @@ class _Progress:
 
 
 def _target(ctx: RunContext, target: str | None = None) -> str:
-    """The profiles.yml target: ``target``, else the run's (``ctx.dbt_target``), else ``session``.
-    On an Iceberg warehouse ``session`` and ``thrift`` are their Iceberg targets (``iceberg``,
-    ``iceberg_thrift``: the same session or server, the marts and the history as tables of the
-    catalog)."""
-    target = target or ctx.dbt_target or "session"
-    if ctx.warehouse.format == "iceberg":
-        return ICEBERG_TARGETS.get(target, target)
-    return target
+    """The profiles.yml target: ``target``, else the run's (``ctx.dbt_target``), else ``session``."""
+    return target or ctx.dbt_target or SESSION_TARGET
 
 
 def parse_ahead(ctx: RunContext) -> Future:
@@ -240,13 +238,17 @@ def run_dbt(
     build. In the demo's build they were 23 extra Spark queries, some over a minute each under load.
 
     Raises :class:`StepError` naming the first failed node and why."""
-    target = _target(ctx, target)
-    if target in SESSION_TARGETS:
-        spark = ctx.spark()  # dbt-spark's getOrCreate() reuses this session
-        if ctx.warehouse.format == "iceberg":
-            from pipelines.warehouse.iceberg.spark import bind_catalog
+    from pipelines.transform import iceberg_ledger
+    from pipelines.warehouse.iceberg import publish
 
-            bind_catalog(spark, ctx.warehouse)
+    target = _target(ctx, target)
+    warehouse = ctx.warehouse
+    spark = None
+    if target == SESSION_TARGET:
+        from pipelines.warehouse.iceberg.spark import bind_catalog
+
+        spark = ctx.spark()  # dbt-spark's getOrCreate() reuses this session
+        bind_catalog(spark, warehouse)
 
     from dbt.cli.main import dbtRunner
 
@@ -258,14 +260,38 @@ def run_dbt(
     if manifest is None:
         _seed_saved_parse(ctx, target)
     progress = _Progress(ctx)
-    with _ONE_AT_A_TIME, run_env(ctx), ctx.progress() as bar:
-        started = time.monotonic()
-        progress.bar = bar
-        progress.task = bar.add_task("dbt build", total=None)
-        result = dbtRunner(manifest=manifest, callbacks=[progress]).invoke(args)
-    elapsed = time.monotonic() - started
-    log = ctx.warehouse.root / "logs" / "dbt" / "dbt.log"
+    log = warehouse.root / "logs" / "dbt" / "dbt.log"
+    with publish.publish_lock(warehouse.root, BUILD_LOCK), warehouse.transaction(ctx.run_id, iceberg_ledger.STEP) as tx:
+        branch = iceberg_ledger.open_build(warehouse, ctx.run_id)
+        try:
+            with _ONE_AT_A_TIME, run_env(ctx, branch), ctx.progress() as bar:
+                started = time.monotonic()
+                progress.bar = bar
+                progress.task = bar.add_task("dbt build", total=None)
+                try:
+                    result = dbtRunner(manifest=manifest, callbacks=[progress]).invoke(args)
+                finally:
+                    if spark is not None:  # (dbt-spark set the build's branch on the shared session)
+                        spark.conf.unset(WAP_BRANCH)
+            elapsed = time.monotonic() - started
+            _raise_failed(result, log)
+        except BaseException:
+            iceberg_ledger.note_tables(warehouse, ctx.run_id)  # (tables the build created: their branches go too)
+            raise
+        built = iceberg_ledger.built_tables(result.result)
+        tx.written.update(iceberg_ledger.branch_heads(warehouse, ctx.run_id, built))
 
+    counts: dict[str, int] = {}
+    for unique_id, _status in progress.finished:
+        kind = unique_id.split(".", 1)[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(counts.items()))
+    ctx.say(f"dbt build ({target}): {summary or 'nothing to do'} in {elapsed:.1f}s; "
+            f"marts in {len(built)} Iceberg tables of catalog kaudit (marts, snapshots)")
+
+
+def _raise_failed(result, log: Path) -> None:
+    """:class:`StepError` naming the first failed node and why, if the invocation failed."""
     failures = _failures(result.result)
     if failures:
         first = failures[0]
@@ -275,21 +301,6 @@ def run_dbt(
         raise StepError(f"dbt build failed: {_one_line(result.exception)}; log: {log}")
     if not result.success:
         raise StepError(f"dbt build failed; log: {log}")
-
-    where = ctx.warehouse.root / "marts"
-    if ctx.warehouse.format == "iceberg":
-        from pipelines.transform import iceberg_ledger
-
-        committed = iceberg_ledger.record(ctx.warehouse, ctx.run_id, iceberg_ledger.built_tables(result.result))
-        where = f"{len(committed)} Iceberg tables of catalog kaudit (marts, snapshots)"
-
-    counts: dict[str, int] = {}
-    for unique_id, _status in progress.finished:
-        kind = unique_id.split(".", 1)[0]
-        counts[kind] = counts.get(kind, 0) + 1
-    summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(counts.items()))
-    ctx.say(f"dbt build ({target}): {summary or 'nothing to do'} in {elapsed:.1f}s; "
-            f"marts in {where}")
 
 
 def _failures(run_result) -> list[str]:
@@ -309,7 +320,7 @@ def _one_line(message: object) -> str:
 
 
 
-def save_install_parse(target: str = "session") -> Path:
+def save_install_parse(target: str = SESSION_TARGET) -> Path:
     """dbt's parse of the project for ``target``, saved where the first build of every warehouse
     starts from it (``INSTALL_PARSES``); the parse appears whole or not at all."""
     from dbt.cli.main import dbtRunner
@@ -327,6 +338,5 @@ def save_install_parse(target: str = "session") -> Path:
 
 
 if __name__ == "__main__":
-    for each in SESSION_TARGETS:  # (the Parquet layout's and the Iceberg warehouse's)
-        saved = save_install_parse(each)
-        print(f"dbt's saved parse ({each}): {saved} ({saved.stat().st_size} bytes)")
+    saved = save_install_parse(SESSION_TARGET)
+    print(f"dbt's saved parse ({SESSION_TARGET}): {saved} ({saved.stat().st_size} bytes)")

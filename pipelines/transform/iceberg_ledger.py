@@ -1,22 +1,53 @@
-"""The tables a dbt build committed to an Iceberg warehouse, recorded in its ledger.
+"""The branch a dbt build writes the marts and the history on, and what it publishes.
 
-On an Iceberg warehouse dbt builds the marts (``kaudit.marts.<model>``, partitioned by
-``run_id``) and the history (``kaudit.snapshots.<snapshot>``) as tables of the warehouse's
-catalog (target ``iceberg``, ``dbt_project.yml``). Spark commits them as dbt runs its
-statements; once the whole build has succeeded, one append to the ledger ``meta.commits``
-records, as step ``dbt``, the snapshot each table is at: ``marts/<model>`` and
-``snapshots/<snapshot>``. Readers read a run's marts at those snapshots (a time-travel read, as
-for the raw and core tables), so a build that failed half-way - some marts committed, a test
-failed - publishes nothing.
+dbt builds the marts (``kaudit.marts.<model>``, partitioned by ``run_id``) and the history
+(``kaudit.snapshots.<snapshot>``) as tables of the warehouse's catalog, as step ``dbt`` of the
+run, with the other steps' write-audit-publish (:mod:`pipelines.warehouse.iceberg.publish`):
+the tables have ``write.wap.enabled`` (dbt_project.yml) and dbt's session reads and writes them
+on the build's branch ``kaudit_<run>_dbt`` (Spark's ``spark.wap.branch``: profiles.yml), which
+Iceberg creates from ``main`` at the build's first write of each table; a table the build
+creates has no snapshot on ``main`` until published. Once the whole build has succeeded, the
+step's publication records each table's branch head in the ledger ``meta.commits``
+(``marts/<model>``, ``snapshots/<snapshot>``) and fast-forwards ``main`` to it. A build that
+failed or was killed half-way publishes nothing: ``main`` of every table is as it was, and its
+branches are removed (on failure, by the next build of the run, or by any step's recovery).
 """
 
 from __future__ import annotations
 
+from pipelines.warehouse.iceberg import publish
 from pipelines.warehouse.iceberg.catalog import SPARK_CATALOG
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 STEP = "dbt"
 LAYERS = ("marts", "snapshots")  # the namespaces of the catalog dbt writes to
+
+
+def dbt_tables(warehouse: Warehouse) -> list[str]:
+    """``<layer>/<name>`` of every table of the catalog's namespaces dbt writes to."""
+    out = []
+    catalog = warehouse.catalog
+    for layer in LAYERS:
+        if (*warehouse.namespace, layer) in [tuple(n) for n in catalog.list_namespaces(warehouse.namespace)]:
+            out += [f"{layer}/{ident[-1]}" for ident in catalog.list_tables((*warehouse.namespace, layer))]
+    return sorted(out)
+
+
+def note_tables(warehouse: Warehouse, run_id: str) -> str:
+    """The build's branch, every table dbt may have written noted in the step's mark (so that an
+    abandoned build's branches are found: :func:`~pipelines.warehouse.iceberg.publish.abandon`)."""
+    for table in dbt_tables(warehouse):
+        publish.note(warehouse, table, run_id, STEP)
+    return publish.branch(run_id, STEP)
+
+
+def open_build(warehouse: Warehouse, run_id: str) -> str:
+    """The build's branch, with no table on it yet: a branch an earlier attempt left (a table it
+    created, which no mark named) is removed, so the build starts from ``main`` of every table."""
+    name = note_tables(warehouse, run_id)
+    for table in dbt_tables(warehouse):
+        publish.drop_branch(warehouse, table, name)
+    return name
 
 
 def built_tables(run_result) -> list[str]:
@@ -34,20 +65,19 @@ def built_tables(run_result) -> list[str]:
     return out
 
 
-def record(warehouse: IcebergWarehouse, run_id: str, tables: list[str]) -> list[tuple[str, int | None, int]]:
-    """Appends the ledger rows of ``tables`` (each at its current snapshot) for ``run_id``:
-    ``[(table, snapshot id, rows)]``; rows: the run's rows of a mart, every version of a
-    snapshot (the history is not per run)."""
-    committed = []
+def branch_heads(warehouse: Warehouse, run_id: str, tables: list[str]) -> dict[str, tuple[int | None, int]]:
+    """``{table: (snapshot id, rows)}``: the head of the build's branch of each of ``tables``
+    (``main``'s snapshot where the build committed nothing to it); rows: the run's rows of a
+    mart, every version of a snapshot (the history is not per run)."""
+    name = publish.branch(run_id, STEP)
+    out = {}
     for table in tables:
-        layer, name = table.split("/", 1)
-        ice = warehouse.catalog.load_table((layer, name))
-        snap = ice.current_snapshot()
+        ice = warehouse.catalog.load_table(warehouse.ident(table))
+        ref = ice.metadata.refs.get(name)
+        snap = ice.snapshot_by_id(ref.snapshot_id) if ref is not None else ice.current_snapshot()
         sid = None if snap is None else snap.snapshot_id
-        committed.append((table, sid, _rows(ice, snap, run_id if layer == "marts" else None)))
-    if committed:
-        warehouse.record(run_id, STEP, committed)
-    return committed
+        out[table] = (sid, _rows(ice, snap, run_id if table.startswith("marts/") else None))
+    return out
 
 
 def _rows(ice, snap, run_id: str | None) -> int:

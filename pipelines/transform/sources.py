@@ -1,21 +1,16 @@
 """The warehouse tables the dbt project reads, as a run's ``KAUDIT_SOURCES`` (``dbt_runner.run_env``).
 
-Each dbt source (``_<source>__sources.yml``) is a view ``<schema>.<table>`` over one run's
-Parquet partition, created by the on-run-start macro ``kaudit_register_sources``. Its columns
-come from ``pipelines.warehouse.tables`` (the one declaration of those schemas) as the Spark types of
-``pipelines.spark.schemas``, in Spark SQL; a partition the run does not have becomes an empty
-view with the same columns.
-
-On an Iceberg warehouse a source is a view of the run's rows of the catalog's table
-(``kaudit.<layer>.<name>``) as of the snapshot the run's ledger recorded for it: "iceberg" and
-"snapshot" in place of "path".
+Each dbt source (``_<source>__sources.yml``) is a view ``<schema>.<table>`` of the run's rows of
+the catalog's table (``kaudit.<layer>.<name>``) as of the snapshot the run's ledger recorded for
+it, created by the on-run-start macro ``kaudit_register_sources``. Its columns come from
+``pipelines.warehouse.tables`` (the one declaration of those schemas) as the Spark types of
+``pipelines.spark.schemas``, in Spark SQL; a table the run has no rows of becomes an empty view
+with the same columns.
 """
 
 from __future__ import annotations
 
 from pipelines.spark.schemas import table_schema
-from pipelines.warehouse.directory import Warehouse
-from pipelines.warehouse.reading import parquet_files
 
 # dbt relation (schema.table) -> warehouse table.
 SOURCES: dict[str, str] = {
@@ -51,17 +46,16 @@ SOURCES: dict[str, str] = {
 }
 
 
-def run_sources(warehouse: Warehouse, run_id: str) -> dict[str, dict]:
-    """``{"<schema>.<table>": {"path", "exists", "columns": [[name, type], ...]}}`` for the run
-    (Iceberg: ``{"iceberg", "snapshot", "exists", "columns"}``)."""
-    if warehouse.format == "iceberg":
-        return _iceberg_sources(warehouse, run_id)
+def run_sources(warehouse, run_id: str) -> dict[str, dict]:
+    """``{"<schema>.<table>": {"iceberg", "snapshot", "exists", "columns": [[name, type], ...]}}``
+    for the run of ``warehouse`` (:class:`~pipelines.warehouse.warehouse.Warehouse`)."""
     out: dict[str, dict] = {}
     for relation, table in SOURCES.items():
-        part = warehouse.partition_dir(table, run_id)
+        snapshot = warehouse.snapshot_id(table, run_id)
         out[relation] = {
-            "path": str(part),
-            "exists": bool(parquet_files(part)),
+            "iceberg": warehouse.spark_identifier(table),
+            "snapshot": snapshot,
+            "exists": snapshot is not None,
             "columns": _columns(table),
         }
     return out
@@ -69,18 +63,3 @@ def run_sources(warehouse: Warehouse, run_id: str) -> dict[str, dict]:
 
 def _columns(table: str) -> list[list[str]]:
     return [[f.name, f.dataType.simpleString()] for f in table_schema(table).fields]
-
-
-def _iceberg_sources(warehouse, run_id: str) -> dict[str, dict]:
-    from pipelines.warehouse.iceberg.warehouse import spark_identifier
-
-    out: dict[str, dict] = {}
-    for relation, table in SOURCES.items():
-        snapshot = warehouse.snapshot_id(table, run_id)
-        out[relation] = {
-            "iceberg": spark_identifier(table),
-            "snapshot": snapshot,
-            "exists": snapshot is not None,
-            "columns": _columns(table),
-        }
-    return out

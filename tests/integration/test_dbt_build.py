@@ -1,6 +1,7 @@
 """Real dbt (dbt-spark session adapter) on the test session's real local Spark, over tiny
-Parquet partitions written through the warehouse API: two runs in a row build the marts and
-the ownership history; a failing data test becomes a StepError."""
+tables written through the warehouse API to an Iceberg warehouse: two runs in a row build the
+marts and the ownership history as tables of its catalog; a failing data test becomes a
+StepError."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pytest
 import yaml
 
@@ -56,7 +56,9 @@ def write(warehouse, table, run_id, rows):
 
 
 def read_mart(warehouse, name) -> list[dict]:
-    data = ds.dataset(warehouse.root / name, format="parquet", partitioning="hive").to_table()
+    """Every row of table ``name`` (``marts/<model>``) as ``main`` holds it (what an engine reading
+    the catalog's current state sees), in a stable order."""
+    data = warehouse.catalog.load_table(warehouse.ident(name)).scan().to_arrow()
     return sorted(data.to_pylist(), key=lambda r: tuple(str(v) for v in r.values()))
 
 
@@ -109,9 +111,12 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     # every unit test of the project (theirs is run r1, set by their overrides: not this run's)
     run_dbt(RunContext(warehouse, "r0", quiet=True), unit_tests=True)
 
-    # dbt ran on this process's session (getOrCreate reused it): the marts are in its catalog
-    assert spark.catalog.tableExists("kaudit_marts.consumer_lag")
+    # dbt ran on this process's session (getOrCreate reused it): the marts are tables of its
+    # catalog kaudit; the build's branch is published and the session reads main again
+    assert spark.catalog.tableExists("kaudit.marts.consumer_lag")
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.conf.get("spark.wap.branch", None) is None
+    assert set(warehouse.catalog.load_table(("marts", "consumer_lag")).metadata.refs) == {"main"}
 
     lag = read_mart(warehouse, "marts/consumer_lag")
     assert [
@@ -172,9 +177,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     log = (warehouse.root / "logs" / "dbt" / "dbt.log").read_text().split("Running with dbt=")
     assert [("full parse" in invocation) for invocation in log[1:]] == [not installed, False]
 
-    # the history is the view kaudit_snapshots.<name> (over the append-only log on disk)
+    # the history is the Iceberg table kaudit.snapshots.<name> (dbt's snapshot: MERGE)
     history = sorted(
-        (r.asDict() for r in spark.sql("select * from kaudit_snapshots.snap_partition_ownership").collect()),
+        (r.asDict() for r in spark.sql("select * from kaudit.snapshots.snap_partition_ownership").collect()),
         key=lambda r: r["dbt_valid_from_run_id"],
     )
     assert [(r["owner"], r["dbt_valid_from_run_id"], r["dbt_valid_to_run_id"]) for r in history] == [
@@ -190,33 +195,22 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
     assert [(r["source"], r["committed_offset"], r["lag"]) for r in lag if r["run_id"] == "r2"] == [
         ("zookeeper", 30, None)
     ]
-    assert spark.sql("select count(*) as n from kaudit_marts.consumer_lag").first().n == 4
+    assert spark.sql("select count(*) as n from kaudit.marts.consumer_lag").first().n == 4
 
 
-def test_a_rebuild_overwrites_the_runs_intermediate_tables(spark, warehouse):
-    """Intermediate models are Parquet tables in a directory of their run; building the run
-    again (the catalog then holds the table, its directory has the first build's files)
-    replaces their rows instead of failing or appending."""
+def test_a_rebuild_replaces_the_runs_partition(spark, warehouse):
+    """Building a run again replaces its partition of a mart (the intermediate models are views
+    of the run's rows) instead of failing or appending."""
     first_run_inputs(warehouse, "again")
     # first_run_inputs: Kafka's latest effective commits (15 on t-0: the aborted 5 is not one;
     # 50 on t-1: the committed transaction's, the pending 90 is not yet; t-2's tombstone
     # deletes it) and ZooKeeper's offset znode of t-0
     expected = [("kafka", 0, 15), ("kafka", 1, 50), ("zookeeper", 0, 12)]
-    location = warehouse.root / "dbt" / "intermediate" / "run_id=again" / "int_committed_offsets"
     for _ in range(2):
         run_dbt(RunContext(warehouse, "again", quiet=True), select=["+consumer_lag"])
-        rows = ds.dataset(location, format="parquet").to_table().to_pylist()
+        rows = read_mart(warehouse, "marts/consumer_lag")
         assert sorted((r["source"], r["partition"], r["committed_offset"]) for r in rows) == expected
-    table = spark.catalog.getTable("kaudit_intermediate.int_committed_offsets")
-    assert (
-        table.tableType,
-        Path(
-            spark.sql("describe formatted kaudit_intermediate.int_committed_offsets")
-            .where("col_name = 'Location'")
-            .first()
-            .data_type.removeprefix("file:")
-        ),
-    ) == ("EXTERNAL", location)
+    assert spark.catalog.getTable("kaudit_intermediate.int_committed_offsets").tableType == "VIEW"
 
 
 def test_failed_data_test_is_a_step_error(spark, warehouse):
@@ -238,10 +232,16 @@ def _declare(columns: list[dict], change: str) -> None:
 
 
 @pytest.mark.parametrize("change", ["missing column", "wrong type"])
-def test_a_mart_not_matching_its_contract_fails_the_build(spark, warehouse, tmp_path, monkeypatch, change):
+def test_a_mart_not_matching_its_contract_fails_the_build(spark, tmp_path, monkeypatch, change):
     """The marts' contracts are enforced: a declared column the model does not build, or a
     declared type it does not build, stops the build before the mart is written. Types are
     compared as Spark names them (a declared `long` is the model's `bigint`)."""
+    from pipelines.warehouse.warehouse import Warehouse
+
+    # a path of its own per case: both cases' tmp_path is the same directory once the first
+    # passed (and was removed), and the session's catalog connection of the first case's
+    # SQLite file would still be open on the removed file
+    warehouse = Warehouse(tmp_path / f"warehouse-{change.replace(' ', '-')}")
     project = tmp_path / "project"
     project.mkdir()
     for name in ("dbt_project.yml", "profiles.yml"):
@@ -258,7 +258,7 @@ def test_a_mart_not_matching_its_contract_fails_the_build(spark, warehouse, tmp_
     first_run_inputs(warehouse, "contract")
     with pytest.raises(StepError, match=r"model commit_frequency error: .*enforced contract that failed"):
         run_dbt(RunContext(warehouse, "contract", quiet=True), select=["+commit_frequency"])
-    assert not (warehouse.root / "marts" / "commit_frequency").exists()
+    assert not warehouse.catalog.table_exists(("marts", "commit_frequency"))
     # dbt's table of mismatches (in the log once or more: the error, the summary)
     mismatches = {
         " ".join(line.strip(" |").split())

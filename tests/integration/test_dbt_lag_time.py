@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pyarrow.dataset as ds
 import pytest
+from test_dbt_build import read_mart  # (tests/integration)
 
 from pipelines.context import RunContext
 from pipelines.kafka.extract import extract_log_end, extract_offsets
@@ -74,7 +74,7 @@ def head_at(ms):
 
 @pytest.fixture(scope="module")
 def built(spark, tmp_path_factory):
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     root = tmp_path_factory.mktemp("lagtime")
     logs = root / "logs"
@@ -98,7 +98,7 @@ def built(spark, tmp_path_factory):
 
 
 def _mart(wh, name):
-    return ds.dataset(wh.root / "marts" / name, format="parquet", partitioning="hive").to_table().to_pylist()
+    return read_mart(wh, f"marts/{name}")
 
 
 LOG_END, LOG_END_MS = 2080, T0 + 119 * S

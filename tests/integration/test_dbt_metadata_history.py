@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pyarrow.dataset as ds
 import pytest
+from test_dbt_build import read_mart  # (tests/integration)
 
 from pipelines.context import RunContext
 from pipelines.kraft.extract import extract_kraft
@@ -75,8 +75,7 @@ def test_metadata_history_mart(spark, warehouse, tmp_path):
     extract_kraft(ctx, [d])
     run_dbt(ctx, select=["+metadata_history"], unit_tests=True)
 
-    got = ds.dataset(warehouse.root / "marts" / "metadata_history", format="parquet", partitioning="hive").to_table()
-    rows = sorted(got.to_pylist(), key=lambda r: (r["metadata_offset"], r["event"]))
+    rows = sorted(read_mart(warehouse, "marts/metadata_history"), key=lambda r: (r["metadata_offset"], r["event"]))
     assert {r["run_id"] for r in rows} == {"k1"}
     shown = [{k: v for k, v in r.items() if v is not None and k not in ("run_id", "record_type", "replicas")}
              for r in rows]

@@ -1,8 +1,8 @@
-"""The Parquet snapshots' history across processes: two `dbt build`s of the snapshots, each in
-its own Python process with its own Spark (an empty in-memory catalog), the second reading
-only what the first left on disk. The history expected is computed here from the owners the
-test wrote, run by run (dbt's SCD2 rule: a version per key and owner, closed by the run that
-sees another owner or none)."""
+"""The snapshots' history across processes: two `dbt build`s of the snapshots, each in its own
+Python process with its own Spark, the second reading only what the first committed to the
+warehouse's Iceberg catalog. The history expected is computed here from the owners the test
+wrote, run by run (dbt's SCD2 rule: a version per key and owner, closed by the run that sees
+another owner or none)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pytest
 
 from pipelines.warehouse.tables import SCHEMAS
@@ -22,31 +21,19 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 
-# One build in a fresh process: is the history in this process's catalog before dbt runs
-# (never: the catalog is in memory), then the snapshot's rows as the view kaudit_snapshots.<name>
-# gives them after the build, and as models/README.md's query of the directory gives them.
+# One build in a fresh process, then the snapshot's rows as Spark SQL gives them from the catalog.
 DRIVER = """
 import json, sys
 from pipelines.context import RunContext
 from pipelines.transform.dbt_runner import run_dbt
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 root, run_id, out = sys.argv[1:]
 ctx = RunContext(Warehouse(root), run_id, spark_master="local[1]", quiet=True)
-spark = ctx.spark()
-known_before = spark.catalog.tableExists("kaudit_snapshots.snap_partition_ownership__log")
 run_dbt(ctx, select=["+snap_partition_ownership"])
-rows = spark.sql("select * from kaudit_snapshots.snap_partition_ownership").collect()
-# models/README.md's query of the directory, as a new session without the view would run it
-direct = spark.sql(f'''
-    select * from (
-        select *, row_number() over (partition by dbt_scd_id order by dbt_valid_to is null, run_id desc) as copy
-        from parquet.`{root}/snapshots/snap_partition_ownership`
-    ) where copy = 1
-''').collect()
+rows = ctx.spark().sql("select * from kaudit.snapshots.snap_partition_ownership").collect()
 with open(out, "w") as f:
-    found = {"known_before": known_before, "rows": [r.asDict() for r in rows], "direct": [r.asDict() for r in direct]}
-    json.dump(found, f, default=str)
+    json.dump({"rows": [r.asDict() for r in rows]}, f, default=str)
 """
 
 # zg's owners, run by run: t-0 keeps its owner, t-1 changes owner, t-2 loses its owner, t-3 is new
@@ -86,20 +73,6 @@ def build_in_new_process(warehouse, run_id: str, workdir: Path) -> dict:
     return json.loads(out.read_text())
 
 
-def history_from_files(root: Path) -> list[dict]:
-    """The history as a reader of `<warehouse>/snapshots/<name>/` gets it (models/README.md):
-    per version (dbt_scd_id), its closed copy if it has one, else its open copy."""
-    rows = ds.dataset(root, format="parquet", partitioning="hive").to_table().to_pylist()
-    chosen: dict[str, dict] = {}
-    for row in sorted(rows, key=lambda r: r["dbt_valid_to"] is not None):
-        chosen[row["dbt_scd_id"]] = row
-    return list(chosen.values())
-
-
-def files_of(path: Path) -> dict[str, tuple[int, int]]:
-    return {str(f.relative_to(path)): (f.stat().st_size, f.stat().st_mtime_ns) for f in path.rglob("*.parquet")}
-
-
 def test_history_across_two_processes(warehouse, tmp_path):
     for run_id, owners in OWNERS.items():
         rows = [
@@ -108,13 +81,9 @@ def test_history_across_two_processes(warehouse, tmp_path):
         ]
         table = pa.Table.from_pylist(rows, SCHEMAS["core/partition_owners"])
         warehouse.write_table("core/partition_owners", run_id, table)
-    log = warehouse.root / "snapshots" / "snap_partition_ownership"
-
     first = build_in_new_process(warehouse, "r1", tmp_path / "p1")
-    r1_files = files_of(log / "run_id=r1")
     second = build_in_new_process(warehouse, "r2", tmp_path / "p2")
 
-    assert (first["known_before"], second["known_before"]) == (False, False)
     expected = expected_history(OWNERS)
     assert expected == [
         (0, "zg_host-1-aaaa-0", "r1", None),
@@ -127,22 +96,18 @@ def test_history_across_two_processes(warehouse, tmp_path):
     def versions(rows):
         return sorted((r["partition"], r["owner"], r["dbt_valid_from_run_id"], r["dbt_valid_to_run_id"]) for r in rows)
 
-    # the view the second process made, the README's query and the files read directly by
-    # pyarrow give the same history
+    # Spark SQL in the second process and pyiceberg here (main: no Spark) give the same history
     assert versions(second["rows"]) == expected
-    assert versions(second["direct"]) == expected
-    from_files = history_from_files(log)
-    assert versions(from_files) == expected
-    assert len({r["dbt_scd_id"] for r in from_files}) == len(expected)
-    by_version = {(r["partition"], r["dbt_valid_from_run_id"]): r for r in from_files}
+    ice = warehouse.catalog.load_table(("snapshots", "snap_partition_ownership"))
+    current = ice.scan().to_arrow().to_pylist()
+    assert versions(current) == expected
+    assert len({r["dbt_scd_id"] for r in current}) == len(expected)
+    by_version = {(r["partition"], r["dbt_valid_from_run_id"]): r for r in current}
     # t-1's new owner starts when its old one ends; the still current versions are open
     assert by_version[1, "r1"]["dbt_valid_to"] == by_version[1, "r2"]["dbt_valid_from"]
-    assert all(r["dbt_valid_to"] is None for r in from_files if r["dbt_valid_to_run_id"] is None)
+    assert all(r["dbt_valid_to"] is None for r in current if r["dbt_valid_to_run_id"] is None)
 
-    # append only: r1's files untouched; r2 wrote the versions it opened and closed copies of
-    # those it closed, nothing else
-    assert files_of(log / "run_id=r1") == r1_files
-    written = ds.dataset(log / "run_id=r2", format="parquet").to_table().to_pylist()
-    opened = [v for v in expected if v[2] == "r2"]
-    closed = [v for v in expected if v[3] == "r2"]
-    assert versions(written) == sorted(opened + closed)
+    # "the history as of run r1": a time-travel read at the snapshot r1's ledger recorded
+    as_of_r1 = ice.scan(snapshot_id=warehouse.snapshots("r1")[("dbt", "snapshots/snap_partition_ownership")])
+    r1_versions = [(p, owner, "r1", None) for p, owner in OWNERS["r1"].items()]
+    assert versions(as_of_r1.to_arrow().to_pylist()) == versions(first["rows"]) == sorted(r1_versions)

@@ -1,10 +1,10 @@
 """`dbt build` over the `thrift` profile against a real Spark Thrift Server
-(HiveThriftServer2 from the pyspark wheel, on 127.0.0.1 and a free port, torn down after): dbt
-builds a Parquet warehouse's marts as files (target `thrift`), and, on a server started as a
-user starts it for an Iceberg warehouse (with the warehouse's catalog settings:
-``pipelines.warehouse.iceberg.spark.submit_args``), an Iceberg warehouse's as tables of the
-server's catalog `kaudit` (target `iceberg_thrift`, a case of `make matrix`), which a SQL client
-over thrift reads by their catalog names."""
+(HiveThriftServer2 from the pyspark wheel, on 127.0.0.1 and a free port, torn down after),
+started as a user starts it for the warehouse (with the warehouse's catalog settings:
+``pipelines.warehouse.iceberg.spark.submit_args``): dbt builds the marts and the history as
+Iceberg tables of the server's catalog `kaudit`, on the build's branch from each of its
+connections, published when the build succeeded; a SQL client over thrift reads them by their
+catalog names."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pytest
 
 from pipelines.context import RunContext
@@ -89,20 +88,10 @@ def _thrift_server(home: Path, args: list[str]):
 
 
 @pytest.fixture()
-def thrift_server(tmp_path):
-    """A Thrift Server for a Parquet warehouse: no Iceberg catalog (loading its jars makes the
-    server's start slower)."""
-    home = tmp_path / "thrift"
-    home.mkdir()
-    with _thrift_server(home, []) as address:
-        yield address
-
-
-@pytest.fixture()
 def iceberg_warehouse(tmp_path):
-    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
-    return IcebergWarehouse(tmp_path / "wh")
+    return Warehouse(tmp_path / "wh")
 
 
 @pytest.fixture()
@@ -117,11 +106,18 @@ def iceberg_thrift_server(tmp_path, iceberg_warehouse):
         yield address
 
 
-def test_dbt_build_over_thrift(thrift_server, warehouse, monkeypatch):
-    host, port = thrift_server
+def test_dbt_build_over_thrift(iceberg_thrift_server, iceberg_warehouse, monkeypatch):
+    """The mart's lags are those of the script's own commits and log ends; the build's ledger
+    row names the snapshot `main` of the mart is at, which the server's catalog holds; the
+    history's MERGE ran over thrift too."""
+    from pyhive import hive
+    from test_iceberg_dbt import mart_rows
+
+    host, port = iceberg_thrift_server
     monkeypatch.setenv("KAUDIT_THRIFT_HOST", host)
     monkeypatch.setenv("KAUDIT_THRIFT_PORT", str(port))
-    monkeypatch.setenv("KAUDIT_THRIFT_THREADS", "2")
+    monkeypatch.setenv("KAUDIT_THRIFT_THREADS", "2")  # two connections: each writes on the branch
+    warehouse = iceberg_warehouse
     t0 = dt.datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
     commits = [
         {
@@ -143,59 +139,23 @@ def test_dbt_build_over_thrift(thrift_server, warehouse, monkeypatch):
         ),
     )
 
-    # kept lean: sources hook, staging views, intermediate tables, data and unit tests, a
-    # run-partitioned mart and a Parquet snapshot - every kind of node the project has
+    # kept lean: sources hook, staging and intermediate views, data and unit tests, a
+    # run-partitioned mart and a snapshot - every kind of node the project has
     run_dbt(
         RunContext(warehouse, "t1", quiet=True), target="thrift", select=["+consumer_lag", "snap_committed_offsets"],
         unit_tests=True,
     )
 
-    def mart(name):
-        return ds.dataset(warehouse.root / "marts" / name, format="parquet", partitioning="hive").to_table().to_pylist()
-
-    assert [(r["source"], r["committed_offset"], r["lag"], r["run_id"]) for r in mart("consumer_lag")] == [
-        ("kafka", 7, 5, "t1")
-    ]
-    history = (
-        ds.dataset(warehouse.root / "snapshots" / "snap_committed_offsets", format="parquet").to_table().to_pylist()
-    )
+    want = [("kafka", 0, 7, 12, 5, "t1")]
+    assert mart_rows(warehouse, "consumer_lag", "t1") == want  # pyiceberg, at the ledger's snapshot
+    assert {t for (step, t) in warehouse.snapshots("t1") if step == "dbt"} == \
+        {"marts/consumer_lag", "snapshots/snap_committed_offsets"}
+    history = warehouse.catalog.load_table(("snapshots", "snap_committed_offsets")).scan().to_arrow().to_pylist()
     got = [(r["partition_key"], r["committed_offset"], r["dbt_valid_from_run_id"], r["dbt_valid_to_run_id"])
            for r in history]
     assert got == [("kafka|g|t||0", 7, "t1", None)]
-    # the server's catalog (a Derby metastore) holds the marts as tables too
-    from pyhive import hive
-
-    with hive.connect(host=host, port=port, username="kaudit") as conn:
-        cursor = conn.cursor()
-        cursor.execute("select count(*) from kaudit_marts.consumer_lag")
-        assert cursor.fetchall() == [(1,)]
-
-
-@pytest.mark.matrix  # (make matrix: a second dbt build over thrift, with its own full parse)
-def test_dbt_builds_an_iceberg_warehouses_marts_over_thrift(iceberg_thrift_server, iceberg_warehouse, monkeypatch):
-    """Target `thrift` on an Iceberg warehouse is `iceberg_thrift`: the server commits the mart
-    to the catalog, the build's ledger row names its snapshot, and a SQL client over
-    thrift reads `kaudit.marts.consumer_lag` with the rows pyiceberg reads at that snapshot,
-    which are the lags of the script's own commits and log ends (test_dbt_build.py's inputs)."""
-    from pyhive import hive
-    from test_dbt_build import first_run_inputs  # (tests/integration)
-    from test_iceberg_dbt import mart_rows
-
-    host, port = iceberg_thrift_server
-    monkeypatch.setenv("KAUDIT_THRIFT_HOST", host)
-    monkeypatch.setenv("KAUDIT_THRIFT_PORT", str(port))
-    monkeypatch.setenv("KAUDIT_THRIFT_THREADS", "2")
-    monkeypatch.setenv("DBT_INDIRECT_SELECTION", "empty")  # the models only: their data tests run above
-    iceberg = iceberg_warehouse
-    first_run_inputs(iceberg, "r0")
-    # one mart and what it reads (the history's MERGE over thrift is dbt-spark's own statement,
-    # run in the embedded session by test_iceberg_dbt.py): the server's part stays short
-    run_dbt(RunContext(iceberg, "r0", quiet=True, dbt_target="thrift"), select=["+consumer_lag"])
-
-    want = [("kafka", 0, 15, 100, 85, "r0"), ("kafka", 1, 50, 100, 50, "r0"), ("zookeeper", 0, 12, 100, 88, "r0")]
-    assert mart_rows(iceberg, "consumer_lag", "r0") == want  # pyiceberg, at the ledger's snapshot
-    recorded = {t for (step, t) in iceberg.snapshots("r0") if step == "dbt"}
-    assert recorded == {"marts/consumer_lag"}
+    for table in (("marts", "consumer_lag"), ("snapshots", "snap_committed_offsets")):  # published: main only
+        assert set(warehouse.catalog.load_table(table).metadata.refs) == {"main"}
     columns = ("source", "partition", "committed_offset", "log_end_offset", "lag", "run_id")
     with hive.connect(host=host, port=port, username="kaudit") as conn:
         cursor = conn.cursor()
@@ -204,4 +164,4 @@ def test_dbt_builds_an_iceberg_warehouses_marts_over_thrift(iceberg_thrift_serve
         # the table is an Iceberg table of the server's catalog: its snapshots are the catalog's
         cursor.execute("select snapshot_id from kaudit.marts.consumer_lag.snapshots")
         on_server = {r[0] for r in cursor.fetchall()}
-    assert iceberg.snapshots("r0")[("dbt", "marts/consumer_lag")] in on_server
+    assert warehouse.snapshots("t1")[("dbt", "marts/consumer_lag")] in on_server

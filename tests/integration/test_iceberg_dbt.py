@@ -1,9 +1,8 @@
-"""dbt on an Iceberg warehouse, in the suite: real dbt (dbt-spark, target `iceberg`) on the test
-session's real local Spark with Iceberg's runtime, over tiny raw and core tables committed to an
-Iceberg warehouse (pyiceberg, SQLite catalog). The inputs and the expected lags are those of
-the Parquet build's test (test_dbt_build.py: the script's own commits and log ends); one mart and
-one snapshot with what they need are built, so the test stays short. The row-for-row parity of
-every mart with the Parquet build is test_iceberg_dbt_parity.py (`make matrix`)."""
+"""The marts and the history as Iceberg tables of the catalog: real dbt (dbt-spark, target
+`session`) on the test session's real local Spark with Iceberg's runtime, over tiny raw and core
+tables committed to the warehouse (pyiceberg, SQLite catalog). The inputs and the expected lags
+are those of test_dbt_build.py (the script's own commits and log ends); one mart and one
+snapshot with what they need are built, so the test stays short."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from test_dbt_build import at, first_run_inputs, write  # (tests/integration: th
 from pipelines.context import RunContext
 from pipelines.quality.marts import MARTS
 from pipelines.transform.dbt_runner import run_dbt
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.warehouse.tables import SCHEMAS
 
 pytestmark = pytest.mark.integration
@@ -25,7 +24,7 @@ SELECT = ["+consumer_lag", "+snap_partition_ownership"]
 OWNERS, ZK_OFFSETS = "core/partition_owners", "core/zk_offsets"
 
 
-def mart_rows(iceberg: IcebergWarehouse, mart: str, run_id: str, snapshot_id: int | None = None) -> list[tuple]:
+def mart_rows(iceberg: Warehouse, mart: str, run_id: str, snapshot_id: int | None = None) -> list[tuple]:
     """The run's rows of ``mart`` (at the snapshot the run's ledger recorded, unless given)."""
     sid = snapshot_id or iceberg.snapshots(run_id)[("dbt", f"marts/{mart}")]
     data = iceberg.catalog.load_table(("marts", mart)).scan(
@@ -35,10 +34,10 @@ def mart_rows(iceberg: IcebergWarehouse, mart: str, run_id: str, snapshot_id: in
 
 
 def test_marts_and_history_are_iceberg_tables_of_the_catalog(spark, tmp_path, monkeypatch):
-    # the selected models and the snapshot only: their data tests run in the Parquet build's
-    # test and in the full builds of test_iceberg_dbt_parity.py
+    # the selected models and the snapshot only: their data tests run in the full build's
+    # test (test_dbt_build.py)
     monkeypatch.setenv("DBT_INDIRECT_SELECTION", "empty")
-    iceberg = IcebergWarehouse(tmp_path / "warehouse")  # (as models/README.md's queries name it)
+    iceberg = Warehouse(tmp_path / "warehouse")  # (as models/README.md's queries name it)
     first_run_inputs(iceberg, "r0")
     run_dbt(RunContext(iceberg, "r0", quiet=True), select=SELECT)
 
@@ -90,9 +89,9 @@ def test_marts_and_history_are_iceberg_tables_of_the_catalog(spark, tmp_path, mo
     # "as of run r2's first build": a time-travel read at the snapshot it recorded then
     assert mart_rows(iceberg, "consumer_lag", "r2", snapshot_id=first) == [("zookeeper", 0, 30, None, None, "r2")]
 
-    # models/README.md's queries of an Iceberg warehouse run as written (pyiceberg to Arrow,
+    # models/README.md's queries of the marts run as written (pyiceberg to Arrow,
     # pandas and DuckDB, no Spark) from the directory that holds it: r0's lags, the two versions
     # of zg's owner, r0's groups (r2's partition is empty now)
     monkeypatch.chdir(tmp_path)
-    results = run_python_blocks(section("Querying an Iceberg warehouse"))
+    results = run_python_blocks(section("Querying the marts"))
     assert [n for _, n in results] == [3, 2, 2], results

@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.warehouse.iceberg import publish, schemas
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 from pipelines.warehouse.tables import RAW
+from pipelines.warehouse.warehouse import Warehouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.matrix]
 
@@ -59,8 +59,8 @@ def _location(root: Path, store: str | None) -> str | None:
     return None if store is None else f"{store}/{root.parent.name}"
 
 
-def _warehouse(root: Path, store: str | None) -> IcebergWarehouse:
-    return IcebergWarehouse(root, location=_location(root, store), catalog=str(_catalog(root)))
+def _warehouse(root: Path, store: str | None) -> Warehouse:
+    return Warehouse(root, location=_location(root, store), catalog=str(_catalog(root)))
 
 
 def _catalog(root: Path) -> Path:
@@ -94,15 +94,14 @@ def _catalog_state(db: Path) -> tuple[set[str], bool]:
     return raw, any(ns == "meta" and name == "commits" for ns, name, _ in rows)
 
 
-def _kill_between_commits(root: Path, store: str | None) -> bool:
-    """Starts the step; kills it once a raw table is in the catalog and the ledger is not.
-    True if it was killed in that window, False if the step finished first."""
-    db = _catalog(root)
-    proc = subprocess.Popen(_command(root, store), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def kill_when(command: list[str], now, **popen) -> bool:
+    """Starts ``command`` (``popen``: more of ``subprocess.Popen``'s arguments) and kills it
+    with SIGKILL the moment ``now()`` is true, polling every 5 ms. True if it was killed so,
+    False if it finished first."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **popen)
     try:
         while proc.poll() is None:
-            raw, ledger = _catalog_state(db)
-            if raw and not ledger:
+            if now():
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
                 return True
@@ -114,6 +113,18 @@ def _kill_between_commits(root: Path, store: str | None) -> bool:
             proc.wait()
 
 
+def _kill_between_commits(root: Path, store: str | None) -> bool:
+    """Starts the step; kills it once a raw table is in the catalog and the ledger is not.
+    True if it was killed in that window, False if the step finished first."""
+    db = _catalog(root)
+
+    def window() -> bool:
+        raw, ledger = _catalog_state(db)
+        return bool(raw) and not ledger
+
+    return kill_when(_command(root, store), window)
+
+
 def _kill_after(root: Path, store: str | None, seconds: float) -> None:
     proc = subprocess.Popen(_command(root, store), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -123,7 +134,7 @@ def _kill_after(root: Path, store: str | None, seconds: float) -> None:
         proc.wait()
 
 
-def _tables(wh: IcebergWarehouse) -> dict[str, list[str]]:
+def _tables(wh: Warehouse) -> dict[str, list[str]]:
     return {t: sorted(repr(r) for r in wh.read_arrow(t, RUN).to_pylist()) for t in RAW if wh.exists(t, RUN)}
 
 
@@ -131,7 +142,7 @@ def _rows(table: str, data) -> list[str]:
     return sorted(repr(r) for r in schemas.to_declared(table, data).to_pylist())
 
 
-def _current(wh: IcebergWarehouse, tables) -> dict[str, list[str]]:
+def _current(wh: Warehouse, tables) -> dict[str, list[str]]:
     """The run's rows of each table that has any, read at its current state (``main``) with
     pyiceberg's plain ``scan()``: what an engine that ignores the ledger sees."""
     out = {}
@@ -147,7 +158,7 @@ def _nonempty(tables: dict[str, list[str]]) -> dict[str, list[str]]:
     return {t: rows for t, rows in tables.items() if rows}
 
 
-def _branches(wh: IcebergWarehouse, tables) -> list[str]:
+def _branches(wh: Warehouse, tables) -> list[str]:
     """kaudit's branches left on ``tables`` (none once every step is published or abandoned)."""
     return sorted(f"{t}:{name}" for t in tables if wh.catalog.table_exists(wh.ident(t))
                   for name in wh.catalog.load_table(wh.ident(t)).metadata.refs if name.startswith(publish.PREFIX))
@@ -198,14 +209,14 @@ def _metadata(db: Path) -> dict[tuple[str, str], str]:
                 con.execute("SELECT table_namespace, table_name, metadata_location FROM iceberg_tables")}
 
 
-def _core(wh: IcebergWarehouse) -> dict[str, list[str]]:
+def _core(wh: Warehouse) -> dict[str, list[str]]:
     from pipelines.warehouse.tables import SCHEMAS
 
     return {t: sorted(repr(r) for r in wh.read_arrow(t, RUN).to_pylist())
             for t in SCHEMAS if t.startswith("core/") and wh.exists(t, RUN)}
 
 
-def _spark_current(spark, wh: IcebergWarehouse, tables) -> dict[str, list[str]]:
+def _spark_current(spark, wh: Warehouse, tables) -> dict[str, list[str]]:
     """As :func:`_current`, read by Spark SQL without ``VERSION AS OF`` (the catalog ``kaudit``)."""
     out = {}
     for t in tables:
@@ -225,7 +236,7 @@ def _sdk_settings(spark) -> None:
             spark._jvm.java.lang.System.setProperty(prop, os.environ[var])
 
 
-def _written_on_branch(wh: IcebergWarehouse, tables) -> list[str]:
+def _written_on_branch(wh: Warehouse, tables) -> list[str]:
     """Core tables whose build branch has moved past main: the build's writes."""
     name = publish.branch(RUN, "build_core")
     out = []
@@ -259,13 +270,13 @@ def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_
                      ["extract", "log-end", str(LOGS)], ["build", "--skip-dbt"]):
             done = subprocess.run([*base, *args], capture_output=True, text=True, timeout=900)
             assert done.returncode == 0, done.stderr[-3000:]
-        wh = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
+        wh = Warehouse(root, location="s3a://kaudit/wh", catalog=str(db))
         built = _core(wh)
         assert built.get("core/assignment_audit"), "the first build audited nothing"
         ledger_rows = wh.snapshots(RUN)
 
         before = _metadata(db)
-        watch = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
+        watch = Warehouse(root, location="s3a://kaudit/wh", catalog=str(db))
         proc = subprocess.Popen(build, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         killed = None
         try:
@@ -284,7 +295,7 @@ def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         assert killed, "the build finished before any core table was committed: no kill in the window"
-        wh = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
+        wh = Warehouse(root, location="s3a://kaudit/wh", catalog=str(db))
         assert wh.snapshots(RUN) == ledger_rows  # no ledger row of the killed build
         assert _core(wh) == built, "the killed build's commits are visible"
         core = sorted(built)
@@ -295,7 +306,7 @@ def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_
         assert _branches(wh, core), "the killed build left no branch: the kill missed its writes"
         done = subprocess.run(build, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
-        wh = IcebergWarehouse(root, location="s3a://kaudit/wh", catalog=str(db))
+        wh = Warehouse(root, location="s3a://kaudit/wh", catalog=str(db))
         assert _core(wh) == built
         assert wh.snapshots(RUN) != ledger_rows  # the re-run recorded its own snapshots
         assert _current(wh, core) == _nonempty(built) == _spark_current(spark, wh, core)

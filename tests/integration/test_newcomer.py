@@ -126,8 +126,14 @@ for lang, code in blocks:
     else:
         from pyspark.sql import SparkSession
 
-        spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-                 .config("spark.sql.warehouse.dir", sys.argv[2]).getOrCreate())
+        from pipelines.warehouse.iceberg.spark import session_conf
+        from pipelines.warehouse.warehouse import open_warehouse
+
+        builder = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+                   .config("spark.sql.warehouse.dir", sys.argv[2]))
+        for key, value in session_conf(open_warehouse("warehouse")).items():  # the catalog `kaudit`
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
         for statement in code.split(";"):
             sql = "\n".join(ln for ln in statement.splitlines() if not ln.strip().startswith("--")).strip()
             if sql:
@@ -146,5 +152,5 @@ def test_every_query_of_the_models_readme_returns_rows(newcomer, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert [lang for lang, _, _ in results] == ["python", "python", "sql", "sql", "sql"], results
+    assert [lang for lang, _, _ in results] == ["python", "python", "python", "sql", "sql", "sql"], results
     assert all(n > 0 for _, _, n in results), results

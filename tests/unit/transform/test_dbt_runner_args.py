@@ -49,30 +49,33 @@ def test_every_warehouse_column_has_a_spark_type():
 
 
 def test_run_sources_mark_missing_partitions(warehouse):
+    """A table the run wrote is read at the snapshot its ledger recorded; one it did not write is
+    an empty view of the same columns."""
     warehouse.write_table("raw/log_end_offsets", "r1", SCHEMAS["raw/log_end_offsets"].empty_table())
     sources = run_sources(warehouse, "r1")
     assert set(sources) == set(SOURCES)
     ends = sources["kaudit_raw.log_end_offsets"]
     assert ends["exists"] is True
-    assert ends["path"] == str(warehouse.root / "raw" / "log_end_offsets" / "run_id=r1")
+    assert ends["iceberg"] == "kaudit.raw.log_end_offsets"
+    assert ends["snapshot"] == warehouse.snapshot_id("raw/log_end_offsets", "r1") is not None
     assert ends["columns"][:2] == [["topic", "string"], ["partition", "int"]]
     assert sources["kaudit_raw.offset_commits"]["exists"] is False
     assert [c[0] for c in sources["kaudit_raw.offset_commits"]["columns"]] == SCHEMAS["raw/offset_commits"].names
 
 
 def test_the_run_reaches_dbt_in_env_vars_only_for_its_invocation(warehouse, monkeypatch):
-    """The warehouse, the run and its tables are in the environment while dbt runs (dbt copies
-    it as it starts), then what was there before is back: a value the user had, or none."""
+    """The run, its tables and its branch are in the environment while dbt runs (dbt copies it
+    as it starts), then what was there before is back: a value the user had, or none."""
     monkeypatch.setenv(dbt_runner.RUN_ENV, "the user's")
     monkeypatch.delenv(dbt_runner.SOURCES_ENV, raising=False)
-    monkeypatch.delenv(dbt_runner.WAREHOUSE_ENV, raising=False)
+    monkeypatch.delenv(dbt_runner.BRANCH_ENV, raising=False)
     warehouse.write_table("raw/log_end_offsets", "r1", SCHEMAS["raw/log_end_offsets"].empty_table())
-    with dbt_runner.run_env(RunContext(warehouse, "r1", quiet=True)):
+    with dbt_runner.run_env(RunContext(warehouse, "r1", quiet=True), "kaudit_r1_dbt"):
         assert os.environ[dbt_runner.RUN_ENV] == "r1"
-        assert os.environ[dbt_runner.WAREHOUSE_ENV] == str(warehouse.root)
+        assert os.environ[dbt_runner.BRANCH_ENV] == "kaudit_r1_dbt"
         assert json.loads(os.environ[dbt_runner.SOURCES_ENV]) == run_sources(warehouse, "r1")
     assert os.environ[dbt_runner.RUN_ENV] == "the user's"
-    assert dbt_runner.SOURCES_ENV not in os.environ and dbt_runner.WAREHOUSE_ENV not in os.environ
+    assert dbt_runner.SOURCES_ENV not in os.environ and dbt_runner.BRANCH_ENV not in os.environ
 
 
 def test_a_new_run_starts_from_the_newest_saved_parse_of_the_warehouse(warehouse, tmp_path, monkeypatch):
