@@ -26,6 +26,12 @@ is the build's overhead over moving its bytes.
 ``build-core`` (``build --skip-dbt``: the Spark core tables alone) is a step too, with its floor
 (the core tables only, the marts not being written).
 
+``--standalone``: the same steps with the warehouse on a real S3 server (S3Proxy on loopback)
+and Spark on a standalone cluster of two workers (1 core each, from the pyspark wheel), started
+per size and stopped after; the extracts write to S3 from this machine, build spark-submits
+to the cluster. No floor there. CPU and RSS count the cluster's daemons and executors too (the
+daemons' own share is small and constant).
+
 Prints one line per step as it ends and the table at the end (also as JSON with ``--json``).
 """
 
@@ -36,6 +42,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -72,8 +79,9 @@ class TreeRss:
     from /proc (a descendant that is not waited for, as PySpark's JVM, is missing from the
     ``RUSAGE_CHILDREN`` of its parent)."""
 
-    def __init__(self, pid: int, every: float = 0.2) -> None:
+    def __init__(self, pid: int, every: float = 0.2, also: tuple[int, ...] = ()) -> None:
         self.pid, self.every, self.peak = pid, every, 0
+        self.roots = {pid, *also}
         self._cpu: dict[int, int] = {}  # pid -> utime + stime ticks, last seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -92,9 +100,9 @@ class TreeRss:
         total = 0
         for pid, size in rss.items():
             p = pid
-            while p > 1 and p != self.pid:
+            while p > 1 and p not in self.roots:
                 p = parent.get(p, 0)
-            if p == self.pid:
+            if p in self.roots:
                 total += size
                 self._cpu[pid] = ticks[pid]
         return total
@@ -117,13 +125,14 @@ class TreeRss:
         self._thread.join()
 
 
-def measured(cmd: list[str], log: Path, env: dict | None = None) -> dict:
-    """Runs ``cmd``; its wall and CPU seconds (with its children), peak tree RSS, exit code."""
+def measured(cmd: list[str], log: Path, env: dict | None = None, also: tuple[int, ...] = ()) -> dict:
+    """Runs ``cmd``; its wall and CPU seconds (with its children), peak tree RSS, exit code;
+    ``also``: more processes whose trees count (a cluster's daemons: their executors)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     with log.open("ab") as out:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
-        with TreeRss(proc.pid) as rss:
+        with TreeRss(proc.pid, also=also) as rss:
             code = proc.wait()
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -196,19 +205,88 @@ def floor_child(warehouse: str, out: Path, core_only: bool) -> None:
                               "written_rows": sum(n for _, n in outputs.values())}), flush=True)
 
 
-def floor(warehouse: Path, tmp: Path, log: Path, core_only: bool) -> dict:
+def floor(warehouse: Path, tmp: Path, log: Path, core_only: bool) -> dict | None:
     """Runs :func:`floor_child` in a child process; its figures and the process's wall/CPU/RSS."""
     out = tmp / "floor"
     cmd = [sys.executable, __file__, "--floor-child", str(warehouse), "--floor-out", str(out),
            *(["--floor-core"] if core_only else [])]
-    res = measured(cmd, log)
+    res = measured(cmd, log, {**os.environ, "PYTHONPATH": str(REPO)})  # this checkout's pipelines
     lines = [x for x in log.read_text(errors="replace").splitlines() if x.startswith(FLOOR)]
     if res["code"] or not lines:
-        raise SystemExit(f"the floor failed: see {log}")
+        print(f"  the floor failed: {_tail(log)}", flush=True)
+        return None
     res.update(json.loads(lines[-1][len(FLOOR):]))
     res["io"] = res["start"] + res["read"] + res["write"]  # the JVM's start, the reads, the writes
     shutil.rmtree(out, ignore_errors=True)
     return res
+
+
+class Standalone:
+    """A Spark standalone master and ``workers`` workers (1 core each) from the pyspark wheel and an
+    S3 server (S3Proxy, ``testkit.storage``) on 127.0.0.1, for ``--standalone``; stopped on exit."""
+
+    def __init__(self, root: Path, workers: int = 2, memory: str = "2g") -> None:
+        self.root, self.workers, self.memory = root, workers, memory
+        self.procs: list[subprocess.Popen] = []
+        self.s3 = None
+        self.url = ""
+
+    def _daemon(self, cls: str, args: list[str], log: Path, ready: str) -> None:
+        import pyspark
+
+        home = Path(pyspark.__file__).resolve().parent
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, "SPARK_HOME": str(home),
+               "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(log.parent),
+               "SPARK_WORKER_DIR": str(log.parent / "work"), "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
+        log.parent.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen([str(home / "bin" / "spark-class"), cls, *args], stdout=log.open("wb"),
+                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.procs.append(proc)
+        deadline = time.monotonic() + 240
+        while ready not in log.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{cls} did not start: {log}")
+            time.sleep(0.5)
+
+    def __enter__(self) -> Standalone:
+        sys.path.insert(0, str(REPO))  # testkit
+        from testkit.storage import S3Proxy
+        from testkit.zk_server import free_port
+
+        try:
+            self.s3 = S3Proxy(self.root / "s3").start()
+            self.s3.create_bucket("kaudit")
+            port = free_port()
+            self.url = f"spark://127.0.0.1:{port}"
+            self._daemon("org.apache.spark.deploy.master.Master",
+                         ["--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"],
+                         self.root / "master" / "master.log", "New state: ALIVE")
+            for w in range(self.workers):
+                self._daemon("org.apache.spark.deploy.worker.Worker",
+                             [self.url, "--host", "127.0.0.1", "--cores", "1", "--memory", self.memory,
+                              "--webui-port", "0"],
+                             self.root / f"worker{w}" / "worker.log", "Successfully registered with master")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(10)
+        if self.s3 is not None:
+            self.s3.stop()
+
+    def options(self, tmp: Path) -> list[str]:
+        """The global options of a step on the cluster, its warehouse on S3."""
+        return ["--warehouse", "s3a://kaudit/scale", "--warehouse-local", str(tmp / "local"),
+                "--catalog", str(tmp / "catalog.db"), "--spark-master", self.url]
 
 
 def run_size(records: int, args, fmt: list[str]) -> dict:
@@ -221,27 +299,35 @@ def run_size(records: int, args, fmt: list[str]) -> dict:
         figures["generate"] = gen
         _say(records, "generate", gen)
     warehouse = tmp / "warehouse"
+    cluster = Standalone(tmp / "cluster") if args.standalone else None
     try:
+        if cluster is not None:
+            cluster.__enter__()
+        env = {**os.environ, **cluster.s3.env()} if cluster is not None else None
+        place = cluster.options(tmp) if cluster is not None else ["--warehouse", str(warehouse)]
         for step in args.steps:
             words = [w.format(zk=zk, kafka=kafka) for w in STEPS[step]]
-            cmd = [sys.executable, "-m", "pipelines", "--quiet", "--warehouse", str(warehouse), *fmt,
-                   "--run-id", RUN, *words]
+            cmd = [sys.executable, "-m", "pipelines", "--quiet", *place, *fmt, "--run-id", RUN, *words]
             load = os.getloadavg()[0]
-            res = measured(cmd, log)
+            res = measured(cmd, log, env, tuple(p.pid for p in cluster.procs) if cluster is not None else ())
             res["load"] = (load, os.getloadavg()[0])
             figures[step] = res
             _say(records, step, res)
             if res["code"]:
                 print(f"  {step} exited {res['code']}: {_tail(log)}", flush=True)
-            if step.startswith("build") and not args.no_floor and res["code"] == 0:
+            if step.startswith("build") and not args.no_floor and res["code"] == 0 and cluster is None:
                 load = os.getloadavg()[0]
                 fl = floor(warehouse, tmp, log, core_only=step == "build-core")
+                if fl is None:
+                    continue
                 fl["load"] = (load, os.getloadavg()[0])
                 figures[f"{step} floor"] = fl
                 _say(records, f"{step} floor", fl, f"(start {fl['start']:.1f} + read {fl['read']:.1f} "
                      f"+ write {fl['write']:.1f} s; {fl['read_rows']:,} rows read, {fl['written_rows']:,} "
                      f"written); build/floor {res['wall'] / fl['io']:.2f}x")
     finally:
+        if cluster is not None:
+            cluster.__exit__()
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     return figures
@@ -291,6 +377,8 @@ def main() -> None:
     parser.add_argument("--no-floor", action="store_true", help="skip build's I/O floor")
     parser.add_argument("--keep", action="store_true", help="keep each size's warehouse and log")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--standalone", action="store_true",
+                        help="the steps on a Spark standalone cluster of two workers, the warehouse on S3 (S3Proxy)")
     parser.add_argument("--floor-child", help=argparse.SUPPRESS)
     parser.add_argument("--floor-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--floor-core", action="store_true", help=argparse.SUPPRESS)
