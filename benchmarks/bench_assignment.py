@@ -37,8 +37,8 @@ from pyspark import StorageLevel
 
 from pipelines.context import RunContext
 from pipelines.spark.io import write_parquet
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.tables import CORE, RAW_ZNODES
+from pipelines.warehouse.warehouse import Warehouse
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 RUN = "bench"

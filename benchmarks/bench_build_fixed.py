@@ -26,8 +26,8 @@ from pipelines.context import RunContext
 from pipelines.spark.build import build_core
 from pipelines.spark.io import read_spark, write_parquet
 from pipelines.spark.schemas import empty
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.tables import CORE, RAW_ZNODES
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.znodes import znode_rows
 
 TARGET = 15.0  # seconds: a warm tiny build, core tables and marts

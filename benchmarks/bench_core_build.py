@@ -26,7 +26,7 @@ from pipelines import demo
 from pipelines import steps as pipeline
 from pipelines.context import RunContext
 from pipelines.spark.build import build_core
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 TARGET = 25.0  # seconds: the target of the whole ``build`` on the demo
 

@@ -1,8 +1,6 @@
 """Benchmark: ``kaudit demo`` - the ZooKeeper-era run, the KRaft run (``<run>-kraft``) and the
-real brokers' estate - in a fresh warehouse of either format (``--format parquet``, ``iceberg``
-or ``both``), each demo in a fresh process as after an install (its own Spark JVM). With
-``both`` the formats alternate, round after round, so both see the same load, and the ratio
-iceberg/parquet of the same run is printed.
+real brokers' estate - in a fresh warehouse (Iceberg tables, the one format), each demo in a
+fresh process as after an install (its own Spark JVM).
 
 Each step's wall seconds and CPU seconds (the demo's process and its children: the Spark
 JVM, ``clocks.Clock``) are printed per format, with the totals, the targets (the whole demo
@@ -15,7 +13,7 @@ beside the ZooKeeper build, its build beside the ZooKeeper validation), so a ste
 CPU then include the other run's work (the totals are exact: what a user waits, what the
 machine spent); ``--after`` runs the KRaft cluster after the ZooKeeper one: each step alone.
 
-    .venv/bin/python benchmarks/bench_demo.py [--format both] [--rounds 1] [--after]
+    .venv/bin/python benchmarks/bench_demo.py [--rounds 1] [--after]
         [--spark-master local[2]]
 """
 
@@ -34,7 +32,7 @@ from pathlib import Path
 from clocks import Clock, load
 
 TARGETS = {"build": 25.0, "validate": 8.0, "total": 45.0}  # seconds: the targets
-FORMATS = ("parquet", "iceberg")
+FORMATS = ("iceberg",)  # the warehouse's one format: the figures' label
 RESULT = "bench-demo-result: "  # the prefix of the child's line of figures
 
 
@@ -49,7 +47,7 @@ def child(fmt: str, after: bool, master: str | None) -> None:
 
     from pipelines import demo
     from pipelines.context import RunContext
-    from pipelines.warehouse.formats import open_warehouse
+    from pipelines.warehouse.warehouse import open_warehouse
 
     steps: dict[str, list] = {}  # run -> [(step, wall, cpu)]
     timed = demo.timed
@@ -71,7 +69,7 @@ def child(fmt: str, after: bool, master: str | None) -> None:
     demo.timed = clocked
     with tempfile.TemporaryDirectory(prefix="bench-demo-") as tmp:
         root = Path(tmp)
-        ctx = RunContext(open_warehouse(root / "warehouse", fmt), "bench", spark_master=master, quiet=True,
+        ctx = RunContext(open_warehouse(root / "warehouse"), "bench", spark_master=master, quiet=True,
                          console=Console(stderr=True))
         total, before = Clock(), load()
         with total.timing():
@@ -124,7 +122,7 @@ def table(results: dict[str, list[dict]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--format", choices=(*FORMATS, "both"), default="parquet")
+    parser.add_argument("--format", choices=(*FORMATS, "both"), default="iceberg", help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int, default=1, help="demos per format (alternating with both)")
     parser.add_argument("--spark-master", default=None, help="default local[*]")
     parser.add_argument("--after", action="store_true", help="the KRaft cluster after the ZooKeeper one")

@@ -50,7 +50,6 @@ from pyspark import StorageLevel
 
 from pipelines.context import RunContext
 from pipelines.spark.io import write_parquet, write_staged
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import parquet_files
 from pipelines.warehouse.tables import (
     RAW_BATCH_TIMESTAMPS,
@@ -58,6 +57,7 @@ from pipelines.warehouse.tables import (
     RAW_OFFSET_COMMITS,
     RAW_ZNODE_CHANGES,
 )
+from pipelines.warehouse.warehouse import Warehouse
 
 RUN = "bench"
 T0_MS = int(datetime(2024, 1, 1, tzinfo=UTC).timestamp() * 1000)

@@ -39,7 +39,7 @@ import io, json, resource, sys, time
 from pathlib import Path
 from rich.console import Console
 from pipelines.context import RunContext
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
 t, cpu = time.perf_counter(), time.process_time()
 meta = extract_snapshot(RunContext(Warehouse(Path(sys.argv[2])), "bench", console=Console(file=io.StringIO())),

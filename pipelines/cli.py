@@ -20,9 +20,8 @@ from pipelines.argv import hoist_global_options
 from pipelines.clusters import check_alias, cluster_warehouse
 from pipelines.context import RunContext
 from pipelines.errors import KauditError, UsageError
-from pipelines.warehouse.directory import DEFAULT_ROOT, Warehouse
-from pipelines.warehouse.formats import open_warehouse
 from pipelines.warehouse.runs import LATEST, check_run_id, choose
+from pipelines.warehouse.warehouse import DEFAULT_ROOT, Warehouse, check_format, open_warehouse
 
 app = typer.Typer(
     name="kaudit",
@@ -50,8 +49,8 @@ def _print_version(value: bool | None) -> None:
 def _global(
     ctx: typer.Context,
     warehouse: Annotated[
-        str, typer.Option("--warehouse", help="Warehouse directory (with --warehouse-format iceberg also an "
-                          "object-store URI: s3a://bucket/prefix).")
+        str, typer.Option("--warehouse", help="Warehouse directory, or the tables' object-store or HDFS URI "
+                          "(s3a://bucket/prefix, with --warehouse-local).")
     ] = DEFAULT_ROOT,
     run_id: Annotated[
         str | None,
@@ -78,9 +77,8 @@ def _global(
         typer.Option("--version", help="Print kaudit's version and exit.", is_eager=True, callback=_print_version),
     ] = None,
     warehouse_format: Annotated[
-        str, typer.Option("--warehouse-format", help="parquet (directories of Parquet files) or iceberg (Apache "
-                          "Iceberg tables in a catalog).")
-    ] = "parquet",
+        str, typer.Option("--warehouse-format", hidden=True, help="Deprecated: iceberg, the only format.")
+    ] = "iceberg",
     catalog: Annotated[
         str | None, typer.Option("--catalog", help="The Iceberg catalog: sqlite:///PATH, a SQLite file path "
                                  "or postgresql://USER@HOST:PORT/DB (default: <warehouse>.catalog.db beside the "
@@ -88,7 +86,7 @@ def _global(
     ] = None,
     warehouse_local: Annotated[
         Path | None, typer.Option("--warehouse-local", help="With an object-store --warehouse: the local directory "
-                                  "of its run records, locks and staging.")
+                                  "of its run records, locks and documents.")
     ] = None,
 ) -> None:
     if run_id is not None and run_id != LATEST:
@@ -96,7 +94,8 @@ def _global(
     if cluster is not None:
         check_alias(cluster)
     dbt_target = os.environ.get(DBT_TARGET_ENV) or None
-    store = open_warehouse(warehouse, warehouse_format, catalog, warehouse_local)
+    check_format(warehouse_format)
+    store = open_warehouse(warehouse, catalog, warehouse_local)
     ctx.obj = _Options(store, run_id, spark_master, quiet, verbose, dbt_target, cluster)
 
 
@@ -320,6 +319,18 @@ def demo(
     from pipelines.demo import run_demo
 
     run_demo(_run(ctx, "new"), out=out)
+
+
+@app.command("migrate-warehouse")
+def migrate_warehouse(
+    ctx: typer.Context,
+    old: Annotated[Path, typer.Argument(help="A Parquet warehouse of kaudit before 0.2.")],
+) -> None:
+    """Commit the runs of an old Parquet warehouse into the Iceberg warehouse --warehouse names."""
+    from pipelines.warehouse.migrate import migrate
+
+    opts: _Options = ctx.find_object(_Options)
+    migrate(old, opts.warehouse, RunContext(opts.warehouse, "migrate", quiet=opts.quiet).say)
 
 
 # --- entry point -----------------------------------------------------------------------------

@@ -16,10 +16,8 @@ running process with the zip added (``SparkContext.addPyFile``):
   the driver JVM starts, which spark-submit does and an in-process session cannot;
 - a failed or killed job cannot take the CLI's JVM (or the Airflow worker) with it.
 
-A Parquet warehouse must be a path every node sees (a shared filesystem, or the same mount):
-the driver and the executors read and write it directly. An Iceberg warehouse needs no shared
-mount: the job gets the catalog and the tables' location (``--warehouse-format iceberg
---warehouse LOCATION --catalog URI --warehouse-local DIR``) and spark-submit gets Iceberg's jars
+The warehouse needs no mount the nodes share: the job gets the catalog and the tables'
+location (``--warehouse LOCATION --catalog URI --warehouse-local DIR``) and spark-submit gets Iceberg's jars
 (``spark.jars``, fetched by the executors from the driver) and the catalog's settings, S3's
 endpoint and keys among them (``spark.sql.catalog.kaudit.*``): the executors read and write the
 tables' files at their location (``s3a://bucket/prefix``) through Iceberg's FileIO, and only the
@@ -134,23 +132,18 @@ def submit_command(
 
 
 def warehouse_conf(warehouse) -> dict[str, str]:
-    """The spark-submit settings a warehouse needs: none for Parquet; for Iceberg its catalog
-    as Spark's catalog ``kaudit`` and Iceberg's jars (:func:`pipelines.warehouse.iceberg.spark.session_conf`)."""
-    if warehouse.format != "iceberg":
-        return {}
+    """The spark-submit settings a warehouse needs: its catalog as Spark's catalog ``kaudit`` and
+    Iceberg's jars (:func:`pipelines.warehouse.iceberg.spark.session_conf`)."""
     from pipelines.warehouse.iceberg.spark import session_conf
 
     return session_conf(warehouse)
 
 
 def warehouse_args(warehouse) -> list[str]:
-    """The job's options naming ``warehouse``: its directory; for Iceberg the tables' location,
-    the format, the catalog and the driver's local directory."""
-    if warehouse.format != "iceberg":
-        return ["--warehouse", str(warehouse.root)]
+    """The job's options naming ``warehouse``: the tables' location, the catalog and the driver's
+    local directory."""
     config = warehouse.catalog_config
-    return ["--warehouse", config.location, "--warehouse-format", "iceberg", "--catalog", config.uri,
-            "--warehouse-local", str(warehouse.root)]
+    return ["--warehouse", config.location, "--catalog", config.uri, "--warehouse-local", str(warehouse.root)]
 
 
 def job_command(ctx: RunContext, step: str, args: list[str] | None = None) -> list[str]:

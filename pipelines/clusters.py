@@ -11,8 +11,8 @@ its clusters' aliases (docs/clusters.md)."""
 from __future__ import annotations
 
 from pipelines.errors import UsageError
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.runs import RUN_ID
+from pipelines.warehouse.warehouse import Warehouse
 
 DEFAULT_ALIAS = "default"
 CLUSTERS_DIR = "clusters"
@@ -31,13 +31,8 @@ def cluster_warehouse(warehouse: Warehouse, alias: str | None) -> Warehouse:
     if alias is None or alias == DEFAULT_ALIAS:
         return warehouse
     local = warehouse.root / CLUSTERS_DIR / check_alias(alias)
-    if warehouse.format == "iceberg":  # the same catalog and location, the tables under clusters.<alias>
-        from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
-
-        config = warehouse.catalog_config
-        return IcebergWarehouse(local, location=config.location, catalog=config.uri,
-                                namespace=(CLUSTERS_DIR, alias))
-    return Warehouse(local)
+    config = warehouse.catalog_config  # the same catalog and location, the tables under clusters.<alias>
+    return Warehouse(local, location=config.location, catalog=config.uri, namespace=(CLUSTERS_DIR, alias))
 
 
 def aliases(warehouse: Warehouse, run_id: str, table: str) -> list[str]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pipelines.output import make_console
 from pipelines.output import progress as make_progress
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,13 +59,11 @@ class RunContext:
         own catalog dir lives under the warehouse, never in the cwd, and the JVM's log in
         ``logs/spark.log`` (on stderr with ``--verbose``). A session that already exists is reused."""
         from pipelines.spark.session import get_spark, is_small_run, size_to_run
+        from pipelines.warehouse.iceberg.spark import session_conf
         from pipelines.warehouse.reading import run_rows
 
         catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
-        if self.warehouse.format == "iceberg":  # its catalog as Spark's catalog ``kaudit`` (and Iceberg's jars)
-            from pipelines.warehouse.iceberg.spark import session_conf
-
-            catalog.update(session_conf(self.warehouse))
+        catalog.update(session_conf(self.warehouse))  # its catalog as Spark's catalog ``kaudit``, Iceberg's jars
         log = None if self.verbose else self.warehouse.root / "logs" / "spark.log"
         rows = run_rows(self.warehouse, self.run_id)
         spark = get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log, small=is_small_run(rows))

@@ -35,7 +35,7 @@ def warm() -> None:
     from pipelines import steps
     from pipelines.context import RunContext
     from pipelines.kafka.segment import warm_up
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     warm_up()
     with tempfile.TemporaryDirectory(prefix="kaudit-kernel-cache-") as tmp:

@@ -15,8 +15,8 @@ from pipelines import cluster, steps
 from pipelines.config import AuditConfig, ZkLive, ZkTls, load_config
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.runs import Choice, choose
+from pipelines.warehouse.warehouse import Warehouse
 
 
 def plan(cfg: AuditConfig) -> list[str]:

@@ -95,11 +95,10 @@ def extract_kraft(
 
 def require_extracted(ctx: RunContext) -> None:
     """:class:`InputError` unless the run holds ZooKeeper znodes or ``__consumer_offsets`` records
-    (read once every step of the run has published whole)."""
+    (a step's tables are visible whole or not at all: its ledger row)."""
     from pipelines.kafka.mm2_extract import in_run as mm2_in_run
     from pipelines.warehouse.reading import row_count
 
-    ctx.warehouse.settle(ctx.run_id)
     if not any(row_count(ctx.warehouse, t, ctx.run_id) for t in EXTRACTED) and not mm2_in_run(ctx):
         raise InputError(
             f"run {ctx.run_id}: nothing extracted to build (no ZooKeeper znodes, no __consumer_offsets records, "
@@ -108,9 +107,8 @@ def require_extracted(ctx: RunContext) -> None:
 
 
 def require_built(ctx: RunContext, step: str) -> None:
-    """:class:`InputError` unless the run's core tables were built (read once every step of the
-    run has published whole)."""
-    ctx.warehouse.settle(ctx.run_id)
+    """:class:`InputError` unless the run's core tables were built (published whole, by the
+    build's ledger row)."""
     if not ctx.warehouse.exists(BUILT, ctx.run_id):
         raise InputError(f"run {ctx.run_id}: not built yet (no {BUILT}), nothing to {step}; run `kaudit build` first")
 

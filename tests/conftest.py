@@ -85,9 +85,9 @@ def spark(tmp_path_factory):
 
 @pytest.fixture()
 def warehouse(tmp_path):
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import open_warehouse
 
-    return Warehouse(tmp_path / "warehouse")
+    return open_warehouse(tmp_path / "warehouse")
 
 
 @pytest.fixture(scope="session")

@@ -77,10 +77,11 @@ def _decode_job(job):
 def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> dict:
     """Decode ``__consumer_offsets`` segments into the raw offsets/group tables of the run.
 
-    Files are decoded in parallel processes; each writes its own Parquet parts into the
-    transaction's staging dirs. A file with transactional commits is decoded again once the
-    markers of its whole partition are known (from the first pass over every file), to resolve
-    their states. All tables are published together when every file is done."""
+    Files are decoded in parallel processes; each writes its own data files of the step's
+    partitions of the tables (:meth:`~pipelines.warehouse.writer.TableWriter.target`). A file
+    with transactional commits is decoded again once the markers of its whole partition are
+    known (from the first pass over every file), to resolve their states. All tables are
+    committed and published together when every file is done."""
     segments = offsets_segments(paths)
     scopes = sorted({s.scope for s in segments})
     ctx.say(f"offsets: {len(segments)} segment files in {len(scopes)} partitions")
@@ -94,11 +95,8 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
     run = pool.map if pool else map
     try:
         with ctx.warehouse.transaction(ctx.run_id, step=STEP_OFFSETS) as tx, ctx.progress() as bar:
-            staging = {}
-            for t in TABLES:
-                if t != "raw/quarantine":  # a shared table: its rows go through the step's writer
-                    tx.staging_dir(t).mkdir(parents=True, exist_ok=True)
-                    staging[t] = str(tx.staging_dir(t))
+            staging = {t: tx.writer(t).target() for t in TABLES
+                       if t != "raw/quarantine"}  # a shared table: its rows go through the step's writer
             task = bar.add_task("decoding segments", total=len(segments))
             markers: dict[str, list] = {scope: [] for scope in scopes}
 
@@ -110,12 +108,14 @@ def extract_offsets(ctx: RunContext, paths: list[Path], workers: int | None) -> 
                         later.append(i)
                         markers[seg.scope].append(out)
                         continue
-                    rows, s, quarantine, own = out
+                    rows, s, quarantine, own, written = out
                     if jobs is first:
                         markers[seg.scope].append(own)
                     tx.write("raw/quarantine", quarantine)
                     for t, n in rows.items():
                         counts[t] += n
+                    for t, path in written.items():
+                        tx.writer(t).add_files([path], rows[t])
                     for k, v in s.items():
                         stats[k] = stats.get(k, 0) + v
                     bar.advance(task)

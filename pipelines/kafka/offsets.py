@@ -5,8 +5,9 @@ Two ways to run it:
 
 - :func:`decode_scope`: one partition in one call, in memory (the decoder's tests);
 - per file, in parallel (``kaudit extract offsets``): :func:`decode_file_to_parts` decodes
-  each file independently and writes its Parquet parts itself, so neither the decoding nor
-  the Parquet encoding funnels through one process. A file with transactional commits needs
+  each file independently and writes its tables' rows itself, as Iceberg data files at the
+  tables' location (:class:`~pipelines.warehouse.writer.DataFileTarget`), so neither the
+  decoding nor the Parquet encoding funnels through one process. A file with transactional commits needs
   the transaction markers of its whole partition (a later segment may hold them): it returns
   its own markers, and is decoded again once every file's markers are known.
 """
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipelines.kafka.groups import TABLE_NAMES as GROUP_TABLES
 from pipelines.kafka.paths import Segment
 from pipelines.kafka.segment import SegmentResult, decode_segment
 from pipelines.kafka.transactions import resolve, state_array
 from pipelines.warehouse.tables import RAW
+from pipelines.warehouse.writer import DataFileTarget
 
 TABLES = (
     "raw/offset_commits",
@@ -81,14 +82,15 @@ def with_txn_states(commits: pa.Table, markers: Markers) -> pa.Table:
 
 
 def decode_file_to_parts(
-    seg: Segment, markers: Markers | None, staging: dict[str, str], part: str
-) -> tuple[dict[str, int], dict[str, int], pa.Table, Markers] | Markers:
+    seg: Segment, markers: Markers | None, targets: dict[str, DataFileTarget], part: str
+) -> tuple[dict[str, int], dict[str, int], pa.Table, Markers, dict[str, str]] | Markers:
     """Decode one segment, resolve its transactional commits with its partition's ``markers``
-    and write each non-empty table as ``<staging[table]>/<part>.parquet``. Returns (rows per
-    table, stats, its quarantine rows, its own markers) - quarantine is a shared table the
-    caller writes. Without ``markers`` (the first pass, before the partition's are known), a
-    segment whose commits are transactional writes nothing and returns only its own markers:
-    the caller decodes it again with all of them."""
+    and write each non-empty table of ``targets`` as one data file ``<part>-*.parquet`` of the
+    step's partition. Returns (rows per table, stats, its quarantine rows, its own markers, the
+    data file of each table written) - quarantine is a shared table the caller writes. Without
+    ``markers`` (the first pass, before the partition's are known), a segment whose commits are
+    transactional writes nothing and returns only its own markers: the caller decodes it again
+    with all of them."""
     r = decode_file(seg)
     tables = dict(r.tables)
     own = (r.marker_offset, r.marker_producer, r.marker_commit)
@@ -98,28 +100,28 @@ def decode_file_to_parts(
             return own
         markers = own  # no transactional commit: no state to resolve
     tables["raw/offset_commits"] = with_txn_states(commits, markers)
-    counts = {}
+    counts, written = {}, {}
     for t, data in tables.items():
         counts[t] = data.num_rows
-        if t in staging and data.num_rows:
-            write_part(t, data, f"{staging[t]}/{part}.parquet")
-    return counts, r.stats, tables["raw/quarantine"], own
+        if t in targets and data.num_rows:
+            written[t] = write_part(t, data, targets[t], part)
+    return counts, r.stats, tables["raw/quarantine"], own, written
 
 
-def write_part(table: str, data: pa.Table, path: str) -> None:
-    """One Parquet part of ``table``. Dictionary-encoded columns (``segment.encoded``) go to
-    the file as they are, indices and dictionary (no hashing of the strings again); the Arrow
-    schema is then not stored in the file, so a reader sees the declared types (a Parquet
-    string column reads as ``string``, as when it was written from one)."""
+def write_part(table: str, data: pa.Table, target: DataFileTarget, part: str) -> str:
+    """One data file of ``table``; its path. Dictionary-encoded columns (``segment.encoded``) go
+    to the file as they are, indices and dictionary (no hashing of the strings again); the file
+    stores Iceberg's types and field ids, not the Arrow schema (a Parquet string column reads
+    as ``string``, as when it was written from one)."""
     encoded = [f.name for f in data.schema if pa.types.is_dictionary(f.type)]
     if not encoded:
         data = data.cast(RAW[table])
     # no min/max statistics of the dictionary-encoded columns: a fifth of the write time
     # (bench_offsets.py), and a part's group ids span nearly the whole range anyway
     stats = [n for n in data.column_names if n not in encoded] if encoded else True
-    pq.write_table(data, path, compression=COMPRESSION.get(table, "zstd"), use_dictionary=DICTIONARY_COLUMNS,
-                   store_schema=not encoded, column_encoding=DELTA_COLUMNS.get(table), write_statistics=stats,
-                   write_batch_size=WRITE_BATCH_ROWS)
+    return target.write(data, part, compression=COMPRESSION.get(table, "zstd"), use_dictionary=DICTIONARY_COLUMNS,
+                        column_encoding=DELTA_COLUMNS.get(table), write_statistics=stats,
+                        write_batch_size=WRITE_BATCH_ROWS)
 
 
 def assemble_scope(results: list[SegmentResult]) -> tuple[dict[str, pa.Table], dict[str, int]]:

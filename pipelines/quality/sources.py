@@ -12,8 +12,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.spark.io import read_spark
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import row_count
+from pipelines.warehouse.warehouse import Warehouse
 
 
 class RunTables:

@@ -25,7 +25,6 @@ from pipelines.report.order import nulls_last
 from pipelines.report.rebalances import RebalanceFacts, gather_rebalances
 from pipelines.report.share_streams import ShareStreamsFacts, gather_share_streams
 from pipelines.report.tiered import TieredFacts, gather_tiered
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow, read_built, row_count
 from pipelines.warehouse.tables import (
     ASSIGNMENT_STATUSES,
@@ -33,6 +32,7 @@ from pipelines.warehouse.tables import (
     GROUP_RECORD_ORDER,
     SUMMARY_STATUS_ORDER,
 )
+from pipelines.warehouse.warehouse import Warehouse
 
 SOURCES = ("zookeeper", "kafka")
 OFFSET_RECORD_TABLES = ("raw/offset_commits", "raw/group_metadata", "raw/coordinator_records",

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 
 from pipelines.report.order import negated, nulls_last
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_built
+from pipelines.warehouse.warehouse import Warehouse
 
 # findings.csv statuses of these findings (one row per partition)
 DATA_LOST, DATA_AT_RISK, OFFSET_RESET, STUCK = "data_lost", "data_at_risk", "offset_reset", "stuck_partition"

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipelines.report.order import nulls_last
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_built
+from pipelines.warehouse.warehouse import Warehouse
 
 KAFKA_MIN_ISR = 1
 MIN_ISR = "min.insync.replicas"

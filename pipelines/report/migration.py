@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from pipelines.report.order import nulls_last
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow, read_built
+from pipelines.warehouse.warehouse import Warehouse
 
 MAX_ROWS = 200  # differences and offsets shown; findings.csv has every finding
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.report.order import nulls_last
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 
 MAX_ROWS = 200  # partitions shown per pair; the tables have them all
 

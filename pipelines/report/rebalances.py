@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import pyarrow.compute as pc
 
 from pipelines.report.order import nulls_last
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_built
+from pipelines.warehouse.warehouse import Warehouse
 
 TIMELINE_ROWS = 30  # rebalances listed per group (the latest ones)
 PAST_FINDINGS = 100  # past not-ok owners on the page (findings.csv holds them all)

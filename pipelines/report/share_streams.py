@@ -13,9 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from pipelines.report.order import nulls_last
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow, read_built
 from pipelines.warehouse.tables import SHARE_GROUP_FINDINGS, STREAMS_GROUP_FINDINGS
+from pipelines.warehouse.warehouse import Warehouse
 
 KINDS = ("active", "standby", "warmup")
 MAX_ROWS = 200  # partitions, archived offsets or tasks shown per group; findings.csv has every finding

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.report.order import nulls_last
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 
 MAX_ROWS = 200  # partitions shown; the raw tables have them all
 LIVE = "COPY_SEGMENT_FINISHED"  # a segment in the remote tier, readable

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipelines import arrow
 from pipelines.warehouse.tables import RAW_QUARANTINE
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -64,14 +63,7 @@ def reason_kind(text: str) -> str:
 
 def step_lines(warehouse: Warehouse, run_id: str, step: str, label: str, shown: int = SHOWN) -> list[str]:
     """Lines about the quarantine rows ``step`` wrote for ``run_id`` (none when it wrote none)."""
-    if warehouse.format == "iceberg":  # the step's own partition of the table
-        rows = warehouse.read_step("raw/quarantine", run_id, step).select(["location", "reason"]).to_pylist()
-    else:
-        path = warehouse.partition_dir("raw/quarantine", run_id) / f"part-{step}.parquet"
-        if not path.is_file():
-            return []
-        # ParquetFile, not pq.read_table: that imports pyarrow.dataset (~0.03 s of a short extract)
-        rows = pq.ParquetFile(path).read(columns=["location", "reason"]).to_pylist()
+    rows = warehouse.read_step("raw/quarantine", run_id, step).select(["location", "reason"]).to_pylist()
     if not rows:
         return []
     kinds = Counter(reason_kind(r["reason"] or "") for r in rows)

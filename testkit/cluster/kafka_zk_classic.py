@@ -79,7 +79,7 @@ def _tp(text: str) -> tuple[str, int]:
 
 
 def compare(outcome: Outcome, warehouse: Path, run_id: str) -> Comparison:
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     wh = Warehouse(warehouse)
     cmp = Comparison()

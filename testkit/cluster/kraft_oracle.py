@@ -30,8 +30,8 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.cluster.kraft_scenarios import Outcome
 
 

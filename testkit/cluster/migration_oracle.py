@@ -97,7 +97,7 @@ def extract(case_zk: Path, metadata: Path, logs: Path, warehouse: Path, run_id: 
     from pipelines.kafka.extract import extract_offsets
     from pipelines.kraft.extract import extract_kraft
     from pipelines.steps import extract_zk_snapshot
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     ctx = RunContext(Warehouse(warehouse), run_id, quiet=True)
     extract_zk_snapshot(ctx, case_zk)

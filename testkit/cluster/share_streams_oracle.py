@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipelines.spark.streams_groups import KINDS
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.cluster.kraft_oracle import kaudit
 
 

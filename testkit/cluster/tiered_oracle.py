@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.cluster.kraft_oracle import Comparison, _rows, compare_offsets
 from testkit.cluster.kraft_oracle import audit as audit_steps
 

@@ -41,7 +41,7 @@ from testkit.segments import (
 )
 
 if TYPE_CHECKING:
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
 T0 = 1_700_000_000_000
 OFFSETS_PARTITIONS = (3, 17)

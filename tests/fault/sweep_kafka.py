@@ -118,7 +118,7 @@ def _debris(wh: Path) -> int:
 
 
 def damaged_case(r: Runner, layout, clean: Path, tmp: Path, seed: int, kind: str) -> None:
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     logs, wh = tmp / "logs", tmp / "wh"
     case = damage(layout, clean, logs, seed=seed, kind=kind)

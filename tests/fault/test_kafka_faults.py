@@ -28,8 +28,8 @@ from kafka_damage import (
 )
 
 from pipelines.cli import main
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.segments import (
     batch,
     offset_commit_key,

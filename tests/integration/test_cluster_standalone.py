@@ -135,8 +135,7 @@ def s3_warehouse(tmp_path_factory, demo_run):
     """The raw tables of the demo's ZooKeeper-cluster run (``demo_run``, built locally) copied
     into run ``cluster`` of an Iceberg warehouse on a real S3 server (S3Proxy on loopback, the
     S3 settings in this process's environment, as a user's shell has them)."""
-    from pipelines.warehouse.directory import Warehouse
-    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+    from pipelines.warehouse.warehouse import Warehouse
     from testkit.storage import S3Proxy
 
     assert demo_run.exit_code == 0, demo_run.output[-3000:]
@@ -147,7 +146,7 @@ def s3_warehouse(tmp_path_factory, demo_run):
         s3.create_bucket("kaudit")
         catalog = str(root / "catalog.db")
         local = root / "local"
-        wh = IcebergWarehouse(local, location=LOCATION, catalog=catalog)
+        wh = Warehouse(local, location=LOCATION, catalog=catalog)
         assert copy_raw(Warehouse(demo_run.warehouse), demo_run.run_id, wh) > 0
         yield {"wh": wh, "s3": s3, "local": local, "catalog": catalog}
 
@@ -181,9 +180,9 @@ def _rows(table) -> list[str]:
 def test_cluster_build_on_s3_equals_local_build(s3_warehouse, standalone, demo_run):
     import pyarrow.parquet as pq
 
-    from pipelines.warehouse.directory import Warehouse
     from pipelines.warehouse.reading import read_arrow
     from pipelines.warehouse.tables import SCHEMAS
+    from pipelines.warehouse.warehouse import Warehouse
 
     wh, s3, local = s3_warehouse["wh"], s3_warehouse["s3"], s3_warehouse["local"]
     before = sorted(p.relative_to(local) for p in local.rglob("*") if p.is_file())

@@ -50,7 +50,7 @@ def test_demo_runs_every_step_and_counts_the_planted_faults(demo_run):
     assert summary["expectations"]["evaluated"] > 0
 
     # row by row: the audit of every (source, group, topic, partition) is the planted one
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     audit = read_arrow(Warehouse(warehouse), "core/assignment_audit", run_id).to_pylist()
     key = ("source", "group_id", "topic", "partition", "broker_id")
@@ -123,7 +123,7 @@ def test_demo_runs_the_kraft_cluster_in_a_run_of_its_own(demo_run):
     assert summary["inputs"]["znodes"] == 0
     assert summary["inputs"]["offset_records"] == expected["offset_commit_records"] + expected["kip848_group_records"]
 
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     key = ("source", "group_id", "topic", "partition")
     audit = read_arrow(Warehouse(demo_run.warehouse), "core/assignment_audit", run_id).to_pylist()
@@ -227,7 +227,7 @@ def test_demo_history_holds_and_the_report_shows_each_planted_fact(demo_run):
     storm, a reset to latest, a committed offset below the log start and lag in seconds for
     every group, each in the built tables and the report (page and findings.csv), as the
     generator scripted them (faults.json ``history``)."""
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     assert demo_run.exit_code == 0, demo_run.output[-4000:]
     wh, run_id, manifest = Warehouse(demo_run.warehouse), demo_run.run_id, demo_run.manifest

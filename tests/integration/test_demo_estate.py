@@ -19,8 +19,8 @@ import pytest
 
 from pipelines.demo import REAL
 from pipelines.demo.estate import CASES
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.chromium import Chromium
 from testkit.cluster.mm2_oracle import expected_findings as mm2_findings
 

@@ -15,8 +15,8 @@ from test_dbt_build import at, first_run_inputs, write  # (tests/integration: th
 from pipelines.context import RunContext
 from pipelines.quality.marts import MARTS
 from pipelines.transform.dbt_runner import run_dbt
-from pipelines.warehouse.warehouse import Warehouse
 from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.warehouse import Warehouse
 
 pytestmark = pytest.mark.integration
 

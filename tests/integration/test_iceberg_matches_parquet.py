@@ -19,10 +19,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipelines.warehouse.directory import Warehouse
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 from pipelines.warehouse.reading import read_arrow
 from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.warehouse import Warehouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.matrix]
 
@@ -61,7 +60,7 @@ def parquet_run(tmp_path_factory) -> Warehouse:
 CLOCK = {"quality/validation_results": ("evaluated_at",)}
 
 
-def _compare(parquet: Warehouse, iceberg: IcebergWarehouse) -> dict[str, int]:
+def _compare(parquet: Warehouse, iceberg: Warehouse) -> dict[str, int]:
     """Every raw and core table of the run (and the validation's results, when it ran), Parquet
     vs Iceberg: {table: rows compared}."""
     compared = {}
@@ -83,7 +82,7 @@ def _compare(parquet: Warehouse, iceberg: IcebergWarehouse) -> dict[str, int]:
     return compared
 
 
-def _check(parquet: Warehouse, iceberg: IcebergWarehouse) -> None:
+def _check(parquet: Warehouse, iceberg: Warehouse) -> None:
     compared = _compare(parquet, iceberg)
     # the run has what the demo cluster holds: znodes, commits, an audit
     for table in ("raw/znodes", "raw/offset_commits", "core/expected_assignment", "core/assignment_audit"):
@@ -100,7 +99,7 @@ def _check(parquet: Warehouse, iceberg: IcebergWarehouse) -> None:
 def test_local_iceberg_warehouse_holds_the_parquet_rows(parquet_run, tmp_path):
     root = tmp_path / "wh"
     _pipeline(["--warehouse", str(root), "--warehouse-format", "iceberg"])
-    iceberg = IcebergWarehouse(root)
+    iceberg = Warehouse(root)
     assert root.with_name("wh.catalog.db").is_file()
     _check(parquet_run, iceberg)
 
@@ -121,7 +120,7 @@ def test_s3_iceberg_warehouse_holds_the_parquet_rows(parquet_run, tmp_path):
         old = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
-            _check(parquet_run, IcebergWarehouse(local, location=location, catalog=str(tmp_path / "catalog.db")))
+            _check(parquet_run, Warehouse(local, location=location, catalog=str(tmp_path / "catalog.db")))
         finally:
             for k, v in old.items():
                 if v is None:
@@ -139,7 +138,7 @@ def test_postgres_catalog_holds_the_parquet_rows(parquet_run, tmp_path):
     with Postgres().start() as pg:
         _pipeline(["--warehouse", str(root), "--warehouse-format", "iceberg", "--catalog", pg.uri])
         assert not root.with_name("wh.catalog.db").exists()
-        iceberg = IcebergWarehouse(root, catalog=pg.uri)
+        iceberg = Warehouse(root, catalog=pg.uri)
         _check(parquet_run, iceberg)
         catalogued = {f"{ns}/{name}" for ns, name in pg.sql(
             "select table_namespace, table_name from iceberg_tables where catalog_name = 'kaudit'")}
@@ -162,7 +161,7 @@ def test_named_clusters_on_iceberg_hold_the_parquet_rows(tmp_path):
                 _kaudit([*options, "--cluster", alias, "extract", command, str(data / alias / "logs")])
         _kaudit([*options, "build", "--skip-dbt"])
         warehouses[fmt] = root
-    parquet, iceberg = Warehouse(warehouses["parquet"]), IcebergWarehouse(warehouses["iceberg"])
+    parquet, iceberg = Warehouse(warehouses["parquet"]), Warehouse(warehouses["iceberg"])
     assert iceberg.catalog.table_exists(("clusters", "source", "raw", "mm2_checkpoints"))
     # the cluster's table files in its namespace's place under the one location, as Iceberg tables
     assert (warehouses["iceberg"] / "clusters" / "source" / "raw" / "mm2_checkpoints" / "metadata").is_dir()

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.warehouse.directory import Warehouse
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.postgres import Postgres
 
 pytestmark = pytest.mark.integration
@@ -41,7 +40,7 @@ def test_extracts_commit_to_a_catalog_on_postgresql(tmp_path):
             _kaudit("--warehouse", str(iceberg), "--warehouse-format", "iceberg", "--catalog", pg.uri,
                     "extract", command, str(path))
         assert not iceberg.with_name("iceberg.catalog.db").exists(), "a SQLite catalog beside the warehouse"
-        wh = IcebergWarehouse(iceberg, catalog=pg.uri)
+        wh = Warehouse(iceberg, catalog=pg.uri)
         written = sorted({t for (_, t) in wh.snapshots(RUN)})
         assert {"raw/znodes", "raw/offset_commits", "raw/group_metadata"} <= set(written), written
         compared = 0

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from pipelines.warehouse.iceberg import publish
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.warehouse import Warehouse
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,7 @@ def _spark_rows(spark, run_id: str, ref: str = "") -> list[str]:
     return sorted(r.owner for r in rows)
 
 
-def _pyiceberg_rows(wh: IcebergWarehouse, run_id: str) -> list[str]:
+def _pyiceberg_rows(wh: Warehouse, run_id: str) -> list[str]:
     ice = wh.catalog.load_table(wh.ident(TABLE))
     return sorted(ice.scan(row_filter=f"run_id = '{run_id}'").to_arrow().column("owner").to_pylist())
 
@@ -39,7 +39,7 @@ def test_a_spark_step_is_invisible_on_main_until_published(spark, tmp_path):
     from pipelines.spark.schemas import table_schema
     from pipelines.warehouse.iceberg.spark import bind_catalog
 
-    wh = IcebergWarehouse(tmp_path / "warehouse")
+    wh = Warehouse(tmp_path / "warehouse")
     bind_catalog(spark, wh)
     with wh.transaction("r1", STEP) as tx:
         tx.write(TABLE, pa.Table.from_pylist(_owners(["old-0", "old-1"]), schema=SCHEMAS[TABLE]))

@@ -22,8 +22,8 @@ import pytest
 from test_cluster_standalone import standalone  # noqa: F401 - the fixture (tests/integration)
 from test_iceberg_matches_parquet import DEMO, RUN, _compare, _kaudit, _rows  # (tests/integration)
 
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.matrix]
 
@@ -37,10 +37,10 @@ def _pipeline(options: list[str], env: dict | None = None) -> None:
 
 
 @pytest.fixture(scope="module")
-def local_run(tmp_path_factory) -> IcebergWarehouse:
+def local_run(tmp_path_factory) -> Warehouse:
     root = tmp_path_factory.mktemp("local") / "wh"
     _pipeline(["--warehouse", str(root), "--warehouse-format", "iceberg"])
-    return IcebergWarehouse(root)
+    return Warehouse(root)
 
 
 # dbt's snapshot columns that are the wall clock of the build (dbt-spark's snapshot takes
@@ -48,7 +48,7 @@ def local_run(tmp_path_factory) -> IcebergWarehouse:
 DBT_CLOCK = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to")
 
 
-def _history(wh: IcebergWarehouse, table: str, snapshot_id: int) -> list:
+def _history(wh: Warehouse, table: str, snapshot_id: int) -> list:
     """Every version of a dbt snapshot (one history across runs) at the ledger's snapshot, but
     its wall-clock columns (each version must have them)."""
     versions = wh.catalog.load_table(wh.ident(table)).scan(snapshot_id=snapshot_id).to_arrow()
@@ -102,7 +102,7 @@ def test_the_warehouse_on_a_remote_store_gives_the_local_audit_row_for_row(store
             assert not list((local / layer).rglob("*.parquet")), f"{layer}: table data on the local disk"
         for var, value in env.items():
             monkeypatch.setenv(var, value)
-        remote = IcebergWarehouse(local, location=location, catalog=catalog)
+        remote = Warehouse(local, location=location, catalog=catalog)
 
         # raw, core and the validation's results: every declared table, row for row
         compared = _compare(local_run, remote)
@@ -167,7 +167,7 @@ def test_a_standalone_cluster_build_on_hdfs_equals_the_local_build(local_run, st
         for var, value in hdfs.env().items():
             monkeypatch.setenv(var, value)
         location, local, catalog = hdfs.uri("kaudit"), tmp_path / "local", str(tmp_path / "catalog.db")
-        wh = IcebergWarehouse(local, location=location, catalog=catalog)
+        wh = Warehouse(local, location=location, catalog=catalog)
         assert copy_raw(local_run, RUN, wh) > 0
         done = subprocess.run(
             [str(KAUDIT), "--warehouse", location, "--warehouse-format", "iceberg", "--warehouse-local", str(local),

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from pipelines.cli import main
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.segments import (
     assignment,
     batch,

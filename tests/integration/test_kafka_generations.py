@@ -17,9 +17,9 @@ import yaml
 from pipelines.cli import main
 from pipelines.context import RunContext
 from pipelines.spark.build import build_core
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
 from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.warehouse import Warehouse
 from testkit import kip848 as K
 from testkit.segments import (
     assignment,

@@ -8,8 +8,8 @@ import pytest
 from pipelines.cli import main
 from pipelines.context import RunContext
 from pipelines.spark.build import build_core
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit import kraft as B
 
 pytestmark = pytest.mark.integration

@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.cluster.migration import FIXTURE, run_migration_scenario
 from testkit.cluster.migration_oracle import compare, extract, kept_oracle
 

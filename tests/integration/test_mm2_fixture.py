@@ -12,8 +12,8 @@ import pytest
 
 from pipelines.clusters import cluster_warehouse
 from pipelines.demo import REAL
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.cluster.mm2_oracle import compare, compare_raw, expected_findings, expected_rows
 
 pytestmark = pytest.mark.integration

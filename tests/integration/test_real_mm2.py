@@ -14,8 +14,8 @@ import json
 import pytest
 
 from pipelines.clusters import cluster_warehouse
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.cluster.kraft_oracle import kaudit
 from testkit.cluster.mm2 import run_mm2_scenario
 from testkit.cluster.mm2_oracle import compare, compare_raw, expected_rows, extract

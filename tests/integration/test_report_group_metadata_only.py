@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import row_count
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.segments import (
     assignment,
     batch,

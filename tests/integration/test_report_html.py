@@ -20,9 +20,9 @@ import yaml
 from pipelines.context import RunContext
 from pipelines.quality.marts import MARTS
 from pipelines.report.write import write_report
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
 from pipelines.warehouse.tables import ASSIGNMENT_STATUSES
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.chromium import Chromium
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]

@@ -164,7 +164,7 @@ def _cli(warehouse, run_id, *args):
 def shared_warehouse(tmp_path_factory):
     """One warehouse for both runs: the second validation reuses the GX project and Data Docs
     site the first one created, as runs of a real warehouse do."""
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     return Warehouse(tmp_path_factory.mktemp("validate") / "warehouse")
 

@@ -25,10 +25,10 @@ def _write_mart(warehouse, run_id, name, rows):
 
 def test_on_iceberg_the_validation_results_are_a_table_of_the_catalog(spark, tmp_path, monkeypatch):
     from pipelines.warehouse.iceberg.spark import bind_catalog
-    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     monkeypatch.setattr(planted, "_write_mart", _write_mart)
-    warehouse = IcebergWarehouse(tmp_path / "wh")
+    warehouse = Warehouse(tmp_path / "wh")
     planted.write_run(warehouse, RUN, faulty=True)
     bind_catalog(spark, warehouse)
     assert planted._cli(warehouse, RUN, "validate", "--warehouse-format", "iceberg") == 0

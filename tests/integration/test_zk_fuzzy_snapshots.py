@@ -23,8 +23,8 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from rich.console import Console
 
 from pipelines.context import RunContext
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_live, extract_snapshot
 from testkit.zk_requests import CreateContainer, CreateTTL, send
 from testkit.zk_server import start_zk

@@ -14,15 +14,15 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pytest
 import yaml
 from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.settle import SettleRule
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
 from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
 from testkit.zk_history import Script, play
 from testkit.zk_server import start_zk
@@ -65,7 +65,7 @@ def history(tmp_path_factory):
 
 
 def read(wh: Warehouse, table: str) -> list[dict]:
-    return ds.dataset(wh.partition_dir(table, RUN), format="parquet").to_table().to_pylist()
+    return read_arrow(wh, table, RUN, with_run_id=False).to_pylist()
 
 
 def test_every_change_is_a_row(history):

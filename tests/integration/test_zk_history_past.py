@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pytest
 from rich.console import Console
 
 from pipelines.context import RunContext
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
 from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.zookeeper.datadir import list_files
 from pipelines.zookeeper.extract import extract_snapshot
 from testkit.oracle import range_assign
@@ -77,7 +77,7 @@ def past(tmp_path_factory):
 
 
 def read(wh: Warehouse, table: str) -> list[dict]:
-    return ds.dataset(wh.partition_dir(table, RUN), format="parquet").to_table().to_pylist()
+    return read_arrow(wh, table, RUN, with_run_id=False).to_pylist()
 
 
 def ts(ms: int) -> dt.datetime:

@@ -19,8 +19,8 @@ from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.errors import StepError
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_live, extract_snapshot
 from pipelines.zookeeper.snapshot import parse
 from testkit.zk_requests import CreateContainer, CreateTTL, send

@@ -18,13 +18,13 @@ import io
 import json
 import time
 
-import pyarrow.dataset as ds
 import pytest
 from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.settle import SettleRule
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
 from testkit.zk_history import Script, registration
 from testkit.zk_server import start_zk
@@ -72,7 +72,7 @@ def play(s: Script) -> dict[str, int]:
 
 
 def read(wh: Warehouse, table: str) -> list[dict]:
-    return ds.dataset(wh.partition_dir(table, RUN), format="parquet").to_table().to_pylist()
+    return read_arrow(wh, table, RUN, with_run_id=False).to_pylist()
 
 
 def test_a_stuck_rebalance_on_a_real_zookeeper_is_found(spark, tmp_path):

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.zk_server import free_port, start_zk
 
 pytestmark = pytest.mark.integration

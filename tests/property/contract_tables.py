@@ -13,18 +13,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
 from pipelines.quality.marts import MARTS
-from pipelines.warehouse.directory import SHARED_TABLES, Warehouse
+from pipelines.warehouse.iceberg.schemas import SHARED_TABLES
 from pipelines.warehouse.tables import (
     ASSIGNMENT_STATUSES,
     CONSUMER_GROUP_FINDINGS,
-    CORE,
-    RAW,
     SCHEMAS,
 )
+from pipelines.warehouse.warehouse import Warehouse
 
 NAMES = ["g", "t", "m", "a", "", "<b>x</b>", "ü-1"]
 PATHS = [
@@ -159,10 +157,4 @@ def write_run(wh: Warehouse, run_id: str, run: dict[str, pa.Table | None]) -> No
     for name, data in run.items():
         if data is None:
             continue
-        if name in RAW or name in CORE:
-            wh.write_table(name, run_id, data, step="generated" if name in SHARED_TABLES else "main")
-        else:
-            part = wh.partition_dir(name, run_id)
-            part.mkdir(parents=True, exist_ok=True)
-            pq.write_table(data, part / "part-00000.parquet")
-            (part / "_SUCCESS").write_text("")
+        wh.write_table(name, run_id, data, step="generated" if name in SHARED_TABLES else "main")

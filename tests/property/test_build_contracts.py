@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.steps import EXTRACTED, build, report
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import row_count
 from pipelines.warehouse.tables import RAW
+from pipelines.warehouse.warehouse import Warehouse
 
 pytestmark = pytest.mark.integration
 

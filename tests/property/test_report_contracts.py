@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 
 from pipelines.context import RunContext
 from pipelines.steps import report
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 EXAMPLES = int(os.environ.get("KAUDIT_PROPERTY_EXAMPLES", "25"))
 

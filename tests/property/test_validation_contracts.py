@@ -18,7 +18,7 @@ from pipelines.errors import InputError
 from pipelines.quality.materialized import materialize
 from pipelines.quality.sources import RunTables
 from pipelines.quality.views import VIEWS, build_view, missing_data
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 pytestmark = pytest.mark.integration
 

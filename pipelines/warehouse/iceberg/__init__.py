@@ -1,4 +1,6 @@
-"""The warehouse as Apache Iceberg tables (``warehouse.format: iceberg``): the mapping of the
-declared schemas (``schemas``), the catalog shared by pyiceberg and Spark (``catalog``), the
-warehouse that commits a step's tables as snapshots (``warehouse``) and Spark's jars (``jars``).
-docs/iceberg.md says why it is laid out this way."""
+"""The Apache Iceberg machinery under the warehouse (:mod:`pipelines.warehouse.warehouse`): the
+mapping of the declared schemas (``schemas``), the catalog shared by pyiceberg and Spark
+(``catalog``), a partition replaced in one snapshot (``partition_commit``), the write-audit-publish
+of a step's snapshots (``publish``), Spark's session settings and reads (``spark``), Spark's jars
+(``jars``) and pyiceberg's FileIO over WebHDFS (``webhdfs``). docs/warehouse.md says why it is
+laid out this way."""

@@ -5,8 +5,8 @@ snapshot per operation (a delete, then an append per batch), and pyiceberg 0.12 
 update staged so far, with a deep copy of the whole table metadata, each time a producer reads
 the transaction's metadata: the cost of a commit grows with the operations in it and with the
 table's history (its snapshots). Here a step's rows of a table are one ``overwrite`` snapshot:
-the data files of the partition (``run_id``, and ``step`` in a shared table) removed, the
-batches written as new data files and added, read from the staged files one batch at a time.
+the data files of the partition (``run_id``, and ``step`` in a shared table) removed, and the
+data files the step's writer wrote as its batches came (:mod:`pipelines.warehouse.writer`) added.
 
 The partition's data files are removed whole, which is exact only where each of them holds
 rows of that partition alone: they are identity-partitioned by the partition's columns (the
@@ -16,11 +16,6 @@ which rewrites what it must.
 """
 
 from __future__ import annotations
-
-import itertools
-from collections.abc import Iterable
-
-import pyarrow as pa
 
 
 def partition_filter(partition: dict[str, str]):
@@ -58,29 +53,14 @@ def partition_files(txn, io, branch: str, partition: dict[str, str]) -> list | N
     return [task.file for task in tasks]
 
 
-def replace(txn, io, branch: str, old_files: list, tables: Iterable[pa.Table]) -> int:
-    """Stages in ``txn`` one snapshot on ``branch``: ``old_files`` removed, the rows of
-    ``tables`` (each of the table's Arrow schema, as pyiceberg writes it) written to new data
-    files and added; returns the rows added. Nothing is staged when there is nothing to remove
-    and no table to write."""
-    from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
-
-    meta = txn.table_metadata  # (read once: each read applies and copies the staged updates)
-    tables = iter(tables)
-    first = next(tables, None)
-    if first is None and not old_files:
-        return 0
-    rows, counter = 0, itertools.count(0)  # one write, its files numbered in turn
+def replace(txn, branch: str, old_files: list, new_files: list) -> None:
+    """Stages in ``txn`` one snapshot on ``branch``: ``old_files`` removed, ``new_files`` (data
+    files a step wrote, :mod:`pipelines.warehouse.writer`) added. Nothing is staged when there is
+    nothing to remove and nothing to add."""
+    if not old_files and not new_files:
+        return
     with txn.update_snapshot(branch=branch).overwrite() as producer:
         for data_file in old_files:
             producer.delete_data_file(data_file)
-        for data in itertools.chain([first] if first is not None else [], tables):
-            _check_pyarrow_schema_compatible(meta.schema(), provided_schema=data.schema,
-                                             format_version=meta.format_version)
-            if not data.num_rows:
-                continue
-            for data_file in _dataframe_to_data_files(table_metadata=meta, df=data, io=io,
-                                                      write_uuid=producer.commit_uuid, counter=counter):
-                producer.append_data_file(data_file)
-            rows += data.num_rows
-    return rows
+        for data_file in new_files:
+            producer.append_data_file(data_file)

@@ -111,10 +111,12 @@ def _marks(root: Path) -> list[tuple[str, str]]:
 
 
 @contextmanager
-def publish_lock(root: Path) -> Iterator[None]:
-    from pipelines.warehouse.directory import LOCKS
+def publish_lock(root: Path, name: str = LOCK) -> Iterator[None]:
+    """The warehouse's lock ``name`` (the publication's, or another one of the whole warehouse),
+    held by one thread of one process on this host at a time: a killed holder's is freed by the kernel."""
+    from pipelines.warehouse.locks import LOCKS
 
-    path = Path(root) / LOCKS / LOCK
+    path = Path(root) / LOCKS / name
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -280,7 +282,7 @@ def publish(wh, run_id: str, step: str, committed: Committed) -> Committed:
     name = branch(run_id, step)
     with publish_lock(wh.root):
         roll_forward(wh)
-        final = [(table, None if sid is None else rebase(wh, table, name, sid, wh._partition(table, run_id, step)),
+        final = [(table, None if sid is None else rebase(wh, table, name, sid, wh.partition(table, run_id, step)),
                   rows) for table, sid, rows in committed]
         mark = read_mark(wh.root, run_id, step) or {"run_id": run_id, "step": step, "tables": []}
         mark["published"] = {table: sid for table, sid, _ in final if sid is not None}
@@ -294,7 +296,7 @@ def _complete(wh, run_id: str, step: str, mark: dict) -> None:
     name = branch(run_id, step)
     published = mark.get("published") or {}
     for table, sid in published.items():
-        fast_forward(wh, table, name, sid, wh._partition(table, run_id, step))
+        fast_forward(wh, table, name, sid, wh.partition(table, run_id, step))
     for table in mark.get("tables", []):
         if table not in published:
             drop_branch(wh, table, name)
@@ -330,7 +332,7 @@ def roll_forward(wh) -> None:
     """Settles every mark a killed step left (called under the publish lock): a mark in
     publication (ledger row or not) is settled; a mark of a step killed while writing is
     abandoned once its step's lock is free (a live writer's, in this process or another, is left)."""
-    from pipelines.warehouse.directory import StepBusy, StepLock
+    from pipelines.warehouse.locks import StepBusy, StepLock
 
     for run_id, step in _marks(wh.root):
         mark = read_mark(wh.root, run_id, step)

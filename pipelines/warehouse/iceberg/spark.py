@@ -7,19 +7,19 @@ from pyspark.sql import functions as F
 
 from pipelines.warehouse.iceberg import jars, schemas
 from pipelines.warehouse.iceberg.catalog import SPARK_CATALOG
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 
-def session_conf(warehouse: IcebergWarehouse) -> dict[str, str]:
+def session_conf(warehouse: Warehouse) -> dict[str, str]:
     """The catalog ``kaudit`` (Iceberg's ``SparkCatalog`` over the warehouse's SQL catalog) and
     Iceberg's jars; :class:`~pipelines.warehouse.iceberg.jars.JarsMissing` while they are not fetched."""
     return warehouse.catalog_config.spark_conf(jars.paths())
 
 
-def submit_args(warehouse: IcebergWarehouse) -> list[str]:
+def submit_args(warehouse: Warehouse) -> list[str]:
     """:func:`session_conf` as ``spark-submit`` options (``--conf key=value``): what a Spark
     application that is not kaudit's own session (a Thrift Server for dbt's target
-    ``iceberg_thrift`` and for analysts' SQL clients) is started with, so that its catalog
+    ``thrift`` and for analysts' SQL clients) is started with, so that its catalog
     ``kaudit`` is the warehouse's. Iceberg's jars are also on the driver's class path: the Thrift
     Server runs each client's statements with a class loader of its own, which does not see the
     classes of ``spark.jars`` that Iceberg's SQL extensions load while analysing a statement."""
@@ -28,7 +28,7 @@ def submit_args(warehouse: IcebergWarehouse) -> list[str]:
     return [*args, "--driver-class-path", ":".join(conf["spark.jars"].split(","))]
 
 
-def read_table(spark: SparkSession, warehouse: IcebergWarehouse, table: str, run_id: str,
+def read_table(spark: SparkSession, warehouse: Warehouse, table: str, run_id: str,
                with_run_id: bool = True, snapshot_id: int | None = None) -> DataFrame:
     """Run ``run_id``'s rows of ``table`` as its declared Spark schema, read at the snapshot the
     run's ledger recorded, or at ``snapshot_id`` (a time-travel read, pruned to the run's
@@ -53,7 +53,7 @@ def read_table(spark: SparkSession, warehouse: IcebergWarehouse, table: str, run
 _BOUND: dict[int, tuple[str, str]] = {}  # a JVM session's hash -> the (catalog, location) it was bound to
 
 
-def bind_catalog(spark: SparkSession, warehouse: IcebergWarehouse) -> None:
+def bind_catalog(spark: SparkSession, warehouse: Warehouse) -> None:
     """Makes the session's catalog ``kaudit`` the warehouse's. A session that already exists
     (reused by ``get_spark``) takes the catalog's settings, but Spark keeps a catalog it has
     loaded: unless the session was bound to this catalog and location already, Spark's catalogs

@@ -11,7 +11,7 @@ import pytest
 from pipelines import cluster
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 
 def test_package_is_deterministic_and_importable(tmp_path):
@@ -38,9 +38,11 @@ def test_submit_command(tmp_path, monkeypatch):
     assert Path(cmd[0]).name == "spark-submit" and Path(cmd[0]).exists()
     assert cmd[1:3] == ["--master", "spark://10.0.0.1:7077"]
     assert cmd[cmd.index("--py-files") + 1] == str(zip_path)
-    assert cmd[cmd.index("--conf") + 1] == "spark.executor.memory=2g"
+    assert "spark.executor.memory=2g" in [cmd[i + 1] for i, a in enumerate(cmd) if a == "--conf"]
     job = cmd.index(str(cluster.JOBS_DIR / "build_core.py"))
-    assert cmd[job + 1 :] == ["--warehouse", str(tmp_path / "wh"), "--run-id", "r1", "--assignor=g=range"]
+    assert cmd[job + 1 :] == ["--warehouse", (tmp_path / "wh").as_uri(), "--catalog",
+                              f"sqlite:///{tmp_path / 'wh.catalog.db'}", "--warehouse-local", str(tmp_path / "wh"),
+                              "--run-id", "r1", "--assignor=g=range"]
     with pytest.raises(UsageError, match="no Spark job 'nope'"):
         cluster.submit_command(ctx, "nope", py_files=zip_path)
 
@@ -50,8 +52,8 @@ def test_submit_command_of_an_iceberg_warehouse_on_s3(tmp_path, monkeypatch):
     Iceberg's jars and the catalog's S3 settings from the environment (the executors have no
     shared mount and none of the driver's environment); the config's own conf wins."""
     from pipelines.jobs.common import job_parser
-    from pipelines.warehouse.formats import open_warehouse
     from pipelines.warehouse.iceberg import jars
+    from pipelines.warehouse.warehouse import open_warehouse
 
     monkeypatch.delenv("SPARK_HOME", raising=False)
     for key, value in {"AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "id",
@@ -59,7 +61,7 @@ def test_submit_command_of_an_iceberg_warehouse_on_s3(tmp_path, monkeypatch):
                        "AWS_REQUEST_CHECKSUM_CALCULATION": "when_required"}.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_RESPONSE_CHECKSUM_VALIDATION", raising=False)
-    wh = open_warehouse("s3a://bucket/wh", "iceberg", str(tmp_path / "cat.db"), tmp_path / "local")
+    wh = open_warehouse("s3a://bucket/wh", str(tmp_path / "cat.db"), tmp_path / "local")
     own = {"spark.executor.memory": "2g", "spark.sql.catalog.kaudit.s3.endpoint": "http://s3:9000"}
     ctx = RunContext(wh, "r1", spark_master="spark://10.0.0.1:7077", spark_conf=own)
     cmd = cluster.submit_command(ctx, "build_core", [], tmp_path / "p.zip")
@@ -76,10 +78,10 @@ def test_submit_command_of_an_iceberg_warehouse_on_s3(tmp_path, monkeypatch):
     assert conf["spark.executor.memory"] == "2g"
     job = cmd.index(str(cluster.JOBS_DIR / "build_core.py"))
     args = job_parser("build_core.py", "x").parse_args(cmd[job + 1:])
-    assert (args.warehouse, args.warehouse_format, args.catalog, args.warehouse_local, args.run_id) == (
-        "s3a://bucket/wh", "iceberg", f"sqlite:///{tmp_path / 'cat.db'}", str(tmp_path / "local"), "r1")
+    assert (args.warehouse, args.catalog, args.warehouse_local, args.run_id) == (
+        "s3a://bucket/wh", f"sqlite:///{tmp_path / 'cat.db'}", str(tmp_path / "local"), "r1")
     # the job opens the same warehouse: same local directory, location and catalog
-    again = open_warehouse(args.warehouse, args.warehouse_format, args.catalog, args.warehouse_local)
+    again = open_warehouse(args.warehouse, args.catalog, args.warehouse_local)
     assert (again.root, again.catalog_config) == (wh.root, wh.catalog_config)
 
 

@@ -14,7 +14,7 @@ from pipelines.config import AuditConfig, ZkBackup, ZkLive, load_config
 from pipelines.context import RunContext
 from pipelines.errors import UsageError
 from pipelines.runner import plan, run_context, select
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "audit.yaml"
@@ -316,11 +316,12 @@ def test_cli_plan_json(tmp_path, capsys):
     assert out["run_id"] == "r7" and out["warehouse"] == str(tmp_path / "wh")
     assert out["extract_units"] == ["extract:offsets", "extract:log-end"]
     assert out["spark_jobs"]["build"]["application"].endswith("pipelines/jobs/build_core.py")
+    warehouse = ["--warehouse", (tmp_path / "wh").as_uri(), "--catalog", f"sqlite:///{tmp_path / 'wh.catalog.db'}",
+                 "--warehouse-local", str(tmp_path / "wh")]
     assert out["spark_jobs"]["build"]["application_args"] == [
-        "--warehouse", str(tmp_path / "wh"), "--run-id", "r7", "--assignor=g=roundrobin",
-        "--settle-window-ms=8000", "--stuck-limit-ms=60000",
+        *warehouse, "--run-id", "r7", "--assignor=g=roundrobin", "--settle-window-ms=8000", "--stuck-limit-ms=60000",
     ]
-    assert out["spark_jobs"]["dbt"]["application_args"] == ["--warehouse", str(tmp_path / "wh"), "--run-id", "r7"]
+    assert out["spark_jobs"]["dbt"]["application_args"] == [*warehouse, "--run-id", "r7"]
 
 
 def test_cli_plan_json_passes_the_dbt_target_as_an_argument(tmp_path, capsys, monkeypatch):
@@ -333,4 +334,5 @@ def test_cli_plan_json_passes_the_dbt_target_as_an_argument(tmp_path, capsys, mo
     assert done.value.code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["spark_jobs"]["dbt"]["application_args"][-2:] == ["--target", "thrift"]
-    assert out["spark_conf"] == {"spark.executor.cores": "2"} and "env" not in out
+    assert out["spark_conf"]["spark.executor.cores"] == "2" and "env" not in out
+    assert out["spark_conf"]["spark.sql.catalog.kaudit"] == "org.apache.iceberg.spark.SparkCatalog"  # the warehouse's

@@ -36,19 +36,19 @@ def test_extract_with_cluster_writes_under_its_alias(tmp_path):
     assert code == 0, out
     code, out = kaudit("--warehouse", str(wh), "--run-id", "r", "extract", "mm2", str(logs))  # the default cluster
     assert code == 0, out
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     main = Warehouse(wh)
     assert aliases(main, "r", "raw/mm2_offset_syncs") == [DEFAULT_ALIAS, "west"]
     west = read_arrow(cluster_warehouse(main, "west"), "raw/mm2_offset_syncs", "r").to_pylist()
     assert [(r["target_alias"], r["topic"], r["upstream_offset"]) for r in west] == [("east", "t", 5)]
-    assert (wh / "clusters" / "west" / "raw" / "mm2_offset_syncs" / "run_id=r").is_dir()
+    assert (wh / "clusters" / "west" / "raw" / "mm2_offset_syncs" / "data" / "run_id=r").is_dir()
     code, out = kaudit("--warehouse", str(wh), "--cluster", "no/such", "extract", "mm2", str(logs))
     assert code == 2 and "cluster alias" in out and "Traceback" not in out
 
 
 def test_on_iceberg_a_cluster_has_its_namespace_in_the_one_catalog(tmp_path):
-    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     logs = tmp_path / "logs"
     write_segment(logs / "mm2-offset-syncs.east.internal-0" / "00000000000000000000.log",
@@ -58,7 +58,7 @@ def test_on_iceberg_a_cluster_has_its_namespace_in_the_one_catalog(tmp_path):
         code, out = kaudit("--warehouse", str(wh), "--warehouse-format", "iceberg", "--run-id", "r", *cluster,
                            "extract", "mm2", str(logs))
         assert code == 0, out
-    main = IcebergWarehouse(wh)
+    main = Warehouse(wh)
     assert aliases(main, "r", "raw/mm2_offset_syncs") == [DEFAULT_ALIAS, "west"]
     west = cluster_warehouse(main, "west")
     assert west.catalog_config == main.catalog_config and west.root == wh / "clusters" / "west"
@@ -78,8 +78,8 @@ FIXTURE = REAL / "mm2-4.3.1"
 def test_config_names_clusters_and_runs_their_extracts(tmp_path):
     from pipelines.config import load_config
     from pipelines.runner import plan
-    from pipelines.warehouse.directory import Warehouse
     from pipelines.warehouse.reading import row_count
+    from pipelines.warehouse.warehouse import Warehouse
 
     cfg = tmp_path / "audit.yaml"
     cfg.write_text(f"""warehouse: wh

@@ -91,9 +91,9 @@ def test_the_first_step_dates_the_run(tmp_path):
 def test_a_published_transaction_records_its_step(tmp_path):
     import pyarrow as pa
 
-    from pipelines.warehouse.directory import Warehouse
     from pipelines.warehouse.reading import row_count
     from pipelines.warehouse.tables import SCHEMAS
+    from pipelines.warehouse.warehouse import Warehouse
 
     wh = Warehouse(tmp_path)
     wh.write_table("raw/log_end_offsets", "r1", SCHEMAS["raw/log_end_offsets"].empty_table(), step="log-end")

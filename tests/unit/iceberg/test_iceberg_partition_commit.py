@@ -1,5 +1,6 @@
 """A step's rows of a table replace its partition in one Iceberg snapshot (pyiceberg, no JVM):
-the files of the partition removed and the staged batches added together, other runs' rows kept.
+the files of the partition removed and the data files the step's writer wrote added together,
+other runs' rows kept.
 
 The expected rows are the rows each test writes; the snapshots are counted in the metadata JSON
 Iceberg writes, read without pyiceberg."""
@@ -13,33 +14,35 @@ import pyarrow as pa
 import pytest
 from test_iceberg_warehouse import MEMBERS, _members  # (tests/unit/iceberg)
 
+from pipelines.warehouse import writer
 from pipelines.warehouse.iceberg import partition_commit
-from pipelines.warehouse.iceberg import warehouse as iceberg_warehouse
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+from pipelines.warehouse.warehouse import Warehouse
 
 
-def _snapshots(wh: IcebergWarehouse, table: tuple[str, str]) -> list[dict]:
+def _snapshots(wh: Warehouse, table: tuple[str, str]) -> list[dict]:
     with open(urlparse(wh.catalog.load_table(table).metadata_location).path) as f:
         return json.load(f).get("snapshots", [])
 
 
 @pytest.fixture()
 def wh(tmp_path):
-    return IcebergWarehouse(tmp_path / "warehouse")
+    return Warehouse(tmp_path / "warehouse")
 
 
 def test_a_rerun_replaces_its_partition_in_one_snapshot(wh, monkeypatch):
-    monkeypatch.setattr(iceberg_warehouse, "BATCH_ROWS", 2)  # 5 rows: three batches of the staged file
+    monkeypatch.setattr(writer, "FLUSH_BYTES", 1)  # every batch written as a data file of its own
     with wh.transaction("r1", "s") as tx:
         tx.write("raw/group_members", _members(3, "a"))
     with wh.transaction("r2", "s") as tx:
         tx.write("raw/group_members", _members(4, "b"))
     before = _snapshots(wh, ("raw", "group_members"))
+    rows = _members(5, "c")
     with wh.transaction("r1", "s") as tx:
-        tx.write("raw/group_members", _members(5, "c"))
+        for batch in (rows.slice(0, 2), rows.slice(2, 2), rows.slice(4)):  # three batches, three files
+            tx.write("raw/group_members", batch)
     after = _snapshots(wh, ("raw", "group_members"))
     added = [s for s in after if s["snapshot-id"] not in {b["snapshot-id"] for b in before}]
-    assert len(added) == 1  # the old files removed and the three batches' added together
+    assert len(added) == 1  # the old files removed and the three batches' files added together
     summary = added[0]["summary"]
     assert (summary["operation"], summary["added-records"], summary["deleted-records"]) == ("overwrite", "5", "3")
     assert summary["added-data-files"] == "3"

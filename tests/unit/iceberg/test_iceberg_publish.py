@@ -18,8 +18,8 @@ import pyarrow as pa
 import pytest
 
 from pipelines.warehouse.iceberg import publish
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.warehouse import Warehouse
 
 TABLES = ("raw/group_members", "raw/offset_commits")
 RUN, STEP = "r1", "extract_offsets"
@@ -31,19 +31,19 @@ def _rows(table: str, n: int, tag: str) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def _step(wh: IcebergWarehouse, run_id: str, n: int, tag: str, step: str = STEP) -> None:
+def _step(wh: Warehouse, run_id: str, n: int, tag: str, step: str = STEP) -> None:
     with wh.transaction(run_id, step) as tx:
         for table in TABLES:
             tx.write(table, _rows(table, n, tag))
 
 
-def _main(wh: IcebergWarehouse, table: str, run_id: str = RUN) -> list[str]:
+def _main(wh: Warehouse, table: str, run_id: str = RUN) -> list[str]:
     """``run_id``'s group ids in ``table`` as an engine reading the current state sees them."""
     ice = wh.catalog.load_table(wh.ident(table))
     return sorted(ice.scan(row_filter=f"run_id = '{run_id}'").to_arrow().column("group_id").to_pylist())
 
 
-def _refs(wh: IcebergWarehouse, table: str) -> dict[str, int]:
+def _refs(wh: Warehouse, table: str) -> dict[str, int]:
     return {name: ref.snapshot_id for name, ref in wh.catalog.load_table(wh.ident(table)).metadata.refs.items()}
 
 
@@ -55,11 +55,11 @@ KILLER = textwrap.dedent("""
     import os, signal, sys
     import pyarrow as pa
     from pipelines.warehouse.iceberg import publish
-    from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
+    from pipelines.warehouse.warehouse import Warehouse
     from pipelines.warehouse.tables import SCHEMAS
 
     root, run_id, step, tables, owner, name, after, n, tag = sys.argv[1:]
-    target = publish if owner == "publish" else IcebergWarehouse
+    target = publish if owner == "publish" else Warehouse
     real, calls = getattr(target, name), [0]
 
     def killing(*args, **kwargs):  # SIGKILL at call number `after` (from 0)
@@ -69,7 +69,7 @@ KILLER = textwrap.dedent("""
         return real(*args, **kwargs)
 
     setattr(target, name, killing)
-    wh = IcebergWarehouse(root)
+    wh = Warehouse(root)
     with wh.transaction(run_id, step) as tx:
         for table in tables.split(","):
             schema = SCHEMAS[table]
@@ -78,7 +78,7 @@ KILLER = textwrap.dedent("""
     """)
 
 
-def _killed(wh: IcebergWarehouse, owner: str, name: str, after: int, n: int, tag: str) -> None:
+def _killed(wh: Warehouse, owner: str, name: str, after: int, n: int, tag: str) -> None:
     args = [str(wh.root), RUN, STEP, ",".join(TABLES), owner, name, str(after), str(n), tag]
     done = subprocess.run([sys.executable, "-c", KILLER, *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == -9, done.stderr[-2000:]
@@ -86,7 +86,7 @@ def _killed(wh: IcebergWarehouse, owner: str, name: str, after: int, n: int, tag
 
 @pytest.fixture()
 def wh(tmp_path):
-    return IcebergWarehouse(tmp_path / "warehouse")
+    return Warehouse(tmp_path / "warehouse")
 
 
 def test_a_published_step_leaves_main_at_the_ledger_snapshots_and_no_branch(wh):
@@ -102,7 +102,7 @@ def test_killed_while_writing_main_and_ledger_stay_and_the_rerun_removes_the_bra
     _step(wh, RUN, 2, "old")
     before = {t: wh.snapshot_id(t, RUN) for t in TABLES}
     _killed(wh, "publish", "note", 1, 3, "new")  # first table on its branch, second not begun
-    wh = IcebergWarehouse(wh.root)
+    wh = Warehouse(wh.root)
     assert {t: wh.snapshot_id(t, RUN) for t in TABLES} == before
     assert [_main(wh, t) for t in TABLES] == [_ids(2, "old")] * 2
     assert publish.branch(RUN, STEP) in _refs(wh, TABLES[0])  # the killed step's, unpublished
@@ -114,8 +114,8 @@ def test_killed_while_writing_main_and_ledger_stay_and_the_rerun_removes_the_bra
 def test_killed_before_its_ledger_row_the_next_step_abandons_it(wh):
     _step(wh, RUN, 2, "old")
     before = {t: wh.snapshot_id(t, RUN) for t in TABLES}
-    _killed(wh, "IcebergWarehouse", "record", 0, 3, "new")  # branches written and marked
-    wh = IcebergWarehouse(wh.root)
+    _killed(wh, "Warehouse", "record", 0, 3, "new")  # branches written and marked
+    wh = Warehouse(wh.root)
     assert publish.read_mark(wh.root, RUN, STEP)["published"]
     assert {t: wh.snapshot_id(t, RUN) for t in TABLES} == before
     assert [_main(wh, t) for t in TABLES] == [_ids(2, "old")] * 2
@@ -130,7 +130,7 @@ def test_killed_between_two_fast_forwards_each_main_is_a_ledger_state_and_the_ne
     _step(wh, RUN, 2, "old")
     before = {t: wh.snapshot_id(t, RUN) for t in TABLES}
     _killed(wh, "publish", "fast_forward", 1, 3, "new")  # first table's main moved, second's not
-    wh = IcebergWarehouse(wh.root)
+    wh = Warehouse(wh.root)
     after = {t: wh.snapshot_id(t, RUN) for t in TABLES}  # the ledger row was written
     assert all(after[t] != before[t] for t in TABLES)
     first, second = TABLES
@@ -147,14 +147,14 @@ def test_killed_between_two_fast_forwards_each_main_is_a_ledger_state_and_the_ne
 def test_a_step_whose_main_moved_meanwhile_is_rebased_onto_it(wh, tmp_path):
     """Run r1's step wrote its branch; run r2's step published the same table before r1's
     publication: r1's snapshot is put on top of r2's (no fast-forward could keep both)."""
-    import pyarrow.parquet as pq
+    from pipelines.warehouse.writer import TableWriter
 
     table = TABLES[0]
     _step(wh, RUN, 1, "old")
-    staged = tmp_path / "staged.parquet"
-    pq.write_table(_rows(table, 2, "new"), staged)
+    writer = TableWriter(wh, table, SCHEMAS[table], wh.partition(table, RUN, STEP))
+    writer.write(_rows(table, 2, "new"))
     name = publish.open_branch(wh, table, RUN, STEP)
-    sid, rows = wh._commit_arrow(table, wh._partition(table, RUN, STEP), [staged], SCHEMAS[table], name)
+    sid, rows = wh._commit(table, RUN, STEP, writer)
     assert rows == 2 and sid == publish.head(wh, table, name)
     assert _main(wh, table) == _ids(1, "old")  # the branch is not the current state
     _step(wh, "r2", 1, "other")  # main moves past r1's branch point

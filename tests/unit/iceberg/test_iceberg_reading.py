@@ -21,9 +21,9 @@ import pytest
 from pipelines.quality.marts import MARTS
 from pipelines.quality.run import read_results
 from pipelines.warehouse.iceberg import schemas
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 from pipelines.warehouse.reading import read_arrow, read_built, row_count
 from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.warehouse import Warehouse
 
 LAG = MARTS["consumer_lag"]
 US = pa.timestamp("us", tz="UTC")
@@ -37,7 +37,7 @@ def _lag_rows(n: int, tag: str, micros: int = 0) -> list[dict]:
             for i in range(n)]
 
 
-def _commit_mart(wh: IcebergWarehouse, run_id: str, rows: list[dict], record: bool = True) -> int:
+def _commit_mart(wh: Warehouse, run_id: str, rows: list[dict], record: bool = True) -> int:
     """The mart ``consumer_lag``'s partition of ``run_id`` replaced by ``rows`` as Spark writes
     them (timestamps in microseconds); recorded in the ledger unless ``record`` is False (a
     build killed before its ledger row). Returns the snapshot id."""
@@ -60,7 +60,7 @@ def _commit_mart(wh: IcebergWarehouse, run_id: str, rows: list[dict], record: bo
 
 @pytest.fixture()
 def wh(tmp_path):
-    return IcebergWarehouse(tmp_path / "warehouse")
+    return Warehouse(tmp_path / "warehouse")
 
 
 def _expected(rows: list[dict]) -> pa.Table:
@@ -185,7 +185,7 @@ def test_a_failed_step_publishes_no_document(wh):
 def test_threads_of_one_process_open_a_new_catalog_once(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    wh = IcebergWarehouse(tmp_path / "warehouse")  # a new catalog file: its tables not created yet
+    wh = Warehouse(tmp_path / "warehouse")  # a new catalog file: its tables not created yet
     with ThreadPoolExecutor(4) as pool:
         catalogs = list(pool.map(lambda _: wh.catalog, range(4)))
     assert all(c is catalogs[0] for c in catalogs)

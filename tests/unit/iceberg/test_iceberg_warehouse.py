@@ -14,8 +14,8 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pytest
 
-from pipelines.warehouse.iceberg.warehouse import IcebergWarehouse
 from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.warehouse import Warehouse
 
 MEMBERS = SCHEMAS["raw/group_members"]
 
@@ -27,7 +27,7 @@ def _members(n: int, tag: str) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=MEMBERS)
 
 
-def _catalog_rows(wh: IcebergWarehouse) -> dict[tuple[str, str], str]:
+def _catalog_rows(wh: Warehouse) -> dict[tuple[str, str], str]:
     with sqlite3.connect(wh.catalog_config.sqlite_path) as db:
         rows = db.execute("SELECT catalog_name, table_namespace, table_name, metadata_location FROM iceberg_tables")
         return {(ns, name): loc for cat, ns, name, loc in rows if cat == "kaudit"}
@@ -40,7 +40,7 @@ def _snapshot_ids(metadata_location: str) -> list[int]:
 
 @pytest.fixture()
 def wh(tmp_path):
-    return IcebergWarehouse(tmp_path / "warehouse")
+    return Warehouse(tmp_path / "warehouse")
 
 
 def test_a_step_commits_its_tables_and_the_ledger_names_them(wh):
@@ -110,7 +110,7 @@ def test_tables_of_a_new_namespace_created_side_by_side(wh, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     core = sorted(t for t in SCHEMAS if t.startswith("core/"))[:8]
-    other = IcebergWarehouse(wh.root)  # its own catalog connection, as another process's
+    other = Warehouse(wh.root)  # its own catalog connection, as another process's
     with ThreadPoolExecutor(len(core)) as pool:
         made = list(pool.map(lambda t: (wh if core.index(t) % 2 else other).table(t), core + core))
     assert [".".join(m.name()) for m in made] == [t.replace("/", ".") for t in core + core]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.errors import InputError
-from pipelines.warehouse.formats import open_warehouse
 from pipelines.warehouse.iceberg import webhdfs
+from pipelines.warehouse.warehouse import open_warehouse
 from testkit.zk_server import free_port
 
 REPO = Path(__file__).resolve().parents[3]
@@ -37,7 +37,7 @@ def test_the_address_from_the_environment_or_the_uri():
 
 def test_the_catalog_of_an_hdfs_warehouse_names_the_webhdfs_file_io(tmp_path, monkeypatch):
     monkeypatch.setenv("KAUDIT_WEBHDFS", "http://127.0.0.1:1")
-    wh = open_warehouse("hdfs://127.0.0.1:8020/kaudit/", "iceberg", str(tmp_path / "c.db"), tmp_path / "local")
+    wh = open_warehouse("hdfs://127.0.0.1:8020/kaudit/", str(tmp_path / "c.db"), tmp_path / "local")
     assert wh.catalog_config.location == "hdfs://127.0.0.1:8020/kaudit"
     props = wh.catalog_config.pyiceberg_properties()
     assert props["py-io-impl"] == webhdfs.IO_IMPL and props["webhdfs.url"] == "http://127.0.0.1:1"

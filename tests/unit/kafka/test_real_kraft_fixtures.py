@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.cluster.kraft_oracle import effective_commits, kaudit
 from testkit.cluster.kraft_oracle import tp_key as _tp
 

@@ -10,13 +10,13 @@ import io
 import json
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 from rich.console import Console
 
 from pipelines.context import RunContext
 from pipelines.kafka.extract import extract_offsets
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -24,7 +24,7 @@ CASES = sorted(p.name.split("-", 1)[1] for p in (FIXTURES / "kafka-real").glob("
 
 
 def _read(wh: Warehouse, table: str) -> list[dict]:
-    return ds.dataset(wh.partition_dir(table, "r"), format="parquet").to_table().to_pylist()
+    return read_arrow(wh, table, "r", with_run_id=False).to_pylist()
 
 
 @pytest.fixture(scope="module", params=CASES)

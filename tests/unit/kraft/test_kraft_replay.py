@@ -10,8 +10,8 @@ import pytest
 from pipelines.context import RunContext
 from pipelines.errors import InputError
 from pipelines.kraft.extract import Target, extract_kraft
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit import kraft as B
 
 T1, T2, T3 = B.topic_uuid(1), B.topic_uuid(2), B.topic_uuid(3)

@@ -12,8 +12,8 @@ import pytest
 
 from pipelines.context import RunContext
 from pipelines.kraft.extract import extract_kraft
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit import kraft as B
 
 BROKERS = [1, 2, 3, 4, 5]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from pipelines.context import RunContext
+from pipelines.quality.marts import MARTS
 from pipelines.steps import report
 from pipelines.warehouse.reading import read_built
 from pipelines.warehouse.tables import SCHEMAS
@@ -20,8 +21,8 @@ def test_an_empty_mart_is_empty_and_a_missing_one_not_built(warehouse):
                     segment_file="00000000000000000000.log")
     warehouse.write_table("raw/group_metadata", "r", pa.Table.from_pylist([metadata],
                                                                            schema=SCHEMAS["raw/group_metadata"]))
-    for mart in ("consumer_lag", "offset_regressions"):  # built, no rows: the directory Spark leaves
-        warehouse.partition_dir(f"marts/{mart}", "r").mkdir(parents=True)
+    for mart in ("consumer_lag", "offset_regressions"):  # built, no rows: an empty partition of the run
+        warehouse.write_table(f"marts/{mart}", "r", MARTS[mart].empty_table())
 
     empty = read_built(warehouse, "marts/consumer_lag", "r")
     assert empty is not None and empty.num_rows == 0 and "lag" in empty.column_names

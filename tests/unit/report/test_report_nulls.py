@@ -9,7 +9,6 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipelines.context import RunContext
 from pipelines.quality.marts import MARTS
@@ -45,9 +44,7 @@ def _value(t: pa.DataType, column: str):
 
 
 def _mart(wh, name: str, rows: list[dict]) -> None:
-    part = wh.partition_dir(f"marts/{name}", "r")
-    part.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=MARTS[name]), part / "part-00000.parquet")
+    wh.write_table(f"marts/{name}", "r", pa.Table.from_pylist(rows, schema=MARTS[name]))
 
 
 def test_every_table_with_a_row_of_nulls_beside_a_row_of_values(warehouse):

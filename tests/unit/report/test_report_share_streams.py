@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipelines.context import RunContext
 from pipelines.quality.marts import MARTS
@@ -83,9 +82,7 @@ def test_streams_lag_from_the_mart(warehouse):
              "member_lag": 5},
             {**row, "partition": 1, "task_id": "0_1", "active_member_id": "s-1, s-2", "lag": 3, "task_lag": 3,
              "member_lag": None}]
-    part = warehouse.partition_dir("marts/streams_group_lag", "r")
-    part.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=MARTS["streams_group_lag"]), part / "part-0.parquet")
+    warehouse.write_table("marts/streams_group_lag", "r", pa.Table.from_pylist(rows, schema=MARTS["streams_group_lag"]))
     report(RunContext(warehouse, "r", quiet=True))
     html = (warehouse.partition_dir("reports", "r") / "index.html").read_text()
     assert html.count('class="streams-task"') == 2 and "marts/streams_group_lag not built" not in html
@@ -111,9 +108,7 @@ def test_epochs_of_both_kinds_from_the_mart(warehouse):
          "settle_ms": None, "is_transition": None, "targeted": 2, "targeted_twice": 1, "is_fault": True,
          "fault": "1 active tasks targeted to two members"},
     ]
-    part = warehouse.partition_dir("marts/group_epochs", "r")
-    part.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=MARTS["group_epochs"]), part / "part-0.parquet")
+    warehouse.write_table("marts/group_epochs", "r", pa.Table.from_pylist(rows, schema=MARTS["group_epochs"]))
     report(RunContext(warehouse, "r", quiet=True))
     html = (warehouse.partition_dir("reports", "r") / "index.html").read_text()
     assert html.count('class="group-epoch"') == 2 and html.count('class="group-epoch fault"') == 1

@@ -6,7 +6,6 @@ import json
 from datetime import UTC, datetime
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipelines.context import RunContext
 from pipelines.quality.marts import MARTS
@@ -48,13 +47,10 @@ def test_counts_per_source_and_group_names_are_escaped(warehouse):
                                       schema=SCHEMAS["raw/quarantine"])
     warehouse.write_table("raw/quarantine", "r", quarantine, step="offsets")
     warehouse.write_table("raw/quarantine", "r", quarantine.slice(0, 1), step="zk-snapshot")
-    d = warehouse.partition_dir("marts/offset_regressions", "r")
-    d.mkdir(parents=True)
     t = datetime(2026, 1, 1, tzinfo=UTC)
-    pq.write_table(pa.Table.from_pylist([dict(group_id="<i>", topic="t", partition=0, log_offset=3,
-                                              previous_committed_offset=9, committed_offset=4, regressed_by=5,
-                                              committed_at=t)], schema=MARTS["offset_regressions"]), d / "x.parquet")
-    (d / "_SUCCESS").write_text("")
+    warehouse.write_table("marts/offset_regressions", "r", pa.Table.from_pylist(
+        [dict(group_id="<i>", topic="t", partition=0, log_offset=3, previous_committed_offset=9, committed_offset=4,
+              regressed_by=5, committed_at=t)], schema=MARTS["offset_regressions"]))
 
     facts = gather(warehouse, "r")
     summary = facts.summary()

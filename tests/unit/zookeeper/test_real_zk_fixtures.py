@@ -12,12 +12,12 @@ import io
 import json
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 from rich.console import Console
 
 from pipelines.context import RunContext
-from pipelines.warehouse.directory import Warehouse
+from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "zk-real"
@@ -35,7 +35,7 @@ def test_release_data_dir_decodes_to_the_servers_answers(release, tmp_path):
     extract_snapshot(RunContext(wh, "r", console=Console(file=io.StringIO())), path=ROOT / release / "data")
 
     def read(table):
-        return ds.dataset(wh.partition_dir(table, "r"), format="parquet").to_table().to_pylist()
+        return read_arrow(wh, table, "r", with_run_id=False).to_pylist()
 
     rows = {r["path"]: r for r in read("raw/znodes")}
     assert set(rows) == set(oracle["tree"])

@@ -12,8 +12,8 @@ from pathlib import Path
 from rich.console import Console
 
 from pipelines.context import RunContext
-from pipelines.warehouse.directory import Warehouse
 from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from pipelines.zookeeper.extract import extract_snapshot
 
 

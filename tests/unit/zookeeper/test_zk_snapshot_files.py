@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.warehouse.reading import read_arrow
 from pipelines.zookeeper.errors import (
     BadMagic,
     DigestMismatch,
@@ -255,11 +256,10 @@ def test_a_path_that_is_not_utf8_is_quarantined_with_its_subtree(tmp_path):
     what is below it go to raw/quarantine, the rest is written and reads back."""
     import io
 
-    import pyarrow.parquet as pq
     from rich.console import Console
 
     from pipelines.context import RunContext
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
     from pipelines.zookeeper.extract import extract_snapshot
 
     def node(path: bytes, data=b"d", z=1):
@@ -272,11 +272,11 @@ def test_a_path_that_is_not_utf8_is_quarantined_with_its_subtree(tmp_path):
     f.write_bytes(_snapshot(nodes))
     ctx = RunContext(Warehouse(tmp_path / "wh"), "r", console=Console(file=io.StringIO()))
     meta = extract_snapshot(ctx, path=f, at_zxid=None)
-    znodes = pq.read_table(ctx.warehouse.partition_dir("raw/znodes", "r")).to_pylist()
+    znodes = read_arrow(ctx.warehouse, "raw/znodes", "r", with_run_id=False).to_pylist()
     assert [r["path"] for r in znodes] == ["/", "/a", "/a/caf\u00e9", "/ok"] and meta["nodes"] == 4
     by = {r["path"]: r for r in znodes}
     assert by["/a"]["num_children"] == 2  # the tree as ZooKeeper holds it: the bad node is still a child
-    q = pq.read_table(ctx.warehouse.partition_dir("raw/quarantine", "r")).to_pylist()
+    q = read_arrow(ctx.warehouse, "raw/quarantine", "r", with_run_id=False).to_pylist()
     # each at the byte its node record starts at in the file (where the test wrote it)
     raw = f.read_bytes()
     bad = [b"/a/caf\xff", b"/a/caf\xff/b"]

@@ -66,7 +66,7 @@ def multi(*subs):
 
 
 def _ctx(tmp_path, run_id="r1"):
-    from pipelines.warehouse.directory import Warehouse
+    from pipelines.warehouse.warehouse import Warehouse
 
     out = io.StringIO()
     return RunContext(Warehouse(tmp_path / "wh"), run_id, console=Console(file=out, width=300)), out
@@ -233,11 +233,11 @@ def test_single_file_errors_and_digest_36(real_fixtures, tmp_path):
     # Parquet dictionaries only where values repeat (paths, data and zxids are unique)
     import pyarrow.parquet as pq
 
-    (part,) = ctx.warehouse.partition_dir("raw/znodes", "r1").glob("*.parquet")
+    (part,) = (ctx.warehouse.root / "raw" / "znodes" / "data" / "run_id=r1").rglob("*.parquet")
     chunks = pq.ParquetFile(part).metadata.row_group(0)
     dictionary = {chunks.column(i).path_in_schema for i in range(chunks.num_columns)
                   if chunks.column(i).dictionary_page_offset is not None}
-    assert dictionary == {"source"}
+    assert dictionary == {"source", "run_id", "step"}  # (the partition columns: one value each)
     # statistics on the source (the core build reads the sources from them), not on paths nor data
     stated = {chunks.column(i).path_in_schema for i in range(chunks.num_columns) if chunks.column(i).is_stats_set}
     assert "source" in stated and not stated & {"path", "data"}

@@ -1,69 +1,72 @@
-"""A warehouse whose tables are Apache Iceberg tables of one catalog (``warehouse.format: iceberg``).
+"""The warehouse: every table an Apache Iceberg table of one catalog, a step's tables committed together.
 
-It keeps :class:`~pipelines.warehouse.directory.Warehouse`'s interface for the steps: a step's
-Arrow writers stage its tables in a local directory (``<root>/<layer>/<table>/.staging.*``,
-exactly as for the Parquet layout) and, when the step ends without error, the staged rows are
-committed instead of renamed:
+Tables: each warehouse table ``<layer>/<name>`` is the Iceberg table ``<layer>.<name>`` (a named
+cluster's under ``clusters.<alias>``), partitioned by ``run_id`` (and ``step`` in the tables
+several steps of a run write: ``raw/quarantine``, ``raw/znodes``); its declared Arrow schema is
+mapped once to Iceberg's (:mod:`pipelines.warehouse.iceberg.schemas`). The catalog
+(:mod:`pipelines.warehouse.iceberg.catalog`) is a SQLite file beside the local directory by
+default, or PostgreSQL (``--catalog``); the tables' files live in the local directory, or at an
+object-store or HDFS location (``s3a://bucket/prefix``, ``hdfs://namenode:port/prefix``).
 
-1. each table gets **one Iceberg commit** on the step's own branch ``kaudit_<run>_<step>``
-   (set to the table's ``main``): the run's partition (``run_id``, and ``step`` in a shared
-   table) deleted and the staged rows appended, in one table transaction, by pyiceberg from
-   Arrow batches read from the staged files (no JVM).
-   A Spark step (the build) stages nothing on the local disk: each of its writes of a table is
-   a commit of its own on the step's branch through ``iceberg-spark-runtime``
-   (``DataFrameWriterV2``: the run's partition overwritten, or appended to by a later write of
-   the step), the executors writing the data files straight to the tables' location, so a
-   Spark cluster needs no mount it shares with the driver (:meth:`IcebergWarehouse.write_spark`).
-   Until the step is published those snapshots are its staging: no reader sees them, neither
-   kaudit's (by the ledger) nor an engine reading a table's current state (``main``).
-2. then the step is published (:mod:`pipelines.warehouse.iceberg.publish`): one append to the
-   ledger table ``meta.commits`` records the snapshot id of each table of the step (the step's
-   single point of publication), then each table's ``main`` is fast-forwarded to it and the
-   branch removed; a publication a kill cut short is completed by the next step.
+A step (:meth:`Warehouse.transaction`) writes each of its tables as it goes:
 
-Readers go through the ledger (:meth:`IcebergWarehouse.snapshot_id`): a run's table is read at
-the snapshot its last step recorded, filtered to its partition: a time-travel read. A step
-killed before its ledger append leaves table snapshots nobody's ledger row names (not visible);
-running the step again replaces its partitions and records new snapshots. Iceberg has no
-transaction over several tables in a SQL catalog; the ledger is what makes a step's tables
-visible together.
+- Arrow writers (the extractors, the validation results) write Iceberg data files straight
+  into the table's location as their batches come (:mod:`pipelines.warehouse.writer`); at the
+  step's end each table gets **one commit** on the step's own branch ``kaudit_<run>_<step>``
+  (set to the table's ``main``): the run's partition's data files replaced by the step's
+  (:mod:`pipelines.warehouse.iceberg.partition_commit`), pyiceberg, no JVM;
+- Spark (the build) commits each of its writes of a table on the step's branch through
+  ``iceberg-spark-runtime`` (:meth:`Warehouse.write_spark`), the executors writing the data
+  files to the tables' location: a Spark cluster needs no mount it shares with the driver.
 
-Locks (one writer per run and step), the run records (``runs.jsonl``, ``runs/``) and Spark's
-and dbt's working files stay in the local directory ``root``; the tables' data and metadata go
-to the catalog's location (``root`` itself by default, or ``s3a://bucket/prefix``). So do a
-run's documents (a staged name without a layer: ``validation``'s results.json and failing rows,
-``reports``' page, summary and findings): they are files, not tables, and are published as in
-the Parquet layout, renamed into ``root/<name>/run_id=<id>/`` once the step's tables and its
-ledger row are committed.
+Until the step is published those snapshots are its staging: no reader sees them, neither
+kaudit's (by the ledger) nor an engine reading a table's current state (``main``). Then the
+step is published (:mod:`pipelines.warehouse.iceberg.publish`): one append to the ledger table
+``meta.commits`` records the snapshot id of each table of the step (the step's single point of
+publication), then each table's ``main`` is fast-forwarded to it and the branch removed; a
+publication a kill cut short is completed by the next step. A step killed before its ledger
+row leaves snapshots no ledger row names and data files no snapshot references: nothing visible;
+running it again replaces its partitions.
 
-Reads go through the ledger many times per step (every table a report or a validation reads):
-the ledger is loaded again only when the catalog's row of it names another metadata file (one
-indexed SQL query; a commit writes a new one), its rows of a run scanned once per ledger
-snapshot; a table's metadata is loaded again only when it does not hold the snapshot to read,
-and a row count is counted once per (table, snapshot, run): a snapshot id names one immutable
-state.
+Readers go through the ledger (:meth:`Warehouse.snapshot_id`): a run's table is read at the
+snapshot its last step recorded, filtered to its partition: a time-travel read ("the audit as
+of run X"). The ledger is loaded again only when the catalog's row of it names another metadata
+file (one indexed SQL query; a commit writes a new one), its rows of a run scanned once per
+ledger snapshot; a table's metadata is loaded again only when it does not hold the snapshot to
+read, and a row count is counted once per (table, snapshot, run).
+
+The local directory ``root`` holds what is not a table: the step locks (one writer per run and
+step, :mod:`pipelines.warehouse.locks`), the run records (``runs/``, :mod:`pipelines.warehouse.runs`),
+the marks of publications in progress, Spark's and dbt's working files and logs, and a run's
+documents (``validation``'s results.json and failing rows, ``reports``' page, summary and
+findings): files, published by a local rename into ``<root>/<name>/run_id=<id>/`` once the
+step's tables and its ledger row are committed.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import threading
 import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
-import pyarrow.parquet as pq
 
-from pipelines.warehouse.directory import StepLock, Transaction, Warehouse
+from pipelines.errors import InputError, UsageError
 from pipelines.warehouse.iceberg import partition_commit, publish, schemas
 from pipelines.warehouse.iceberg.catalog import CatalogConfig
-from pipelines.warehouse.runs import check_run_id
+from pipelines.warehouse.locks import StepLock
+from pipelines.warehouse.runs import RunLog, check_run_id
+from pipelines.warehouse.writer import TableWriter, Transaction
 
+DEFAULT_ROOT = "warehouse"
 LEDGER = "meta/commits"
 LEDGER_SCHEMA = pa.schema([
     ("step", pa.string()),
@@ -72,44 +75,59 @@ LEDGER_SCHEMA = pa.schema([
     ("rows", pa.int64()),
     ("committed_at", pa.timestamp("ms", tz="UTC")),
 ])
+TOKEN = "kaudit.commit-token"
+STAGING = ".staging."  # + <run>.<step>.<random>: a run's documents before their rename
 _OPENING = threading.Lock()  # one thread at a time opens a warehouse's catalog
 _CREATING = threading.Lock()  # one thread at a time creates tables (Spark's writes run side by side)
-BATCH_ROWS = 1 << 20  # rows per Arrow batch read from a staged file and appended
+OLD_LAYERS = ("raw", "core", "marts")  # the retired Parquet layout: <root>/<layer>/<table>/run_id=<id>/
 
 
-@dataclass
-class IcebergTransaction(Transaction):
-    """A step's transaction; ``written``: the tables Spark wrote in it, each with the snapshot its
-    last write committed (a snapshot no ledger row names until the step ends) and the rows the
-    step's writes of it added."""
-
-    written: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-
-def _staged_tables(table: str, files: list[Path], partition: dict[str, str],
-                   declared: pa.Schema) -> Iterator[pa.Table]:
-    """The staged rows of ``table``, a batch at a time, as its Iceberg table takes them."""
-    for path in files:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
-            data = pa.Table.from_batches([batch])
-            data = data.select(declared.names).cast(declared) if not data.schema.equals(declared) else data
-            yield schemas.to_write(table, data, partition, declared)
+def open_warehouse(location: str | os.PathLike = DEFAULT_ROOT, catalog: str | None = None,
+                   local: str | os.PathLike | None = None) -> Warehouse:
+    """The warehouse whose tables' files are at ``location`` (a directory, or an object-store or
+    HDFS URI: ``s3a://bucket/prefix``), its catalog ``catalog`` (default: a SQLite file beside
+    the directory) and its local directory ``local`` (locks, run records, documents; default:
+    ``location`` when it is a directory, required for a URI)."""
+    text = str(location)
+    is_uri = "://" in text
+    if is_uri and local is None:
+        raise UsageError(f"--warehouse {text}: an object-store warehouse needs a local directory for its "
+                         "run records and documents (--warehouse-local DIR)")
+    return Warehouse(Path(local if is_uri else location), location=text if is_uri else None, catalog=catalog)
 
 
-def _parquet_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*.parquet") if not p.name.startswith((".", "_"))) if path.is_dir() else []
+def check_format(fmt: str) -> None:
+    """The deprecated ``--warehouse-format``: ``iceberg`` (the only format) passes; anything else
+    is a :class:`~pipelines.errors.UsageError` (exit 2)."""
+    if fmt != "iceberg":
+        raise UsageError(f"--warehouse-format {fmt}: Parquet warehouses are no longer written; every warehouse "
+                         "table is an Apache Iceberg table (drop the option)")
 
 
-class IcebergWarehouse(Warehouse):
-    """The warehouse of ``root`` (local) with its tables in the Iceberg catalog ``catalog``."""
+def check_not_parquet(root: Path, config: CatalogConfig) -> None:
+    """An :class:`~pipelines.errors.InputError` (exit 1) when ``root`` holds tables of the Parquet
+    layout kaudit no longer reads or writes (``<layer>/<table>/run_id=<id>/`` directories) and
+    its catalog ``config`` is a SQLite file not made yet: checked when the catalog is first opened."""
+    if config.sqlite_path is None or config.sqlite_path.exists():
+        return
+    for layer in OLD_LAYERS:
+        if next(Path(root).absolute().glob(f"{layer}/*/run_id=*"), None) is not None:
+            raise InputError(f"{Path(root).absolute()}: a Parquet warehouse of kaudit before 0.2 (<layer>/<table>/"
+                             "run_id=<id>/ directories, no Iceberg catalog); kaudit writes Iceberg tables only: "
+                             "use a new --warehouse directory, or copy its runs in with kaudit migrate-warehouse")
 
-    format = "iceberg"
 
-    def __init__(self, root, location: str | None = None, catalog: str | None = None,
-                 namespace: tuple[str, ...] = ()):
-        super().__init__(root)
+class Warehouse:
+    """The warehouse of local directory ``root`` with its tables in the Iceberg catalog ``catalog``
+    and their files at ``location`` (default: ``root``); ``namespace`` goes before every table's
+    layer (a named cluster's tables: :mod:`pipelines.clusters`)."""
+
+    def __init__(self, root: str | os.PathLike = DEFAULT_ROOT, location: str | None = None,
+                 catalog: str | None = None, namespace: tuple[str, ...] = ()):
+        self.root = Path(root).absolute()
+        self.runs = RunLog(self.root)
         self.catalog_config = CatalogConfig.for_warehouse(self.root, location, catalog)
-        self.namespace = namespace  # before every table's layer: a named cluster's tables (pipelines.clusters)
+        self.namespace = namespace
         self._catalog = None
         self._loaded: dict[str, object] = {}  # table -> its pyiceberg Table, as last loaded
         self._ledger_cache: dict[str, tuple[int | None, pa.Table]] = {}  # run -> (ledger snapshot, its rows)
@@ -124,6 +142,8 @@ class IcebergWarehouse(Warehouse):
         with _OPENING:
             if self._catalog is None:
                 from sqlalchemy.exc import OperationalError
+
+                check_not_parquet(self.root, self.catalog_config)
 
                 try:
                     self._catalog = self.catalog_config.open()
@@ -141,7 +161,7 @@ class IcebergWarehouse(Warehouse):
         cat = self.catalog
         if cat.table_exists(ident):
             return cat.load_table(ident)
-        schema = schemas.iceberg_schema(table, declared if declared is not None else self._declared(table))
+        schema = schemas.iceberg_schema(table, declared if declared is not None else self.declared(table))
         with _CREATING:
             self._namespace(ident[:-1])
             try:
@@ -165,7 +185,8 @@ class IcebergWarehouse(Warehouse):
                 raise
 
     @staticmethod
-    def _declared(table: str) -> pa.Schema:
+    def declared(table: str) -> pa.Schema:
+        """The declared Arrow schema of ``table`` (raw, core, mart, or the ledger)."""
         return LEDGER_SCHEMA if table == LEDGER else schemas.declaration(table)
 
     def ident(self, table: str) -> tuple[str, ...]:
@@ -266,7 +287,7 @@ class IcebergWarehouse(Warehouse):
         the run wrote it)."""
         from pyiceberg.expressions import EqualTo
 
-        declared = declared if declared is not None else self._declared(table)
+        declared = declared if declared is not None else self.declared(table)
         if columns is not None:
             declared = pa.schema([declared.field(c) for c in columns])
         sid = self.snapshot_id(table, run_id)
@@ -276,12 +297,18 @@ class IcebergWarehouse(Warehouse):
                                            selected_fields=tuple(declared.names) or ("*",))
         return schemas.to_declared(table, scan.to_arrow(), declared)
 
+    def schema_at(self, table: str, snapshot_id: int):
+        """The Iceberg schema ``table`` had at ``snapshot_id`` (pyiceberg's)."""
+        ice = self._load(table, snapshot_id)
+        snap = ice.snapshot_by_id(snapshot_id)
+        return ice.schemas()[snap.schema_id] if snap is not None and snap.schema_id is not None else ice.schema()
+
     def read_step(self, table: str, run_id: str, step: str) -> pa.Table:
         """The rows ``step`` of run ``run_id`` wrote to the shared ``table`` (its own partition)."""
         from pyiceberg.expressions import And, EqualTo
 
         sid = self.snapshot_id(table, run_id)
-        declared = self._declared(table)
+        declared = self.declared(table)
         if sid is None:
             return declared.empty_table()
         where = And(EqualTo(schemas.RUN_ID, run_id), EqualTo(schemas.STEP, step))
@@ -325,106 +352,80 @@ class IcebergWarehouse(Warehouse):
             return sum(t.file.value_counts[fid] - t.file.null_value_counts[fid] for t in tasks)
         return self._scan(table, snapshot_id, run_id, (column,)).to_arrow().column(column).drop_null().length()
 
-    def settle(self, run_id: str, wait: float = 30.0) -> None:
-        """Nothing to finish: a step's tables are visible once its ledger row is (see the module)."""
-
     # -- writes ----------------------------------------------------------------------------
     @contextmanager
     def transaction(self, run_id: str, step: str = "main") -> Iterator[Transaction]:
-        """Stage the step's tables locally; commit each as one Iceberg snapshot on the step's
-        branch, then publish them (the ledger row naming them all, ``main`` fast-forwarded), then
-        its documents (staged names without a layer), when the block ends without error (nothing
-        on error: the step's branches are removed)."""
-        import shutil
-
-        tx = IcebergTransaction(self, check_run_id(run_id), check_run_id(step, "step"))
+        """The step's writes (:class:`~pipelines.warehouse.writer.Transaction`); when the block ends
+        without error each table the step wrote is committed as one snapshot on the step's
+        branch, the step is published (the ledger row naming them all, ``main`` fast-forwarded),
+        then its documents are renamed into place. On error nothing is published: the step's
+        branches are removed and the data files its writers wrote deleted. One process at a
+        time writes a (run, step) (:class:`~pipelines.warehouse.locks.StepLock`)."""
+        tx = Transaction(self, check_run_id(run_id), check_run_id(step, "step"))
         with StepLock(self.root, run_id, step):
-            self._recover(run_id, step)  # a killed writer's staging dirs
-            publish.recover(self, run_id, step)  # and its branches; others' half-done publications
+            publish.recover(self, run_id, step)  # a killed attempt's branches; others' half-done publications
+            self._remove_staged_documents(run_id, step)
             try:
                 yield tx
-                for w in tx.writers.values():
-                    w.close()
-                committed = [(table, *self._commit(table, run_id, step, path, tx))
-                             for table, path in tx.staged.items() if is_table(table)]
+                committed = [(table, *self._commit(table, run_id, step, writer))
+                             for table, writer in tx.writers.items()]
                 committed += [(table, sid, rows) for table, (sid, rows) in tx.written.items()]
                 if committed:
                     publish.publish(self, run_id, step, committed)
-                for name, path in tx.staged.items():
-                    if not is_table(name):
-                        self._publish(path, self.partition_dir(name, run_id))
+                for name, path in tx.documents.items():
+                    self._publish_documents(path, self.partition_dir(name, run_id))
             except BaseException:
-                for w in tx.writers.values():
-                    if w._writer is not None:
-                        w._writer.close()
+                for writer in tx.writers.values():
+                    writer.abort()
                 publish.abandon(self, run_id, step)
                 raise
             finally:
-                for path in tx.staged.values():
+                for path in tx.documents.values():
                     shutil.rmtree(path, ignore_errors=True)
         self.runs.record_step(run_id, step)
 
-    def _partition(self, table: str, run_id: str, step: str) -> dict[str, str]:
+    def write_table(self, table: str, run_id: str, data: pa.Table, schema: pa.Schema | None = None,
+                    step: str = "main") -> None:
+        """``data`` as run ``run_id``'s partition of ``table``, in a step of its own."""
+        with self.transaction(run_id, step) as tx:
+            tx.write(table, data, schema)
+            tx.writer(table, schema)  # an empty table still gets its (empty) partition
+
+    def partition(self, table: str, run_id: str, step: str) -> dict[str, str]:
+        """The values of ``table``'s partition columns for a step of a run."""
         values = {schemas.RUN_ID: run_id, schemas.STEP: step}
         return {name: values[name] for name in schemas.partition_columns(table)}
 
-    def _commit(self, table: str, run_id: str, step: str, staged: Path, tx: Transaction) -> tuple[int, int]:
-        """Replaces the run's partition of ``table`` with the staged rows: (snapshot id, rows)."""
-        declared = tx.writers[table].schema if table in tx.writers else self._declared(table)
-        files = _parquet_files(staged)
-        spark = _active_spark()
-        if spark is not None and table not in tx.writers:
-            return self._commit_spark(spark, table, run_id, step, files, declared)
-        name = publish.note(self, table, run_id, step)
-        return self._commit_arrow(table, self._partition(table, run_id, step), files, declared, name)
-
-    def _commit_arrow(self, table: str, partition: dict[str, str], files: list[Path],
-                      declared: pa.Schema, branch: str) -> tuple[int, int]:
-        """pyiceberg: one table transaction on the step's ``branch`` (set to ``main``, the
-        partition's rows replaced by the batches: one snapshot, :mod:`.partition_commit`),
-        retried on a conflicting commit of another writer."""
+    def _commit(self, table: str, run_id: str, step: str, writer: TableWriter) -> tuple[int, int]:
+        """Replaces the run's partition of ``table`` with the data files ``writer`` wrote, in one
+        table transaction on the step's branch (set to ``main``: one snapshot,
+        :mod:`.partition_commit`), retried on a conflicting commit of another writer:
+        (snapshot id, rows)."""
         from pyiceberg.exceptions import CommitFailedException
 
-        where = partition_commit.partition_filter(partition)
+        files = writer.close()
+        branch = publish.note(self, table, run_id, step)
+        partition = self.partition(table, run_id, step)
         for attempt in range(publish.TRIES):
-            ice = self.table(table, declared)
+            ice = self.table(table, writer.schema)
             txn = ice.transaction()
             with warnings.catch_warnings():  # "did not match any records": a first write of the run
                 warnings.simplefilter("ignore", UserWarning)
                 publish.stage_branch(txn, branch)  # the step's branch of the table, at main
                 old = partition_commit.partition_files(txn, ice.io, branch, partition)
                 if old is None:  # files not of the partition alone: pyiceberg's delete rewrites them
-                    txn.delete(where, branch=branch)
-            tables = _staged_tables(table, files, partition, declared)
-            if old is not None:
-                rows = partition_commit.replace(txn, ice.io, branch, old, tables)
-            else:
-                rows = 0
-                for data in tables:
-                    txn.append(data, branch=branch)
-                    rows += data.num_rows
+                    txn.delete(partition_commit.partition_filter(partition), branch=branch)
+                    old = []
+            partition_commit.replace(txn, branch, old, files)
             try:
                 done = txn.commit_transaction()
             except CommitFailedException as err:
                 publish.retry(attempt, err)
                 continue
-            return done.metadata.refs[branch].snapshot_id, rows
+            return done.metadata.refs[branch].snapshot_id, writer.rows
         raise AssertionError("unreachable")
 
-    def _commit_spark(self, spark, table: str, run_id: str, step: str, files: list[Path],
-                      declared: pa.Schema) -> tuple[int, int]:
-        """Spark through iceberg-spark-runtime: the partition overwritten by the staged rows in
-        one commit; the snapshot found again by the token in its summary."""
-        from pipelines.spark.schemas import empty_frame, table_schema
-
-        if files:
-            df = spark.read.schema(table_schema(table)).parquet(*[str(f) for f in files])
-        else:
-            df = empty_frame(spark, table_schema(table))  # (no Python workers)
-        name = publish.open_branch(self, table, run_id, step, declared)
-        return self._spark_commit(table, df, run_id, step, name)
-
-    def write_spark(self, tx: IcebergTransaction, table: str, df, append: bool = False) -> None:
+    def write_spark(self, tx: Transaction, table: str, df, append: bool = False) -> None:
         """Spark's write of ``table`` (``df`` of its declared columns) in step ``tx``: one commit
         through iceberg-spark-runtime that replaces the run's partition with ``df``, or with
         ``append`` adds ``df`` to what this step wrote to it before. The executors write the
@@ -447,7 +448,7 @@ class IcebergWarehouse(Warehouse):
         ident = self.spark_identifier(table)
         token = uuid.uuid4().hex
         cond = None
-        for name, value in self._partition(table, run_id, step).items():
+        for name, value in self.partition(table, run_id, step).items():
             df = df.withColumn(name, F.lit(value))
             term = F.col(name) == F.lit(value)
             cond = term if cond is None else cond & term
@@ -489,32 +490,55 @@ class IcebergWarehouse(Warehouse):
             except CommitFailedException as err:
                 publish.retry(attempt, err)
 
-    # the Parquet layout's publish machinery has nothing to do here
-    def _roll_forward(self, run_id: str, moves: list[list[str]]) -> None:
-        raise NotImplementedError("an Iceberg warehouse publishes by commits, not renames")
+    # -- a run's documents (files, not tables) and run metadata ----------------------------------
+    def partition_dir(self, name: str, run_id: str) -> Path:
+        """The local directory of run ``run_id``'s documents ``name`` (``validation``, ``reports``,
+        ``runs``, ``dbt/target``)."""
+        return self.root / name / f"run_id={check_run_id(run_id)}"
 
+    def table_dir(self, name: str) -> Path:
+        """The local directory of every run's documents ``name``."""
+        return self.root / name
 
-TOKEN = "kaudit.commit-token"
+    def staging_path(self, name: str, run_id: str, step: str) -> Path:
+        """A fresh hidden directory (not made yet) beside ``name``'s runs for a step's documents
+        before their rename."""
+        return self.root / name / f"{STAGING}{run_id}.{step}.{uuid.uuid4().hex[:8]}"
 
+    def _remove_staged_documents(self, run_id: str, step: str) -> None:
+        """What a killed attempt of the step left before renaming its documents."""
+        if self.root.is_dir():
+            for path in self.root.glob(f"*/{STAGING}{run_id}.{step}.*"):
+                shutil.rmtree(path, ignore_errors=True)
 
-def is_table(name: str) -> bool:
-    """A staged name is a table (``<layer>/<name>``, committed to the catalog), or a run's
-    documents (``validation``, ``reports``: files published into the local directory)."""
-    return "/" in name
+    @staticmethod
+    def _publish_documents(staged: Path, final: Path) -> None:
+        """``staged`` renamed to ``final`` (a previous attempt's documents replaced whole)."""
+        old = None
+        if final.exists():
+            old = final.with_name(f".replaced-{final.name}-{uuid.uuid4().hex[:8]}")
+            os.rename(final, old)
+        os.rename(staged, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def meta_path(self, run_id: str, step: str) -> Path:
+        return self.partition_dir("runs", run_id) / f"{step}.json"
+
+    def write_meta(self, run_id: str, step: str, meta: dict) -> None:
+        """Per-step run metadata (``runs/run_id=<id>/<step>.json``), written atomically."""
+        path = self.meta_path(run_id, step)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str))
+        os.replace(tmp, path)
+
+    def read_meta(self, run_id: str, step: str) -> dict:
+        path = self.meta_path(run_id, step)
+        return json.loads(path.read_text()) if path.exists() else {}
 
 
 def spark_identifier(table: str, namespace: tuple[str, ...] = ()) -> str:
     from pipelines.warehouse.iceberg.catalog import SPARK_CATALOG
 
     return ".".join((SPARK_CATALOG, *namespace, *schemas.identifier(table)))
-
-
-def _active_spark():
-    """The process's active Spark session, if a step started one (without importing pyspark)."""
-    import sys
-
-    if "pyspark" not in sys.modules:
-        return None
-    from pyspark.sql import SparkSession
-
-    return SparkSession.getActiveSession()
