@@ -4,7 +4,7 @@ rows on local[2], against the I/O floor, in one run. Prints both times and their
 
 The I/O floor is Spark doing the build's I/O with no logic: reading the columns the build
 reads from ``raw/znodes`` (path, data, mtime) and writing every row the build wrote (each
-``core/*`` table, held in memory first, written by the build's ``write_parquet``). Both
+``core/*`` table, held in memory first, written as zstd Parquet files: ``write_parquet``). Both
 sides are the median of ``--repeat`` runs in one JVM (the first run of either is the JVM's
 first sight of its code: the JIT compiles it while it runs). The sessions before 0.1.4 used
 a narrower floor, a copy of ``raw/znodes`` (10.4M rows read and written once, while the
@@ -36,7 +36,7 @@ from clocks import Clock, load, median, ratio, runs
 from pyspark import StorageLevel
 
 from pipelines.context import RunContext
-from pipelines.spark.io import write_parquet
+from pipelines.spark.io import read_spark
 from pipelines.warehouse.tables import CORE, RAW_ZNODES
 from pipelines.warehouse.warehouse import Warehouse
 
@@ -108,14 +108,19 @@ def generate(warehouse: Warehouse, groups: int, partitions: int, consumers: int,
     return rows
 
 
+def write_parquet(df, path: Path) -> None:
+    """The floor's write: ``df`` as zstd Parquet files in ``path``."""
+    df.write.mode("overwrite").option("compression", "zstd").parquet(str(path))
+
+
 def io_floor(spark, warehouse: Warehouse, out: Path) -> Clock:
     """One run of the I/O floor (see the module docstring)."""
     clock = Clock()
     with clock.timing():
-        znodes = spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN)))
+        znodes = read_spark(spark, warehouse, "raw/znodes", RUN)
         znodes.select("path", "data", "mtime").write.format("noop").mode("overwrite").save()
     for table in CORE:
-        rows = spark.read.parquet(str(warehouse.partition_dir(table, RUN))).persist(StorageLevel.MEMORY_AND_DISK)
+        rows = read_spark(spark, warehouse, table, RUN, with_run_id=False).persist(StorageLevel.MEMORY_AND_DISK)
         rows.count()
         with clock.timing():
             write_parquet(rows, out / table)
@@ -127,7 +132,7 @@ def input_copy(spark, warehouse: Warehouse, out: Path) -> Clock:
     """One copy of ``raw/znodes`` (the floor before 0.1.4)."""
     clock = Clock()
     with clock.timing():
-        write_parquet(spark.read.parquet(str(warehouse.partition_dir("raw/znodes", RUN))), out)
+        write_parquet(read_spark(spark, warehouse, "raw/znodes", RUN, with_run_id=False), out)
     return clock
 
 
@@ -175,7 +180,7 @@ def main() -> None:
         print(f"I/O floor (read {rows:,} znodes, write the {written:,} core rows, no logic): {runs(floors)}")
         print(f"input copy (read + write {rows:,} znodes, the floor before 0.1.4): {runs(copies)}; "
               f"build / copy {build / median(copies):.2f}x")
-        statuses = spark.read.parquet(str(wh.partition_dir("core/assignment_audit", RUN))).groupBy("status").count()
+        statuses = read_spark(spark, wh, "core/assignment_audit", RUN).groupBy("status").count()
         print("statuses:", {r["status"]: r["count"] for r in statuses.collect()})
         print(f"build / I/O floor: {ratio(builds, floors)}; target <= 2x ({load()})")
     finally:

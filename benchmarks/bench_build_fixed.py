@@ -24,7 +24,7 @@ from rich.console import Console
 from pipelines import steps as pipeline
 from pipelines.context import RunContext
 from pipelines.spark.build import build_core
-from pipelines.spark.io import read_spark, write_parquet
+from pipelines.spark.io import read_spark
 from pipelines.spark.schemas import empty
 from pipelines.warehouse.tables import CORE, RAW_ZNODES
 from pipelines.warehouse.warehouse import Warehouse
@@ -53,9 +53,9 @@ def floor(ctx: RunContext, out: Path, marts: list[str]) -> None:
     """Spark reading every raw table of the run and writing one table per table the build writes."""
     spark = ctx.spark()
     for table in ("raw/znodes",):
-        write_parquet(read_spark(spark, ctx.warehouse, table, ctx.run_id), out / table)
+        read_spark(spark, ctx.warehouse, table, ctx.run_id).write.mode("overwrite").parquet(str(out / table))
     for table in [*CORE, *marts]:
-        write_parquet(empty(spark, table), out / table)
+        empty(spark, table).write.mode("overwrite").parquet(str(out / table))
 
 
 def main() -> None:

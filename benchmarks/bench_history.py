@@ -6,7 +6,7 @@ ZooKeeper groups in ``raw/znode_changes`` and ``--commits`` Kafka offset commits
 (a) Spark: ``core/rebalance_states`` + ``core/settled_audit`` (``pipelines.spark.rebalances``,
     as ``kaudit build`` writes them, into a transaction's staging dirs) against Spark reading
     the columns the build reads of ``raw/znode_changes`` and writing every row the build wrote
-    (held in memory first, written by the build's ``write_parquet``).
+    (held in memory first, written as zstd Parquet files).
 (b) dbt: ``dbt run`` of the history marts and their parents (``rebalances``,
     ``ownership_history``, ``offset_drift_history``, ``commit_frequency``,
     ``offset_regressions``, ``commit_lag_history``, ``offset_resets``, ``stuck_partitions``,
@@ -49,8 +49,7 @@ from clocks import Clock, load, ratio, runs
 from pyspark import StorageLevel
 
 from pipelines.context import RunContext
-from pipelines.spark.io import write_parquet, write_staged
-from pipelines.warehouse.reading import parquet_files
+from pipelines.spark.io import read_spark, write_staged
 from pipelines.warehouse.tables import (
     RAW_BATCH_TIMESTAMPS,
     RAW_LOG_END_OFFSETS,
@@ -247,21 +246,21 @@ def spark_build(spark, ctx: RunContext) -> Clock:
     return clock
 
 
-def _write_rows(spark, wh: Warehouse, tables, out: Path, clock: Clock, part=lambda wh, t: wh.partition_dir(t, RUN)):
+def _write_rows(spark, wh: Warehouse, tables, out: Path, clock: Clock):
     for table in tables:
-        if not parquet_files(part(wh, table)):  # a mart with no row this run
+        if not wh.row_count(table, RUN):  # a mart with no row this run
             continue
-        rows = spark.read.parquet(str(part(wh, table))).persist(StorageLevel.MEMORY_AND_DISK)
+        rows = read_spark(spark, wh, table, RUN, with_run_id=False).persist(StorageLevel.MEMORY_AND_DISK)
         rows.count()
         with clock.timing():
-            write_parquet(rows, out / table)
+            rows.write.mode("overwrite").option("compression", "zstd").parquet(str(out / table))
         rows.unpersist()
 
 
 def spark_floor(spark, wh: Warehouse, out: Path) -> Clock:
     clock = Clock()
     with clock.timing():
-        changes = spark.read.parquet(str(wh.partition_dir("raw/znode_changes", RUN)))
+        changes = read_spark(spark, wh, "raw/znode_changes", RUN)
         changes.select("zxid", "seq", "time", "op", "kind", "path", "value").write.format("noop").mode(
             "overwrite").save()
     _write_rows(spark, wh, CORE, out, clock)
@@ -285,8 +284,8 @@ def dbt_floor(spark, wh: Warehouse, out: Path) -> Clock:
     clock = Clock()
     with clock.timing():
         for table in DBT_INPUTS:
-            spark.read.parquet(str(wh.partition_dir(table, RUN))).write.format("noop").mode("overwrite").save()
-    _write_rows(spark, wh, MARTS, out, clock, part=lambda wh, m: wh.root / "marts" / m / f"run_id={RUN}")
+            read_spark(spark, wh, table, RUN).write.format("noop").mode("overwrite").save()
+    _write_rows(spark, wh, [f"marts/{m}" for m in MARTS], out, clock)
     return clock
 
 
@@ -328,14 +327,13 @@ def main() -> None:
                 clocks["dbt floor"].append(dbt_floor(spark, wh, work / "floor"))
             times = ", ".join(f"{k} {v[-1].wall:.1f}s" for k, v in clocks.items() if v)
             print(f"  run {len(clocks['spark'])}: {times} ({load()})")
-        count = {t: spark.read.parquet(str(wh.partition_dir(t, RUN))).count() for t in CORE}
+        count = {t: wh.row_count(t, RUN) for t in CORE}
         print(f"(a) rebalance_states + settled_audit ({rows['raw/znode_changes']:,} txns -> "
               f"{count[CORE[0]]:,} states, {count[CORE[1]]:,} audit rows): {runs(clocks['spark'])}")
         print(f"    I/O floor (read the changes, write those rows): {runs(clocks['spark floor'])}")
         print(f"    {ratio(clocks['spark'], clocks['spark floor'])}")
         if clocks["dbt"]:
-            marts = {m: spark.read.parquet(str(p)).count() if parquet_files(p) else 0
-                     for m in MARTS for p in [wh.root / "marts" / m / f"run_id={RUN}"]}
+            marts = {m: wh.row_count(f"marts/{m}", RUN) for m in MARTS}
             print(f"(b) dbt run of the history marts ({rows['raw/offset_commits']:,} commits; "
                   + ", ".join(f"{m} {n:,}" for m, n in marts.items()) + f"): {runs(clocks['dbt'])}")
             print(f"    I/O floor (read their inputs, write those rows): {runs(clocks['dbt floor'])}")

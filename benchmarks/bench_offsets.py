@@ -181,9 +181,9 @@ def main() -> None:
         cpu_ours = _child_cpu() - cpu
         load_ours = (load_ours, os.getloadavg()[0])
 
-        import pyarrow.parquet as pq
+        from pipelines.warehouse.warehouse import Warehouse
 
-        ours_rows = pq.read_table(f"{tmp}/w1/raw/offset_commits/run_id=bench").num_rows
+        ours_rows = Warehouse(f"{tmp}/w1").row_count("raw/offset_commits", "bench")
         load_base = os.getloadavg()[0]
         cpu = time.process_time()
         t = time.perf_counter()

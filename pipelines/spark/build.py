@@ -60,7 +60,6 @@ from pipelines.spark.audit import audit, range_audit, unowned
 from pipelines.spark.concurrent import Concurrent
 from pipelines.spark.io import (
     conform,
-    empty,
     observe,
     read_spark,
     read_staged,
@@ -70,6 +69,7 @@ from pipelines.spark.io import (
     staged_rows,
     write_staged,
 )
+from pipelines.spark.schemas import empty
 from pipelines.spark.session import one_partition
 from pipelines.warehouse import quarantine
 from pipelines.warehouse.reading import row_count

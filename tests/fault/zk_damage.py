@@ -299,18 +299,20 @@ def _paths(snap: bytes) -> list[tuple[int, str]]:
 def judge(clean: Clean, case: Case, rc: int | None, err: str, warehouse: Path, run_id: str) -> dict:
     """What went wrong in one ``extract zk-snapshot`` run of ``case`` (True = a problem).
     The truth is :func:`truth` at the zxid the run's metadata claims."""
-    import pyarrow.parquet as pq
+    from pipelines.warehouse.reading import read_arrow
+    from pipelines.warehouse.warehouse import Warehouse
 
     out = {"traceback": "Traceback" in err, "hang": rc is None, "wrong_exit": rc not in (0, None),
            "silent_wrong": False, "unnamed": False, "verified_past_gap": False, "debris": 0, "equal": None,
            "verified": None, "zxid": None}
-    out["debris"] = sum(1 for p in warehouse.rglob("*") if p.name.startswith(".staging-") or p.name.endswith(".tmp"))
+    out["debris"] = sum(1 for p in warehouse.rglob("*") if p.name.startswith(".staging.") or p.name.endswith(".tmp"))
     if rc != 0:
         out["multi_line_error"] = len([line for line in err.splitlines() if line.strip()]) != 1
         return out
     meta = json.loads((warehouse / "runs" / f"run_id={run_id}" / "extract_zk_snapshot.json").read_text())
-    rows = pq.read_table(warehouse / "raw" / "znodes" / f"run_id={run_id}").to_pylist()
-    quarantine = pq.read_table(warehouse / "raw" / "quarantine" / f"run_id={run_id}").to_pylist()
+    wh = Warehouse(warehouse)
+    rows = read_arrow(wh, "raw/znodes", run_id, with_run_id=False).to_pylist()
+    quarantine = read_arrow(wh, "raw/quarantine", run_id, with_run_id=False).to_pylist()
     got = {r["path"]: (r["data"] or b"", r["czxid"], r["mzxid"], r["version"]) for r in rows if r["path"] != "/"}
     want = truth(clean, meta["zxid"])
     if case.lost_path:

@@ -8,7 +8,6 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -65,7 +64,7 @@ def test_demo_runs_every_step_and_counts_the_planted_faults(demo_run):
 
     # the quarantined row names the corrupt batch: file and byte position
     q = manifest["quarantine"][0]
-    rows = pq.read_table(warehouse / "raw" / "quarantine" / f"run_id={run_id}").to_pylist()
+    rows = read_arrow(Warehouse(warehouse), "raw/quarantine", run_id, with_run_id=False).to_pylist()
     assert len(rows) == 1 and rows[0]["location"].endswith(f"{q['file']}:{q['byte_offset']}"), rows
 
 

@@ -70,7 +70,7 @@ def _catalog(root: Path) -> Path:
 def _command(root: Path, store: str | None) -> list[str]:
     where = ["--warehouse", str(root)] if store is None else \
         ["--warehouse", _location(root, store), "--warehouse-local", str(root), "--catalog", str(_catalog(root))]
-    return [sys.executable, "-m", "pipelines", "--quiet", *where, "--warehouse-format", "iceberg",
+    return [sys.executable, "-m", "pipelines", "--quiet", *where,
             "--run-id", RUN, "extract", "offsets", str(LOGS)]
 
 
@@ -264,7 +264,7 @@ def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_
             monkeypatch.setenv(key, value)
         root, db = tmp_path / "wh", tmp_path / "catalog.db"
         base = [sys.executable, "-m", "pipelines", "--quiet", "--warehouse", "s3a://kaudit/wh", "--warehouse-local",
-                str(root), "--catalog", str(db), "--warehouse-format", "iceberg", "--run-id", RUN]
+                str(root), "--catalog", str(db), "--run-id", RUN]
         build = [*base, "--spark-master", "local[2]", "build", "--skip-dbt"]
         for args in (["extract", "zk-snapshot", str(demo / "zookeeper")], ["extract", "offsets", str(LOGS)],
                      ["extract", "log-end", str(LOGS)], ["build", "--skip-dbt"]):

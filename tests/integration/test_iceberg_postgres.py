@@ -3,7 +3,7 @@ demo cluster's files extracted with ``--catalog postgresql://...`` (pyiceberg's 
 through psycopg2, no JVM) hold, row for row, what the Parquet warehouse holds after the same
 commands; PostgreSQL's own ``iceberg_tables`` rows name every table the run committed, each at
 the metadata file the tables' snapshots are in, and no SQLite catalog appears beside the
-warehouse. Spark on the same catalog (JDBC): ``test_iceberg_matches_parquet.py`` (matrix)."""
+warehouse. Spark on the same catalog (JDBC): ``test_iceberg_stores.py`` (matrix)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_extracts_commit_to_a_catalog_on_postgresql(tmp_path):
     with Postgres().start() as pg:
         for command, path in EXTRACTS:
             _kaudit("--warehouse", str(parquet), "extract", command, str(path))
-            _kaudit("--warehouse", str(iceberg), "--warehouse-format", "iceberg", "--catalog", pg.uri,
+            _kaudit("--warehouse", str(iceberg), "--catalog", pg.uri,
                     "extract", command, str(path))
         assert not iceberg.with_name("iceberg.catalog.db").exists(), "a SQLite catalog beside the warehouse"
         wh = Warehouse(iceberg, catalog=pg.uri)

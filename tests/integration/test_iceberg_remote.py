@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from test_cluster_standalone import standalone  # noqa: F401 - the fixture (tests/integration)
-from test_iceberg_matches_parquet import DEMO, RUN, _compare, _kaudit, _rows  # (tests/integration)
+from test_iceberg_stores import DEMO, RUN, _compare, _kaudit, _rows  # (tests/integration)
 
 from pipelines.warehouse.reading import read_arrow
 from pipelines.warehouse.warehouse import Warehouse
@@ -39,7 +39,7 @@ def _pipeline(options: list[str], env: dict | None = None) -> None:
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory) -> Warehouse:
     root = tmp_path_factory.mktemp("local") / "wh"
-    _pipeline(["--warehouse", str(root), "--warehouse-format", "iceberg"])
+    _pipeline(["--warehouse", str(root)])
     return Warehouse(root)
 
 
@@ -94,7 +94,7 @@ def _remote(store: str, root: Path):
 def test_the_warehouse_on_a_remote_store_gives_the_local_audit_row_for_row(store, local_run, tmp_path, monkeypatch):
     with _remote(store, tmp_path / store) as (location, env, files_on_store):
         local, catalog = tmp_path / "local", str(tmp_path / "catalog.db")
-        _pipeline(["--warehouse", location, "--warehouse-local", str(local), "--warehouse-format", "iceberg",
+        _pipeline(["--warehouse", location, "--warehouse-local", str(local),
                    "--catalog", catalog], env)
         # the tables' files are on the store; none on the local disk
         files_on_store()
@@ -170,7 +170,7 @@ def test_a_standalone_cluster_build_on_hdfs_equals_the_local_build(local_run, st
         wh = Warehouse(local, location=location, catalog=catalog)
         assert copy_raw(local_run, RUN, wh) > 0
         done = subprocess.run(
-            [str(KAUDIT), "--warehouse", location, "--warehouse-format", "iceberg", "--warehouse-local", str(local),
+            [str(KAUDIT), "--warehouse", location, "--warehouse-local", str(local),
              "--catalog", catalog, "--run-id", CLUSTER_RUN, "--spark-master", standalone["url"], "build", "--skip-dbt"],
             cwd=REPO, capture_output=True, text=True, timeout=1200, check=False)
         assert done.returncode == 0, done.stderr[-4000:]

@@ -26,9 +26,10 @@ import json
 import time
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 
+from pipelines.warehouse.reading import read_arrow
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.cluster.kafka_zk_scenario import TOPICS, kept, run
 from testkit.cluster.kraft_oracle import kaudit
 
@@ -48,7 +49,7 @@ def _kaudit(wh: Path, step: list[str], **paths) -> tuple[int, str]:
 
 
 def _read(wh: Path, table: str) -> list[dict]:
-    return ds.dataset(wh / table / f"run_id={RUN}", format="parquet").to_table().to_pylist()
+    return read_arrow(Warehouse(wh), table, RUN, with_run_id=False).to_pylist()
 
 
 @pytest.fixture(scope="module", params=[

@@ -28,9 +28,7 @@ def _write(warehouse, run_id, table, rows, step="main"):
 
 
 def _write_mart(warehouse, run_id, name, rows):
-    d = warehouse.partition_dir(f"marts/{name}", run_id)
-    d.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=MARTS[name]), d / "part-00000.parquet")
+    warehouse.write_table(f"marts/{name}", run_id, pa.Table.from_pylist(rows, schema=MARTS[name]))
 
 
 def _znode(path, data):

@@ -31,7 +31,7 @@ def test_on_iceberg_the_validation_results_are_a_table_of_the_catalog(spark, tmp
     warehouse = Warehouse(tmp_path / "wh")
     planted.write_run(warehouse, RUN, faulty=True)
     bind_catalog(spark, warehouse)
-    assert planted._cli(warehouse, RUN, "validate", "--warehouse-format", "iceberg") == 0
+    assert planted._cli(warehouse, RUN, "validate") == 0
     check_results_table(warehouse, RUN, planted.PLANTED, planted.NO_DATA)
     # an Iceberg table of the catalog, at the snapshot the step's ledger row names
     sid = warehouse.snapshots(RUN)[("validate", TABLE)]

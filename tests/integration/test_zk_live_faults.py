@@ -10,6 +10,7 @@ import time
 import pytest
 
 from pipelines.errors import StepError
+from pipelines.warehouse.warehouse import Warehouse
 from testkit.zk_server import free_port, start_zk
 
 pytestmark = pytest.mark.integration
@@ -47,7 +48,7 @@ def test_refused_unanswered_and_unreadable(zk_server, tmp_path, capsys):
         rc, err, took = _cli(tmp_path, capsys, "--hosts", zk_server.hosts, "--chroot", "/locked")
         assert rc == 1 and zk_server.hosts in err and "read nothing" in err and "NoAuth" in err, err
         assert len(err.strip().splitlines()) == 1
-        assert not (tmp_path / "wh" / "raw" / "znodes" / "run_id=r").exists()
+        assert not Warehouse(tmp_path / "wh").exists("raw/znodes", "r")
     finally:
         zk.delete("/locked", recursive=True)
         zk.stop()

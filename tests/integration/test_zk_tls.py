@@ -116,4 +116,4 @@ def test_tls_failures_are_one_line(tls_zk, tmp_path, capsys, case):
     rc, err, took = _cli(tmp_path, capsys, *args, "--tls", "--timeout", "10")
     assert rc == 1 and expected in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert took < 8, f"{case}: {took:.1f}s, not at once"
-    assert not (tmp_path / "wh" / "raw" / "znodes" / "run_id=r").exists()
+    assert not Warehouse(tmp_path / "wh").exists("raw/znodes", "r")

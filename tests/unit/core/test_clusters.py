@@ -55,7 +55,7 @@ def test_on_iceberg_a_cluster_has_its_namespace_in_the_one_catalog(tmp_path):
                   [batch([(SYNC_KEY.encode(["t", 0]), SYNC_VALUE.encode([7, 3]))], base_offset=0, timestamp_ms=1)])
     wh = tmp_path / "wh"
     for cluster in (["--cluster", "west"], []):
-        code, out = kaudit("--warehouse", str(wh), "--warehouse-format", "iceberg", "--run-id", "r", *cluster,
+        code, out = kaudit("--warehouse", str(wh), "--run-id", "r", *cluster,
                            "extract", "mm2", str(logs))
         assert code == 0, out
     main = Warehouse(wh)

@@ -83,7 +83,7 @@ def test_an_unreachable_namenode_exits_1_with_one_line(tmp_path):
     location = f"hdfs://127.0.0.1:{free_port()}/kaudit"
     done = subprocess.run(
         [sys.executable, "-m", "pipelines", "--run-id", "h1", "--warehouse", location, "--warehouse-local",
-         str(tmp_path / "local"), "--warehouse-format", "iceberg", "--catalog", str(tmp_path / "c.db"),
+         str(tmp_path / "local"), "--catalog", str(tmp_path / "c.db"),
          "extract", "zk-snapshot", str(DEMO_ZK)],
         capture_output=True, text=True, timeout=120, cwd=REPO,
         env={**os.environ, "KAUDIT_WEBHDFS": f"http://127.0.0.1:{free_port()}"})

@@ -1,10 +1,10 @@
-"""The Iceberg warehouse end to end: the demo cluster's files extracted (pyiceberg commits, no
-JVM) and built (Spark through iceberg-spark-runtime, the same catalog), on a local directory, on
-a real S3-compatible server (S3Proxy on loopback) and with the catalog on a real PostgreSQL
-server; every raw and core table read back with pyiceberg must hold, row for row, what the
-Parquet warehouse holds after the same commands on the same files. The oracle is the Parquet
-path (the layout the suite checks against ZooKeeper's and Kafka's own tools); the Iceberg tables
-are read through pyiceberg's catalog and scans, at the snapshot the run's ledger names.
+"""The warehouse end to end on each store: the demo cluster's files extracted (pyiceberg
+commits, no JVM) and built (Spark through iceberg-spark-runtime, the same catalog) on a real
+S3-compatible server (S3Proxy on loopback) and with the catalog on a real PostgreSQL server;
+every raw and core table read back with pyiceberg must hold, row for row, what the same
+commands on the same files commit to a local directory with the embedded SQLite catalog (the
+reference: the store the suite checks against ZooKeeper's and Kafka's own tools). Tables are
+read at the snapshot the run's ledger names.
 
 Each case runs two pipelines of `kaudit` commands (two Spark JVMs): a case of the matrix
 (`make matrix`), not of the default suite."""
@@ -49,9 +49,11 @@ def _rows(table: pa.Table) -> list:
 
 
 @pytest.fixture(scope="module")
-def parquet_run(tmp_path_factory) -> Warehouse:
-    root = tmp_path_factory.mktemp("parquet") / "wh"
+def local_run(tmp_path_factory) -> Warehouse:
+    """The reference: the pipeline on a local directory, the catalog a SQLite file beside it."""
+    root = tmp_path_factory.mktemp("local") / "wh"
     _pipeline(["--warehouse", str(root)])
+    assert root.with_name("wh.catalog.db").is_file()
     return Warehouse(root)
 
 
@@ -61,8 +63,8 @@ CLOCK = {"quality/validation_results": ("evaluated_at",)}
 
 
 def _compare(parquet: Warehouse, iceberg: Warehouse) -> dict[str, int]:
-    """Every raw and core table of the run (and the validation's results, when it ran), Parquet
-    vs Iceberg: {table: rows compared}."""
+    """Every raw and core table of the run (and the validation's results, when it ran), the
+    reference warehouse ``parquet`` vs ``iceberg``: {table: rows compared}."""
     compared = {}
     for table in sorted(SCHEMAS):
         if not parquet.exists(table, RUN):
@@ -96,21 +98,13 @@ def _check(parquet: Warehouse, iceberg: Warehouse) -> None:
             assert iceberg.catalog.load_table(tuple(table.split("/"))).snapshot_by_id(sid) is not None
 
 
-def test_local_iceberg_warehouse_holds_the_parquet_rows(parquet_run, tmp_path):
-    root = tmp_path / "wh"
-    _pipeline(["--warehouse", str(root), "--warehouse-format", "iceberg"])
-    iceberg = Warehouse(root)
-    assert root.with_name("wh.catalog.db").is_file()
-    _check(parquet_run, iceberg)
-
-
-def test_s3_iceberg_warehouse_holds_the_parquet_rows(parquet_run, tmp_path):
+def test_s3_warehouse_holds_the_local_rows(local_run, tmp_path):
     from testkit.storage import S3Proxy
 
     with S3Proxy(tmp_path / "s3").start() as s3:
         s3.create_bucket("kaudit")
         location, local = "s3a://kaudit/warehouse", tmp_path / "local"
-        options = ["--warehouse", location, "--warehouse-local", str(local), "--warehouse-format", "iceberg",
+        options = ["--warehouse", location, "--warehouse-local", str(local),
                    "--catalog", str(tmp_path / "catalog.db")]
         _pipeline(options, s3.env())
         keys = s3.objects("kaudit")
@@ -120,7 +114,7 @@ def test_s3_iceberg_warehouse_holds_the_parquet_rows(parquet_run, tmp_path):
         old = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
-            _check(parquet_run, Warehouse(local, location=location, catalog=str(tmp_path / "catalog.db")))
+            _check(local_run, Warehouse(local, location=location, catalog=str(tmp_path / "catalog.db")))
         finally:
             for k, v in old.items():
                 if v is None:
@@ -129,44 +123,37 @@ def test_s3_iceberg_warehouse_holds_the_parquet_rows(parquet_run, tmp_path):
                     os.environ[k] = v
 
 
-def test_postgres_catalog_holds_the_parquet_rows(parquet_run, tmp_path):
+def test_postgres_catalog_holds_the_local_rows(local_run, tmp_path):
     """The catalog on a real PostgreSQL server: pyiceberg (extract) and Spark's JDBC catalog
     (build) commit to the same ``iceberg_tables`` rows."""
     from testkit.postgres import Postgres
 
     root = tmp_path / "wh"
     with Postgres().start() as pg:
-        _pipeline(["--warehouse", str(root), "--warehouse-format", "iceberg", "--catalog", pg.uri])
+        _pipeline(["--warehouse", str(root), "--catalog", pg.uri])
         assert not root.with_name("wh.catalog.db").exists()
         iceberg = Warehouse(root, catalog=pg.uri)
-        _check(parquet_run, iceberg)
+        _check(local_run, iceberg)
         catalogued = {f"{ns}/{name}" for ns, name in pg.sql(
             "select table_namespace, table_name from iceberg_tables where catalog_name = 'kaudit'")}
         assert {t for (_, t) in iceberg.snapshots(RUN)} <= catalogued
 
 
-def test_named_clusters_on_iceberg_hold_the_parquet_rows(tmp_path):
-    """``--cluster`` on an Iceberg warehouse: MirrorMaker 2's two clusters (the demo's real 4.3.1
-    pair) extracted into ``clusters.<alias>`` namespaces of the one catalog, the cross-cluster
-    audit built by Spark from them: the same ``core/mm2_*`` rows as on Parquet."""
+def test_named_clusters_have_their_namespaces_in_the_one_catalog(tmp_path):
+    """``--cluster``: MirrorMaker 2's two clusters (the demo's real 4.3.1 pair) extracted into
+    ``clusters.<alias>`` namespaces of the one catalog, the cross-cluster audit built by Spark
+    from them (its rows against MirrorMaker's own answers: test_real_mm2.py)."""
     from pipelines.demo import REAL
 
     data = REAL / "mm2-4.3.1"
-    warehouses = {}
-    for fmt in ("parquet", "iceberg"):
-        root = tmp_path / fmt
-        options = ["--warehouse", str(root), "--warehouse-format", fmt]
-        for alias in ("source", "target"):
-            for command in ("offsets", "mm2"):
-                _kaudit([*options, "--cluster", alias, "extract", command, str(data / alias / "logs")])
-        _kaudit([*options, "build", "--skip-dbt"])
-        warehouses[fmt] = root
-    parquet, iceberg = Warehouse(warehouses["parquet"]), Warehouse(warehouses["iceberg"])
-    assert iceberg.catalog.table_exists(("clusters", "source", "raw", "mm2_checkpoints"))
+    root = tmp_path / "wh"
+    for alias in ("source", "target"):
+        for command in ("offsets", "mm2"):
+            _kaudit(["--warehouse", str(root), "--cluster", alias, "extract", command, str(data / alias / "logs")])
+    _kaudit(["--warehouse", str(root), "build", "--skip-dbt"])
+    wh = Warehouse(root)
+    assert wh.catalog.table_exists(("clusters", "source", "raw", "mm2_checkpoints"))
     # the cluster's table files in its namespace's place under the one location, as Iceberg tables
-    assert (warehouses["iceberg"] / "clusters" / "source" / "raw" / "mm2_checkpoints" / "metadata").is_dir()
-    assert not list((warehouses["iceberg"] / "clusters").glob("*/raw/*/run_id=*")), "Parquet run partitions"
+    assert (root / "clusters" / "source" / "raw" / "mm2_checkpoints" / "metadata").is_dir()
     for table in ("core/mm2_failover", "core/mm2_findings"):
-        want = read_arrow(parquet, table, RUN, with_run_id=False)
-        assert want.num_rows > 0, table
-        assert _rows(iceberg.read_arrow(table, RUN)) == _rows(want), table
+        assert wh.read_arrow(table, RUN).num_rows > 0, table
