@@ -93,9 +93,13 @@ lint-py: $(VENV)/.installed-test
 # process: `--processes 2` was slower (the dbt templater per process). The dbt templater skips
 # macro files, so macros/ is linted with the jinja templater: every macro file must parse as
 # Jinja (a syntax error in a macro's body fails) and what it renders outside its macros is linted
-# (layout.indent left out: a file of macros renders to blank lines).
-lint-sql: $(VENV)/.installed-test
-	$(BIN)/sqlfluff lint models snapshots
+# (layout.indent left out: a file of macros renders to blank lines). The dbt templater's session
+# gets an empty Iceberg catalog `kaudit` in target/lint-catalog (profiles.yml, target `lint`).
+lint-sql: $(VENV)/.installed-test iceberg-jars
+	mkdir -p target/lint-catalog
+	KAUDIT_LINT_CATALOG=$(CURDIR)/target/lint-catalog KAUDIT_LINT_JARS=$$($(BIN)/python -c \
+	  "from pipelines.warehouse.iceberg import jars; print(','.join(map(str, jars.paths())))") \
+	  $(BIN)/sqlfluff lint models snapshots
 	$(BIN)/sqlfluff lint --templater jinja --exclude-rules layout.indent macros
 
 # The docs site (mkdocs.yml, docs/) into site/, offline; --strict: a broken link or anchor fails

@@ -34,6 +34,7 @@ from a saved parse 0.3 s.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -261,7 +262,8 @@ def run_dbt(
         _seed_saved_parse(ctx, target)
     progress = _Progress(ctx)
     log = warehouse.root / "logs" / "dbt" / "dbt.log"
-    with publish.publish_lock(warehouse.root, BUILD_LOCK), warehouse.transaction(ctx.run_id, iceberg_ledger.STEP) as tx:
+    build_lock = publish.publish_lock(warehouse.root, BUILD_LOCK)
+    with build_lock, warehouse.transaction(ctx.run_id, iceberg_ledger.STEP) as tx:
         branch = iceberg_ledger.open_build(warehouse, ctx.run_id)
         try:
             with _ONE_AT_A_TIME, run_env(ctx, branch), ctx.progress() as bar:
@@ -276,7 +278,8 @@ def run_dbt(
             elapsed = time.monotonic() - started
             _raise_failed(result, log)
         except BaseException:
-            iceberg_ledger.note_tables(warehouse, ctx.run_id)  # (tables the build created: their branches go too)
+            with contextlib.suppress(Exception):  # (the build's own error is the one to report)
+                iceberg_ledger.note_tables(warehouse, ctx.run_id)  # tables it created: their branches go too
             raise
         built = iceberg_ledger.built_tables(result.result)
         tx.written.update(iceberg_ledger.branch_heads(warehouse, ctx.run_id, built))

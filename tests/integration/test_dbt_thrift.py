@@ -139,11 +139,10 @@ def test_dbt_build_over_thrift(iceberg_thrift_server, iceberg_warehouse, monkeyp
         ),
     )
 
-    # kept lean: sources hook, staging and intermediate views, data and unit tests, a
-    # run-partitioned mart and a snapshot - every kind of node the project has
+    # kept lean: sources hook, staging and intermediate views, data tests, a run-partitioned
+    # mart and a snapshot (the unit tests run on the embedded session: test_dbt_build.py)
     run_dbt(
         RunContext(warehouse, "t1", quiet=True), target="thrift", select=["+consumer_lag", "snap_committed_offsets"],
-        unit_tests=True,
     )
 
     want = [("kafka", 0, 7, 12, 5, "t1")]
