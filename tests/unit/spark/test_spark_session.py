@@ -132,7 +132,7 @@ def test_a_small_runs_jvm_compiles_with_c1_alone(tmp_path):
         "import sys\n"
         "from pathlib import Path\n"
         "from pipelines.context import RunContext\n"
-        "from pipelines.warehouse.directory import Warehouse\n"
+        "from pipelines.warehouse.warehouse import Warehouse\n"
         "spark = RunContext(Warehouse(Path(sys.argv[1])), 'small', quiet=True).spark()\n"
         "jvm = spark.sparkContext._jvm\n"
         "bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(\n"
