@@ -160,18 +160,33 @@ class Warehouse:
         ident = self.ident(table)
         cat = self.catalog
         if cat.table_exists(ident):
-            return cat.load_table(ident)
+            return self._own_retries(cat.load_table(ident))
         schema = schemas.iceberg_schema(table, declared if declared is not None else self.declared(table))
         with _CREATING:
             self._namespace(ident[:-1])
             try:
                 return cat.create_table(ident, schema=schema, partition_spec=schemas.partition_spec(schema, table),
                                         location="/".join((self.catalog_config.location, *ident)),
-                                        properties={"write.parquet.compression-codec": "zstd"})
+                                        properties=publish.TABLE_PROPERTIES)
             except Exception:
                 if cat.table_exists(ident):  # another writer created it first
                     return cat.load_table(ident)
                 raise
+
+    @staticmethod
+    def _own_retries(ice):
+        """``ice`` with pyiceberg's own commit retry off (:data:`publish.TABLE_PROPERTIES`), set once
+        on a table an older kaudit created."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        if all(ice.properties.get(k) == v for k, v in publish.TABLE_PROPERTIES.items()):
+            return ice
+        try:
+            with ice.transaction() as txn:
+                txn.set_properties(publish.TABLE_PROPERTIES)
+        except CommitFailedException:  # another writer changed it meanwhile (and set them too)
+            pass
+        return ice.refresh()
 
     def _namespace(self, namespace: tuple[str, ...]) -> None:
         """Creates ``namespace`` unless it exists. pyiceberg's SQL catalog checks, then inserts: a
@@ -418,7 +433,7 @@ class Warehouse:
                     old = []
             partition_commit.replace(txn, branch, old, files)
             try:
-                done = txn.commit_transaction()
+                done = publish.commit(txn)
             except CommitFailedException as err:
                 publish.retry(attempt, err)
                 continue
@@ -483,9 +498,10 @@ class Warehouse:
         from pyiceberg.exceptions import CommitFailedException
 
         for attempt in range(publish.TRIES):
+            txn = self.table(LEDGER, LEDGER_SCHEMA).transaction()
+            txn.append(schemas.to_write(LEDGER, data, {schemas.RUN_ID: run_id}, LEDGER_SCHEMA))
             try:
-                self.table(LEDGER, LEDGER_SCHEMA).append(schemas.to_write(LEDGER, data, {schemas.RUN_ID: run_id},
-                                                                          LEDGER_SCHEMA))
+                publish.commit(txn)
                 return
             except CommitFailedException as err:
                 publish.retry(attempt, err)

@@ -46,6 +46,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import random
 import threading
 import time
 import warnings
@@ -60,6 +61,8 @@ MAIN = "main"
 PENDING = ".publishing"  # the marks, in the warehouse's local directory
 LOCK = "publish.lock"  # in the step locks' directory
 TRIES = 8  # a commit that lost a race with another writer of the same table is retried
+# every table's: kaudit rebuilds a transaction that lost a race itself (:func:`commit`)
+TABLE_PROPERTIES = {"write.parquet.compression-codec": "zstd", "commit.retry.num-retries": "0"}
 _NOTING = threading.Lock()  # one thread at a time reads and writes a step's mark
 
 
@@ -131,7 +134,27 @@ def retry(attempt: int, err: Exception) -> None:
     """Waits before the next try of a commit that lost a race; ``err`` again after the last."""
     if attempt == TRIES - 1:
         raise err
-    time.sleep(0.05 * (attempt + 1))
+    time.sleep(0.05 * (attempt + 1) * (1 + random.random()))  # (apart: writers that collided)
+
+
+def commit(txn):
+    """``txn.commit_transaction()``; a commit that lost a race raises ``CommitFailedException``,
+    for the caller to build its transaction again on the table as it is now (:func:`retry`).
+
+    pyiceberg's SQL catalog applies a commit's updates to the table as it finds it when the
+    commit reaches it, and checks only the requirements the updates carry (a branch's head, not
+    the table's last sequence number): a snapshot staged on an older state of a table that
+    another writer committed to meanwhile fails there with a ``ValueError`` on its sequence
+    number, nothing committed. (pyiceberg's own retry, which rebuilds only the snapshots and
+    drops the step's branch with its other ref updates, is off: :data:`TABLE_PROPERTIES`.)"""
+    from pyiceberg.exceptions import CommitFailedException
+
+    try:
+        return txn.commit_transaction()
+    except ValueError as err:
+        if "sequence number" not in str(err):
+            raise
+        raise CommitFailedException(str(err)) from err
 
 
 def note(wh, table: str, run_id: str, step: str) -> str:
@@ -171,7 +194,7 @@ def open_branch(wh, table: str, run_id: str, step: str, declared=None) -> str:
         txn = wh.table(table, declared).transaction()
         stage_branch(txn, name)
         try:
-            txn.commit_transaction()
+            commit(txn)
             return name
         except CommitFailedException as err:
             retry(attempt, err)
@@ -221,7 +244,7 @@ def rebase(wh, table: str, name: str, snapshot_id: int, partition: dict[str, str
                 for task in tasks:
                     add.append_data_file(task.file)
         try:
-            return txn.commit_transaction().metadata.refs[name].snapshot_id
+            return commit(txn).metadata.refs[name].snapshot_id
         except CommitFailedException as err:
             retry(attempt, err)
     raise AssertionError("unreachable")
