@@ -1,27 +1,38 @@
-"""Counts the build takes from Parquet footers instead of a pass over the rows; the writer's
-conform (declared columns, an era's unfilled ones null, any other missing one an error)."""
+"""Counts the build takes from its commits and the tables' manifests instead of a pass over the
+rows; the writer's conform (declared columns, an era's unfilled ones null, any other missing one
+an error)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from pipelines.spark.io import conform, staged_non_null, staged_rows
+from pipelines.warehouse.tables import SCHEMAS
+from pipelines.warehouse.writer import Transaction
+
+AUDIT = "core/assignment_audit"
 
 
-def test_non_null_values_come_from_the_footers_or_the_column_where_a_file_has_no_statistics(warehouse):
-    owners = pa.table({"expected_owner": ["c-0", None, "c-1", None, None], "status": ["ok"] * 5})
+def _audit(owners: list) -> pa.Table:
+    return pa.Table.from_pylist([{"expected_owner": o, "status": "ok"} for o in owners], schema=SCHEMAS[AUDIT])
+
+
+def test_non_null_values_come_from_the_manifests_or_the_column_where_a_file_has_no_null_counts(warehouse):
     with warehouse.transaction("r", step="build_core") as tx:
-        staged = tx.staging_dir("core/assignment_audit")
-        staged.mkdir(parents=True, exist_ok=True)
-        pq.write_table(owners, staged / "part-0.parquet", row_group_size=2)  # 3 row groups with null counts
-        pq.write_table(owners.slice(0, 3), staged / "part-1.parquet", write_statistics=False)
-        (staged / "_SUCCESS").write_text("")
-        assert pq.ParquetFile(staged / "part-1.parquet").metadata.row_group(0).column(0).statistics is None
-        assert staged_rows(tx, "core/assignment_audit") == 8
-        assert staged_non_null(tx, "core/assignment_audit", "expected_owner") == 2 + 2
-        assert staged_non_null(tx, "core/assignment_audit", "status") == 8
+        tx.write(AUDIT, _audit(["c-0", None, "c-1", None, None]))
+    with warehouse.transaction("r2", step="build_core") as tx:  # no null counts of expected_owner in its file
+        tx.writer(AUDIT, statistics=["status"]).write(_audit(["c-0", None, "c-1"]))
+    for run_id, rows, owners in (("r", 5, 2), ("r2", 3, 2)):
+        step = Transaction(warehouse, run_id, "build_core")
+        step.written[AUDIT] = (warehouse.snapshot_id(AUDIT, run_id), rows)  # as the step's Spark write left it
+        assert staged_rows(step, AUDIT) == rows
+        assert staged_non_null(step, AUDIT, "expected_owner") == owners
+        assert staged_non_null(step, AUDIT, "status") == rows
+    files = {t.file.file_path: t.file for t in warehouse.catalog.load_table(("core", "assignment_audit")).scan(
+        snapshot_id=warehouse.snapshot_id(AUDIT, "r2")).plan_files() if "run_id=r2" in t.file.file_path}
+    owner_id = warehouse.catalog.load_table(("core", "assignment_audit")).schema().find_field("expected_owner").field_id
+    assert all(owner_id not in (f.null_value_counts or {}) for f in files.values())  # the column was read
 
 
 def test_conform_nulls_only_the_columns_the_era_leaves_out(spark):
