@@ -199,8 +199,9 @@ def test_two_runs_build_marts_and_ownership_history(spark, warehouse):
 
 
 def test_a_rebuild_replaces_the_runs_partition(spark, warehouse):
-    """Building a run again replaces its partition of a mart (the intermediate models are views
-    of the run's rows) instead of failing or appending."""
+    """Building a run again replaces its partition of a mart, and the intermediate tables (the
+    build's working tables in the catalog) hold the new build's rows only, in one snapshot: the
+    previous build's table and files are gone, nothing accumulates."""
     first_run_inputs(warehouse, "again")
     # first_run_inputs: Kafka's latest effective commits (15 on t-0: the aborted 5 is not one;
     # 50 on t-1: the committed transaction's, the pending 90 is not yet; t-2's tombstone
@@ -210,7 +211,10 @@ def test_a_rebuild_replaces_the_runs_partition(spark, warehouse):
         run_dbt(RunContext(warehouse, "again", quiet=True), select=["+consumer_lag"])
         rows = read_mart(warehouse, "marts/consumer_lag")
         assert sorted((r["source"], r["partition"], r["committed_offset"]) for r in rows) == expected
-    assert spark.catalog.getTable("kaudit_intermediate.int_committed_offsets").tableType == "VIEW"
+        working = warehouse.catalog.load_table(("intermediate", "int_committed_offsets"))
+        rows = working.scan().to_arrow().to_pylist()
+        assert sorted((r["source"], r["partition"], r["committed_offset"]) for r in rows) == expected
+        assert len(working.metadata.snapshots) == 1
 
 
 def test_failed_data_test_is_a_step_error(spark, warehouse):
