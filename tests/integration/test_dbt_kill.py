@@ -74,13 +74,15 @@ def _build(root: Path, run_id: str) -> float:
     return time.monotonic() - start
 
 
-def _metadata(db: Path) -> dict[tuple[str, str], str]:
-    """(namespace, table) -> the metadata file the catalog names now, read with sqlite3."""
+def _metadata(db: Path) -> dict[tuple[str, str], str] | None:
+    """(namespace, table) -> the metadata file the catalog names now of the marts and
+    snapshots, read with sqlite3; None when the catalog could not be read now (a writer holds
+    its lock)."""
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.05) as con:
             rows = con.execute("SELECT table_namespace, table_name, metadata_location FROM iceberg_tables").fetchall()
     except sqlite3.Error:
-        return {}
+        return None
     return {(ns, name): loc for ns, name, loc in rows if ns in ("marts", "snapshots")}
 
 
@@ -88,8 +90,14 @@ def _kill_at_first_write(root: Path, run_id: str, db: Path) -> float | None:
     """Starts the build; kills it once a mart or snapshot table's metadata changed. Seconds
     into the build when killed, or None if the build finished first."""
     before = _metadata(db)
+    assert before, "the first build's tables are not in the catalog"
+
+    def written() -> bool:
+        now = _metadata(db)
+        return now is not None and now != before
+
     start = time.monotonic()
-    if kill_when(_command(root, run_id), lambda: _metadata(db) != before, env=_env(), cwd=root.parent):
+    if kill_when(_command(root, run_id), written, env=_env(), cwd=root.parent):
         return time.monotonic() - start
     return None
 
