@@ -57,9 +57,11 @@ class RunContext:
         generation, planning and a JVM it starts sized to the run's raw rows:
         ``session.size_to_run``, ``session.is_small_run``); Spark's
         own catalog dir lives under the warehouse, never in the cwd, and the JVM's log in
-        ``logs/spark.log`` (on stderr with ``--verbose``). A session that already exists is reused."""
+        ``logs/spark.log`` (on stderr with ``--verbose``). A session that already exists is reused,
+        its catalog ``kaudit`` bound to this warehouse's (a notebook's or a test worker's session
+        serves steps of several warehouses)."""
         from pipelines.spark.session import get_spark, is_small_run, size_to_run
-        from pipelines.warehouse.iceberg.spark import session_conf
+        from pipelines.warehouse.iceberg.spark import bind_catalog, session_conf
         from pipelines.warehouse.reading import run_rows
 
         catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
@@ -67,6 +69,7 @@ class RunContext:
         log = None if self.verbose else self.warehouse.root / "logs" / "spark.log"
         rows = run_rows(self.warehouse, self.run_id)
         spark = get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log, small=is_small_run(rows))
+        bind_catalog(spark, self.warehouse)
         size_to_run(spark, rows)
         return spark
 
