@@ -1,10 +1,11 @@
 """Cluster mode on a real Spark standalone cluster (master + one worker from the pyspark wheel,
 on 127.0.0.1) with the warehouse on a real S3 server (S3Proxy on loopback) as Iceberg tables:
-``kaudit --spark-master spark://... --warehouse s3a://... build
---skip-dbt`` spark-submits ``pipelines/jobs/build_core.py`` with the package as ``--py-files``,
-Iceberg's jars and the S3 settings as spark-submit's own settings, and gives exactly the core
-tables that the local, in-process build of the session's ``demo_run`` (the demo cluster's run,
-a local Parquet warehouse) gives on the same raw rows, copied into the S3 warehouse first.
+``kaudit --spark-master spark://... --warehouse s3a://... build`` spark-submits
+``pipelines/jobs/build_core.py`` then ``pipelines/jobs/dbt_build.py``, and ``validate``
+``pipelines/jobs/validate.py``, each with the package as ``--py-files``, Iceberg's jars and the S3
+settings as spark-submit's own settings. They give exactly the core tables, the marts and the
+validation's results that the local, in-process steps of the session's ``demo_run`` (the demo
+cluster's run, a local warehouse) give on the same raw rows, copied into the S3 warehouse first.
 
 The worker shares no mount with the driver: it runs in a mount namespace of its own in which
 an empty file system hides the test session's temporary directory (the driver's local
@@ -152,8 +153,8 @@ def s3_warehouse(tmp_path_factory, demo_run):
 
 
 def copy_raw(source, source_run: str, wh) -> int:
-    """The raw tables of ``source``'s run ``source_run`` (but the quarantine, which the build
-    writes too) committed as run ``cluster`` of ``wh``: rows copied."""
+    """The raw tables of ``source``'s run ``source_run`` committed as run ``cluster`` of ``wh``
+    (the quarantine's rows of the extracts, not those the build writes itself): rows copied."""
     from pipelines.warehouse.reading import read_arrow
     from pipelines.warehouse.tables import SCHEMAS
 
@@ -164,6 +165,14 @@ def copy_raw(source, source_run: str, wh) -> int:
                 data = read_arrow(source, table, source_run, with_run_id=False)
                 tx.write(table, data)
                 copied += data.num_rows
+        later = ("build_core", "dbt", "validate", "report")  # the steps the test runs on the cluster
+        extracts = sorted({step for step, table in source.snapshots(source_run)
+                           if table == "raw/quarantine" and step not in later})
+        for step in extracts:
+            data = source.read_step("raw/quarantine", source_run, step)
+            tx.write("raw/quarantine", data.select(SCHEMAS["raw/quarantine"].names))
+            copied += data.num_rows
+        assert extracts, "the demo's run has no extract's quarantine rows"
     return copied
 
 
@@ -177,7 +186,24 @@ def _rows(table) -> list[str]:
     return sorted(repr(r) for r in table.to_pylist())
 
 
-def test_cluster_build_on_s3_equals_local_build(s3_warehouse, standalone, demo_run):
+def _on_cluster(s3_warehouse, standalone, step: str, jobs: tuple[str, ...]) -> float:
+    """``kaudit <step>`` of run ``cluster`` submitted to the standalone cluster: its seconds."""
+    wh = s3_warehouse["wh"]
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(KAUDIT), "--warehouse", LOCATION, "--warehouse-local", str(s3_warehouse["local"]),
+         "--catalog", s3_warehouse["catalog"], "--run-id", RUN, "--spark-master", standalone["url"], step],
+        cwd=REPO, capture_output=True, text=True, timeout=1200, check=False,
+    )
+    logs = [wh.meta_path(RUN, f"spark-{job}").with_suffix(".log") for job in jobs]
+    tails = "\n".join(f.read_text(errors="replace")[-4000:] for f in logs if f.exists())
+    assert proc.returncode == 0, f"{proc.stderr}\n{tails}"
+    for job in jobs:
+        assert f"{job}: done on {standalone['url']}" in proc.stderr, proc.stderr
+    return time.monotonic() - started
+
+
+def test_cluster_build_dbt_and_validate_on_s3_equal_local_steps(s3_warehouse, standalone, demo_run):
 
     from pipelines.warehouse.reading import read_arrow
     from pipelines.warehouse.tables import SCHEMAS
@@ -185,17 +211,9 @@ def test_cluster_build_on_s3_equals_local_build(s3_warehouse, standalone, demo_r
 
     wh, s3, local = s3_warehouse["wh"], s3_warehouse["s3"], s3_warehouse["local"]
     before = sorted(p.relative_to(local) for p in local.rglob("*") if p.is_file())
-    started = time.monotonic()
-    proc = subprocess.run(
-        [str(KAUDIT), "--warehouse", LOCATION, "--warehouse-local", str(local),
-         "--catalog", s3_warehouse["catalog"], "--run-id", RUN, "--spark-master", standalone["url"],
-         "build", "--skip-dbt"],
-        cwd=REPO, capture_output=True, text=True, timeout=1200, check=False,
-    )
-    took = time.monotonic() - started
+    took = _on_cluster(s3_warehouse, standalone, "build", ("build_core", "dbt_build"))
+    took_validate = _on_cluster(s3_warehouse, standalone, "validate", ("validate",))
     log = wh.meta_path(RUN, "spark-build_core").with_suffix(".log")
-    assert proc.returncode == 0, f"{proc.stderr}\n{log.read_text(errors='replace')[-4000:] if log.exists() else ''}"
-    assert f"build_core: done on {standalone['url']}" in proc.stderr
     # it ran on the cluster: the master registered the app and gave it the worker's executor,
     # which ran the build's tasks (its own log, in the worker's directory)
     master_log = standalone["master_log"].read_text(errors="replace")
@@ -204,11 +222,12 @@ def test_cluster_build_on_s3_equals_local_build(s3_warehouse, standalone, demo_r
     assert "pipelines-" in driver_log  # the shipped --py-files zip
     executor_logs = list(standalone["worker_dir"].glob("app-*/*/stderr"))
     assert any("Finished task" in f.read_text(errors="replace") for f in executor_logs), executor_logs
-    # the tables' files went to S3; on the driver's disk only run records (no staged Parquet)
+    # the tables' files went to S3; on the driver's disk only run records and the run's documents
+    # (the validation's failing rows), no table data
     keys = s3.objects("kaudit")
     assert any(k.startswith("warehouse/core/assignment_audit/data/") for k in keys), keys[:20]
     after = sorted(p.relative_to(local) for p in local.rglob("*") if p.is_file())
-    assert not [p for p in after if p.suffix == ".parquet"], after
+    assert not [p for p in after if p.suffix == ".parquet" and p.parts[0] != "validation"], after
 
     local_wh = Warehouse(demo_run.warehouse)
     compared: dict[str, int] = {}
@@ -232,9 +251,30 @@ def test_cluster_build_on_s3_equals_local_build(s3_warehouse, standalone, demo_r
     assert _rows(got.select(want.column_names)) == _rows(want)
     compared["raw/quarantine"] = want.num_rows
     assert compared["core/assignment_audit"] > 0 and sum(compared.values()) > compared["core/assignment_audit"]
-    print(f"\n{len(compared)} tables, {sum(compared.values())} rows equal row for row "
-          f"(cluster build on S3 {took:.0f} s); {len(keys)} objects on S3; driver's local files: "
-          f"{len(before)} before, {len(after)} after")
+
+    # dbt's marts, built by the cluster's driver and executors, row for row (but the run's id)
+    local_marts = sorted({t for (_, t) in local_wh.snapshots(demo_run.run_id) if t.startswith("marts/")})
+    assert len(local_marts) >= 20, local_marts
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in s3.env().items():
+            env.setenv(key, value)
+        for table in local_marts:
+            want = read_arrow(local_wh, table, demo_run.run_id, with_run_id=False)
+            assert wh.exists(table, RUN), f"{table}: not committed by the cluster's dbt build"
+            got = read_arrow(wh, table, RUN, with_run_id=False)
+            assert got.column_names == want.column_names, table
+            assert _rows(got) == _rows(want), f"{table}: rows differ"
+            compared[table] = want.num_rows
+        # the validation's checks and their outcomes (each check's counts as Great Expectations gave them)
+        checked = ("suite", "expectation", "level", "success", "element_count", "unexpected_count", "no_data")
+        got = wh.read_arrow("quality/validation_results", RUN, columns=list(checked))
+    want = local_wh.read_arrow("quality/validation_results", demo_run.run_id, columns=list(checked))
+    assert want.num_rows > 0 and _rows(got) == _rows(want)
+    compared["quality/validation_results"] = want.num_rows
+    assert any(k.startswith("warehouse/marts/consumer_lag/data/") for k in keys), keys[:20]
+    print(f"\n{len(compared)} tables ({len(local_marts)} marts), {sum(compared.values())} rows equal row "
+          f"for row (cluster build with dbt on S3 {took:.0f} s, validate {took_validate:.0f} s); {len(keys)} "
+          f"objects on S3; driver's local files: {len(before)} before, {len(after)} after")
 
 
 def test_local_checkpoints_survive_an_executor_loss_on_a_cluster(standalone, tmp_path):
