@@ -1,9 +1,9 @@
 """Benchmark: ``kaudit demo`` - the ZooKeeper-era run, the KRaft run (``<run>-kraft``) and the
-real brokers' estate - in a fresh warehouse (Iceberg tables, the one format), each demo in a
-fresh process as after an install (its own Spark JVM).
+real brokers' estate - in a fresh warehouse, each demo in a fresh process as after an install
+(its own Spark JVM), ``--rounds`` times; the figures are each step's median.
 
 Each step's wall seconds and CPU seconds (the demo's process and its children: the Spark
-JVM, ``clocks.Clock``) are printed per format, with the totals, the targets (the whole demo
+JVM, ``clocks.Clock``) are printed with the totals, the targets (the whole demo
 <= 45 s, ``build`` <= 25 s, ``validate`` <= 8 s on an idle 2-core machine) and the load
 average before and after each demo. CPU time is the figure to compare on a shared machine:
 wall time follows the load.
@@ -32,7 +32,6 @@ from pathlib import Path
 from clocks import Clock, load
 
 TARGETS = {"build": 25.0, "validate": 8.0, "total": 45.0}  # seconds: the targets
-FORMATS = ("iceberg",)  # the warehouse's one format: the figures' label
 RESULT = "bench-demo-result: "  # the prefix of the child's line of figures
 
 
@@ -41,8 +40,8 @@ def group(labels: list[str]) -> str:
     return "zk" if labels[0] == "extract zk-snapshot" else "kraft" if labels[0] == "extract kraft" else "estate"
 
 
-def child(fmt: str, after: bool, master: str | None) -> None:
-    """One demo in this process on a fresh ``fmt`` warehouse; prints its figures as one JSON line."""
+def child(after: bool, master: str | None) -> None:
+    """One demo in this process on a fresh warehouse; prints its figures as one JSON line."""
     from rich.console import Console
 
     from pipelines import demo
@@ -77,73 +76,60 @@ def child(fmt: str, after: bool, master: str | None) -> None:
         after_load = load()
     mismatches = [*result["mismatches"], *result["kraft"]["mismatches"],
                   *(m for case in result["real"].values() for m in case.get("mismatches", []))]
-    print(RESULT + json.dumps({"format": fmt, "steps": steps, "wall": total.wall, "cpu": total.cpu,
+    print(RESULT + json.dumps({"steps": steps, "wall": total.wall, "cpu": total.cpu,
                                "load": [before, after_load], "mismatches": mismatches}), flush=True)
 
 
-def one(fmt: str, after: bool, master: str | None) -> dict:
+def one(after: bool, master: str | None) -> dict:
     """The figures of one demo run by a child process of this script."""
-    cmd = [sys.executable, __file__, "--child", fmt, *(["--after"] if after else []),
+    cmd = [sys.executable, __file__, "--child", *(["--after"] if after else []),
            *(["--spark-master", master] if master else [])]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
     line = next(x for x in out.splitlines() if x.startswith(RESULT))
     return json.loads(line[len(RESULT):])
 
 
-def table(results: dict[str, list[dict]]) -> None:
-    """Each step's median wall and CPU seconds per format (and their ratio with both formats)."""
-    fmts = [f for f in FORMATS if results.get(f)]
+def table(results: list[dict]) -> None:
+    """Each step's median wall and CPU seconds over the rounds, and the targets."""
     keys: list[tuple[str, str]] = []
-    for res in results[fmts[0]]:
+    for res in results:
         for run, rows in res["steps"].items():
             keys += [(run, label) for label, _, _ in rows if (run, label) not in keys]
 
-    def med(fmt: str, run: str, label: str, what: int) -> float | None:
-        vals = [row[what] for res in results[fmt] for row in res["steps"].get(run, []) if row[0] == label]
+    def med(run: str, label: str, what: int) -> float | None:
+        vals = [row[what] for res in results for row in res["steps"].get(run, []) if row[0] == label]
         return statistics.median(vals) if vals else None
 
-    head = f"{'run':<7} {'step':<30}" + "".join(f" {f + ' s':>12} {'cpu':>7}" for f in fmts)
-    both = len(fmts) == 2
-    print(head + (f" {'ratio':>6} {'cpu':>6}" if both else "") + f" {'target':>7}")
-    lines = [(run, label, [(med(f, run, label, 1), med(f, run, label, 2)) for f in fmts]) for run, label in keys]
-    lines.append(("demo", "total", [(statistics.median(r["wall"] for r in results[f]),
-                                     statistics.median(r["cpu"] for r in results[f])) for f in fmts]))
-    for run, label, figs in lines:
-        text = f"{run:<7} {label:<30}" + "".join(
-            f" {w:12.1f} {c:7.1f}" if w is not None else f" {'':>12} {'':>7}" for w, c in figs)
-        if both and None not in (figs[0][0], figs[1][0]):
-            (pw, pc), (iw, ic) = figs
-            text += f" {iw / pw if pw else 0:6.2f} {ic / pc if pc else 0:6.2f}"
-        elif both:
-            text += f" {'':>6} {'':>6}"
+    print(f"{'run':<7} {'step':<30} {'wall s':>8} {'cpu s':>7} {'target':>7}")
+    lines = [(run, label, med(run, label, 1), med(run, label, 2)) for run, label in keys]
+    lines.append(("demo", "total", statistics.median(r["wall"] for r in results),
+                  statistics.median(r["cpu"] for r in results)))
+    for run, label, wall, cpu in lines:
         target = TARGETS.get(label) if run in ("zk", "demo") else None
-        print(text + (f" {target:7.0f}" if target else ""))
+        print(f"{run:<7} {label:<30} {wall:8.1f} {cpu:7.1f}" + (f" {target:7.0f}" if target else ""))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--format", choices=(*FORMATS, "both"), default="iceberg", help=argparse.SUPPRESS)
-    parser.add_argument("--rounds", type=int, default=1, help="demos per format (alternating with both)")
+    parser.add_argument("--rounds", type=int, default=1, help="demos, each in a fresh process")
     parser.add_argument("--spark-master", default=None, help="default local[*]")
     parser.add_argument("--after", action="store_true", help="the KRaft cluster after the ZooKeeper one")
-    parser.add_argument("--child", choices=FORMATS, help=argparse.SUPPRESS)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.after, args.spark_master)
+        child(args.after, args.spark_master)
         return
-    fmts = FORMATS if args.format == "both" else (args.format,)
-    results: dict[str, list[dict]] = {f: [] for f in fmts}
     mode = "KRaft run after the ZooKeeper run" if args.after else "runs side by side, builds in turn"
-    print(f"kaudit demo ({mode}), {args.rounds} round(s) of {', '.join(fmts)}, {os.cpu_count()} cores")
+    print(f"kaudit demo ({mode}), {args.rounds} round(s), {os.cpu_count()} cores")
+    results: list[dict] = []
     for r in range(1, args.rounds + 1):
-        for fmt in fmts:
-            started = time.monotonic()
-            res = one(fmt, args.after, args.spark_master)
-            results[fmt].append(res)
-            print(f"round {r} {fmt:<8} wall {res['wall']:6.1f} s  cpu {res['cpu']:6.1f} s  "
-                  f"({time.monotonic() - started:.0f} s with the process's start) {res['load'][0]} before, "
-                  f"{res['load'][1]} after" + (f"  MISMATCHES {res['mismatches']}" if res["mismatches"] else ""),
-                  flush=True)
+        started = time.monotonic()
+        res = one(args.after, args.spark_master)
+        results.append(res)
+        print(f"round {r} wall {res['wall']:6.1f} s  cpu {res['cpu']:6.1f} s  "
+              f"({time.monotonic() - started:.0f} s with the process's start) {res['load'][0]} before, "
+              f"{res['load'][1]} after" + (f"  MISMATCHES {res['mismatches']}" if res["mismatches"] else ""),
+              flush=True)
     table(results)
 
 
