@@ -38,6 +38,7 @@ def read_table(spark: SparkSession, warehouse: Warehouse, table: str, run_id: st
     sid = warehouse.snapshot_id(table, run_id) if snapshot_id is None else snapshot_id
     if sid is None:  # (an empty local relation: no Python workers, see ``empty_frame``)
         return empty(spark, table, with_run_id)
+    bind_catalog(spark, warehouse)  # (a session that served another warehouse reads this one's)
     df = (spark.read.option("versionAsOf", sid).table(warehouse.spark_identifier(table))
           .where(F.col(schemas.RUN_ID) == F.lit(run_id)))
     # a cast only where Iceberg's type is wider than the declared one (int for a short or byte):
@@ -59,12 +60,13 @@ def bind_catalog(spark: SparkSession, warehouse: Warehouse) -> None:
     loaded: unless the session was bound to this catalog and location already, Spark's catalogs
     are reloaded on their next use."""
     config = warehouse.catalog_config
-    prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
-    for key, value in config.spark_conf([]).items():
-        if key.startswith((prefix, "spark.sql.iceberg.")):  # the catalog's and Iceberg's runtime settings
-            spark.conf.set(key, value)
     jsession = spark._jsparkSession
     key, want = jsession.hashCode(), (config.uri, config.location)
-    if _BOUND.get(key) != want:
-        jsession.sessionState().catalogManager().reset()
-        _BOUND[key] = want
+    if _BOUND.get(key) == want:
+        return
+    prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
+    for name, value in config.spark_conf([]).items():
+        if name.startswith((prefix, "spark.sql.iceberg.")):  # the catalog's and Iceberg's runtime settings
+            spark.conf.set(name, value)
+    jsession.sessionState().catalogManager().reset()
+    _BOUND[key] = want
