@@ -47,7 +47,7 @@ MATRIX_TESTS ?= tests/integration/test_real_kraft.py tests/integration/test_real
 	tests/integration/test_real_mm2.py tests/integration/test_real_kraft_fixtures_audited.py \
 	tests/integration/test_migration_audit.py \
 	tests/integration/test_iceberg_stores.py tests/integration/test_iceberg_kill.py \
-	tests/integration/test_dbt_kill.py \
+	tests/integration/test_dbt_kill.py tests/integration/test_cluster_standalone.py \
 	tests/integration/test_iceberg_remote.py
 matrix: $(VENV)/.installed-test $(ZK_KERNELS) $(KERNEL_CACHE) $(SPARK_CLASSES) $(DBT_PARSE)
 	$(BIN)/python -m testkit.cluster.maven
