@@ -42,7 +42,6 @@ import json
 import os
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -272,14 +271,10 @@ class Standalone:
         return self
 
     def __exit__(self, *exc) -> None:
+        from testkit.servers import stop_group
+
         for proc in reversed(self.procs):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(10)
+            stop_group(proc)
         if self.s3 is not None:
             self.s3.stop()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -27,3 +29,15 @@ def _tail(log: Path, size: int = 2000) -> str:
         return log.read_text(errors="replace")[-size:]
     except OSError:
         return "(no log)"
+
+
+def stop_group(proc: subprocess.Popen, wait: float = 30) -> None:
+    """Stops a server started in a process group of its own (``start_new_session``): SIGTERM to the
+    group, SIGKILL after ``wait`` seconds; nothing when it has exited."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from testkit.servers import stop_group
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.timeout(1500)]
 
@@ -74,16 +75,6 @@ def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float) -> N
     raise TimeoutError(f"no {text!r} in {log} after {timeout}s")
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-
-
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
     """A Spark standalone master and one worker (1 core, 1g) on 127.0.0.1; torn down after. The
@@ -122,8 +113,8 @@ def standalone(tmp_path_factory):
         yield {"url": url, "master_log": root / "master.log", "env": env, "worker_dir": own / "work"}
     finally:
         if worker is not None:
-            _stop(worker)
-        _stop(master)
+            stop_group(worker)
+        stop_group(master)
         shutil.rmtree(own, ignore_errors=True)
 
 
@@ -307,7 +298,7 @@ def test_local_checkpoints_survive_an_executor_loss_on_a_cluster(standalone, tmp
             text=True, timeout=900, check=False, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
         )
     finally:
-        _stop(worker)
+        stop_group(worker)
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     kaudit, one_copy = result["kaudit"], result["one_copy"]
