@@ -61,7 +61,8 @@ class RunContext:
         its catalog ``kaudit`` bound to this warehouse's (a notebook's or a test worker's session
         serves steps of several warehouses)."""
         from pipelines.spark.session import get_spark, is_small_run, size_to_run
-        from pipelines.warehouse.iceberg.spark import bind_catalog, session_conf
+        from pipelines.warehouse.iceberg.catalog import bind_catalog
+        from pipelines.warehouse.iceberg.spark import session_conf
         from pipelines.warehouse.reading import run_rows
 
         catalog = {"spark.sql.warehouse.dir": str(self.warehouse.root / "dbt" / "spark-warehouse")}
@@ -69,7 +70,7 @@ class RunContext:
         log = None if self.verbose else self.warehouse.root / "logs" / "spark.log"
         rows = run_rows(self.warehouse, self.run_id)
         spark = get_spark(self.spark_master, conf={**catalog, **self.spark_conf}, log=log, small=is_small_run(rows))
-        bind_catalog(spark, self.warehouse)
+        bind_catalog(spark, self.warehouse.catalog_config)
         size_to_run(spark, rows)
         return spark
 

@@ -60,7 +60,7 @@ def spark(tmp_path_factory):
     """One local SparkSession for the whole run (local[2], UTC, kaudit's conf, a small run's JVM:
     the tests' tables hold a few rows each), with Iceberg's jars and SQL extensions when they are
     fetched (`make iceberg-jars`): a test on an Iceberg warehouse binds the catalog `kaudit` to
-    its own (``pipelines.warehouse.iceberg.spark.bind_catalog``). Its planning and code
+    its own (``pipelines.warehouse.iceberg.catalog.bind_catalog``). Its planning and code
     generation are a small run's (``size_to_run``), as kaudit sizes a session for a run of a few
     rows: interpreted operators, one shuffle partition coalesced in place, no adaptive execution
     (not Spark's defaults: 200 partitions, whole-stage code for every query new to the JVM); a

@@ -246,10 +246,10 @@ def run_dbt(
     warehouse = ctx.warehouse
     spark = None
     if target == SESSION_TARGET:
-        from pipelines.warehouse.iceberg.spark import bind_catalog
+        from pipelines.warehouse.iceberg.catalog import bind_catalog
 
         spark = ctx.spark()  # dbt-spark's getOrCreate() reuses this session
-        bind_catalog(spark, warehouse)
+        bind_catalog(spark, warehouse.catalog_config)
 
     from dbt.cli.main import dbtRunner
 

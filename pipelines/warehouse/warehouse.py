@@ -460,9 +460,9 @@ class Warehouse:
         to; (snapshot id, rows added), the snapshot found again by a token in its summary."""
         from pyspark.sql import functions as F
 
-        from pipelines.warehouse.iceberg.spark import bind_catalog
+        from pipelines.warehouse.iceberg.catalog import bind_catalog
 
-        bind_catalog(df.sparkSession, self)  # (a session that served another warehouse writes to this one)
+        bind_catalog(df.sparkSession, self.catalog_config)  # (a session that served another warehouse writes to this one)
         ident = self.spark_identifier(table)
         token = uuid.uuid4().hex
         cond = None

@@ -24,7 +24,7 @@ from test_dbt_build import at, first_run_inputs, write  # (tests/integration)
 from test_iceberg_kill import kill_when
 
 from pipelines.warehouse.iceberg import publish
-from pipelines.warehouse.iceberg.spark import bind_catalog
+from pipelines.warehouse.iceberg.catalog import bind_catalog
 from pipelines.warehouse.warehouse import Warehouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.matrix]
@@ -144,7 +144,7 @@ def test_killed_dbt_build_leaves_main_as_it_was_and_a_rerun_gives_the_same_marts
     assert _branches(wh), "killed before any write to the build's branch"
     assert _main(wh) == before
     assert not [t for (step, t) in wh.snapshots("r2") if step == "dbt"]
-    bind_catalog(spark, wh)  # (the test session's catalog `kaudit` is this warehouse's)
+    bind_catalog(spark, wh.catalog_config)  # (the test session's catalog `kaudit` is this warehouse's)
     spark_rows = spark.sql("select run_id, count(*) as n from kaudit.marts.consumer_lag group by run_id").collect()
     assert {r.run_id: r.n for r in spark_rows} == {"r0": 3}
 

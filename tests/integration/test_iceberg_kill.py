@@ -254,7 +254,7 @@ def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_
     has written a core table on S3, before its ledger row, leaves every table as the build
     before it left them, by the ledger and on main (Spark SQL and pyiceberg reading the current
     state), and building again gives those tables, main at the ledger's snapshots."""
-    from pipelines.warehouse.iceberg.spark import bind_catalog
+    from pipelines.warehouse.iceberg.catalog import bind_catalog
     from testkit.storage import S3Proxy
 
     demo = REPO / "pipelines" / "demo" / "data"
@@ -301,7 +301,7 @@ def test_killed_build_on_s3_leaves_the_last_build_visible_and_a_rerun_gives_the_
         core = sorted(built)
         assert _current(wh, core) == _nonempty(built), "the killed build's writes are on main"
         _sdk_settings(spark)
-        bind_catalog(spark, wh)
+        bind_catalog(spark, wh.catalog_config)
         assert _spark_current(spark, wh, core) == _nonempty(built), "Spark SQL sees the killed build's writes"
         assert _branches(wh, core), "the killed build left no branch: the kill missed its writes"
         done = subprocess.run(build, capture_output=True, text=True, timeout=900)

@@ -37,10 +37,10 @@ def _pyiceberg_rows(wh: Warehouse, run_id: str) -> list[str]:
 
 def test_a_spark_step_is_invisible_on_main_until_published(spark, tmp_path):
     from pipelines.spark.schemas import table_schema
-    from pipelines.warehouse.iceberg.spark import bind_catalog
+    from pipelines.warehouse.iceberg.catalog import bind_catalog
 
     wh = Warehouse(tmp_path / "warehouse")
-    bind_catalog(spark, wh)
+    bind_catalog(spark, wh.catalog_config)
     with wh.transaction("r1", STEP) as tx:
         tx.write(TABLE, pa.Table.from_pylist(_owners(["old-0", "old-1"]), schema=SCHEMAS[TABLE]))
     before = wh.snapshot_id(TABLE, "r1")

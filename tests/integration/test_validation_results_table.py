@@ -24,13 +24,13 @@ def _write_mart(warehouse, run_id, name, rows):
 
 
 def test_on_iceberg_the_validation_results_are_a_table_of_the_catalog(spark, tmp_path, monkeypatch):
-    from pipelines.warehouse.iceberg.spark import bind_catalog
+    from pipelines.warehouse.iceberg.catalog import bind_catalog
     from pipelines.warehouse.warehouse import Warehouse
 
     monkeypatch.setattr(planted, "_write_mart", _write_mart)
     warehouse = Warehouse(tmp_path / "wh")
     planted.write_run(warehouse, RUN, faulty=True)
-    bind_catalog(spark, warehouse)
+    bind_catalog(spark, warehouse.catalog_config)
     assert planted._cli(warehouse, RUN, "validate") == 0
     check_results_table(warehouse, RUN, planted.PLANTED, planted.NO_DATA)
     # an Iceberg table of the catalog, at the snapshot the step's ledger row names

@@ -170,3 +170,23 @@ class CatalogConfig:
                 if os.environ.get(var):
                     conf[f"spark.executorEnv.{var}"] = os.environ[var]
         return conf
+
+
+_BOUND: dict[int, tuple[str, str]] = {}  # a JVM session's hash -> the (catalog, location) it was bound to
+
+
+def bind_catalog(spark, config: CatalogConfig) -> None:
+    """Makes the Spark session's catalog ``kaudit`` the one ``config`` opens. A session that already exists
+    (reused by ``get_spark``) takes the catalog's settings, but Spark keeps a catalog it has
+    loaded: unless the session was bound to this catalog and location already, Spark's catalogs
+    are reloaded on their next use."""
+    jsession = spark._jsparkSession
+    key, want = jsession.hashCode(), (config.uri, config.location)
+    if _BOUND.get(key) == want:
+        return
+    prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
+    for name, value in config.spark_conf([]).items():
+        if name.startswith((prefix, "spark.sql.iceberg.")):  # the catalog's and Iceberg's runtime settings
+            spark.conf.set(name, value)
+    jsession.sessionState().catalogManager().reset()
+    _BOUND[key] = want

@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.warehouse.iceberg import jars, schemas
-from pipelines.warehouse.iceberg.catalog import SPARK_CATALOG
+from pipelines.warehouse.iceberg.catalog import bind_catalog
 from pipelines.warehouse.warehouse import Warehouse
 
 
@@ -38,7 +38,7 @@ def read_table(spark: SparkSession, warehouse: Warehouse, table: str, run_id: st
     sid = warehouse.snapshot_id(table, run_id) if snapshot_id is None else snapshot_id
     if sid is None:  # (an empty local relation: no Python workers, see ``empty_frame``)
         return empty(spark, table, with_run_id)
-    bind_catalog(spark, warehouse)  # (a session that served another warehouse reads this one's)
+    bind_catalog(spark, warehouse.catalog_config)  # (a session that served another warehouse reads this one's)
     df = (spark.read.option("versionAsOf", sid).table(warehouse.spark_identifier(table))
           .where(F.col(schemas.RUN_ID) == F.lit(run_id)))
     # a cast only where Iceberg's type is wider than the declared one (int for a short or byte):
@@ -49,24 +49,3 @@ def read_table(spark: SparkSession, warehouse: Warehouse, table: str, run_id: st
     cols = [F.col(f.name) if read.get(f.name) == f.dataType else F.col(f.name).cast(f.dataType).alias(f.name)
             for f in table_schema(table).fields]
     return df.select(*cols, F.col(schemas.RUN_ID)) if with_run_id else df.select(*cols)
-
-
-_BOUND: dict[int, tuple[str, str]] = {}  # a JVM session's hash -> the (catalog, location) it was bound to
-
-
-def bind_catalog(spark: SparkSession, warehouse: Warehouse) -> None:
-    """Makes the session's catalog ``kaudit`` the warehouse's. A session that already exists
-    (reused by ``get_spark``) takes the catalog's settings, but Spark keeps a catalog it has
-    loaded: unless the session was bound to this catalog and location already, Spark's catalogs
-    are reloaded on their next use."""
-    config = warehouse.catalog_config
-    jsession = spark._jsparkSession
-    key, want = jsession.hashCode(), (config.uri, config.location)
-    if _BOUND.get(key) == want:
-        return
-    prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
-    for name, value in config.spark_conf([]).items():
-        if name.startswith((prefix, "spark.sql.iceberg.")):  # the catalog's and Iceberg's runtime settings
-            spark.conf.set(name, value)
-    jsession.sessionState().catalogManager().reset()
-    _BOUND[key] = want
