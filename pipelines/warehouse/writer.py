@@ -23,6 +23,7 @@ docs/warehouse.md).
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,18 @@ from pipelines.warehouse.iceberg import schemas
 
 FLUSH_BYTES = 128 << 20  # Arrow bytes a writer buffers before it writes them as data files
 FIELD_ID = b"PARQUET:field_id"
+
+
+class _ChosenStatistics(logging.Filter):
+    """pyiceberg warns of every column of a data file written without Parquet statistics; a
+    writer keeps them only for the columns readers prune on (``statistics``), so that warning
+    says nothing a user should act on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("PyArrow statistics missing")
+
+
+logging.getLogger("pyiceberg.io.pyarrow").addFilter(_ChosenStatistics())
 
 
 def _with_ids(arrow: pa.Schema, ids: pa.Schema) -> pa.Schema:
