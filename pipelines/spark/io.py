@@ -20,7 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.spark.schemas import table_schema
+from pipelines.spark.schemas import empty, table_schema
 from pipelines.warehouse.tables import ADDED_COLUMNS
 from pipelines.warehouse.warehouse import Warehouse
 from pipelines.warehouse.writer import Transaction
@@ -61,7 +61,23 @@ def write_staged(tx: Transaction, table: str, df: DataFrame, append: bool = Fals
                  unfilled: Mapping[str, tuple[str, ...]] = ADDED_COLUMNS) -> None:
     """Write ``df`` (conformed to ``table``, :func:`conform`'s ``unfilled``) into the table as a
     snapshot of the step's (``append``: added to what an earlier call of the step wrote)."""
-    tx.warehouse.write_spark(tx, table, conform(df, table, unfilled), append)
+    df = conform(df, table, unfilled)
+    tx.warehouse.write_spark(tx, table, df, append, empty=known_empty(df))
+
+
+def known_empty(df: DataFrame) -> bool:
+    """``df`` has no rows by its plan alone: built over an empty table of the run (an empty local
+    relation, :func:`~pipelines.spark.schemas.empty`) that Spark's optimizer folds the whole plan
+    into. No job runs; a plan without such a leaf is not optimized here."""
+    execution = df._jdf.queryExecution()
+    leaves = execution.analyzed().collectLeaves()
+    if not any(_empty_relation(leaves.apply(i)) for i in range(leaves.size())):
+        return False
+    return _empty_relation(execution.optimizedPlan())
+
+
+def _empty_relation(plan) -> bool:
+    return plan.getClass().getSimpleName() == "LocalRelation" and plan.data().isEmpty()
 
 
 def reused(df: DataFrame, eager: bool = False) -> DataFrame:
@@ -96,7 +112,10 @@ def read_staged(spark: SparkSession, tx: Transaction, table: str) -> DataFrame:
     than recomputing)."""
     from pipelines.warehouse.iceberg.spark import read_table
 
-    return read_table(spark, tx.warehouse, table, tx.run_id, with_run_id=False, snapshot_id=tx.written[table][0])
+    sid = tx.written[table][0]
+    if sid is None:  # the step wrote no rows (``Warehouse._nothing_written``)
+        return empty(spark, table)
+    return read_table(spark, tx.warehouse, table, tx.run_id, with_run_id=False, snapshot_id=sid)
 
 
 def staged_rows(tx: Transaction, table: str) -> int:
@@ -107,5 +126,5 @@ def staged_rows(tx: Transaction, table: str) -> int:
 def staged_non_null(tx: Transaction, table: str, column: str) -> int:
     """Non-null values of ``column`` in a table the step wrote, from the manifests' counts at the
     step's snapshot of it."""
-    written = tx.written.get(table)
-    return 0 if written is None else tx.warehouse.non_null_at(table, written[0], tx.run_id, column)
+    sid = tx.written.get(table, (None,))[0]
+    return 0 if sid is None else tx.warehouse.non_null_at(table, sid, tx.run_id, column)

@@ -415,9 +415,13 @@ class Warehouse:
         """Replaces the run's partition of ``table`` with the data files ``writer`` wrote, in one
         table transaction on the step's branch (set to ``main``: one snapshot,
         :mod:`.partition_commit`), retried on a conflicting commit of another writer:
-        (snapshot id, rows)."""
+        (snapshot id, rows). No rows where no snapshot holds the run's partition: no commit
+        (:meth:`_nothing_written`)."""
         from pyiceberg.exceptions import CommitFailedException
 
+        if writer.rows == 0 and self.snapshot_id(table, run_id) is None:
+            writer.abort()  # (a file of no rows, if one was written)
+            return self._nothing_written(table, writer.schema)
         files = writer.close()
         branch = publish.note(self, table, run_id, step)
         partition = self.partition(table, run_id, step)
@@ -440,17 +444,32 @@ class Warehouse:
             return done.metadata.refs[branch].snapshot_id, writer.rows
         raise AssertionError("unreachable")
 
-    def write_spark(self, tx: Transaction, table: str, df, append: bool = False) -> None:
+    def write_spark(self, tx: Transaction, table: str, df, append: bool = False, empty: bool = False) -> None:
         """Spark's write of ``table`` (``df`` of its declared columns) in step ``tx``: one commit
         through iceberg-spark-runtime that replaces the run's partition with ``df``, or with
         ``append`` adds ``df`` to what this step wrote to it before. The executors write the
         data files to the table's location; the driver commits. The snapshot is the step's to
-        record at its end (:meth:`transaction`): until then no ledger row names it, no reader sees it."""
-        appended = append and table in tx.written
-        name = publish.branch(tx.run_id, tx.step) if table in tx.written else \
-            publish.open_branch(self, table, tx.run_id, tx.step)
+        record at its end (:meth:`transaction`): until then no ledger row names it, no reader sees it.
+        ``empty``: ``df`` has no rows by its plan (:func:`pipelines.spark.io.known_empty`); no
+        commit when it would change nothing (:meth:`_nothing_written`)."""
+        opened = tx.written.get(table, (None,))[0] is not None  # the step's branch of the table has its rows
+        if empty and (append and opened or not opened and self.snapshot_id(table, tx.run_id) is None):
+            if not opened:
+                tx.written[table] = self._nothing_written(table)
+            return
+        appended = append and opened
+        name = publish.branch(tx.run_id, tx.step) if opened else publish.open_branch(self, table, tx.run_id, tx.step)
         sid, added = self._spark_commit(table, df, tx.run_id, tx.step, name, appended)
         tx.written[table] = (sid, (tx.written[table][1] if appended else 0) + added)
+
+    def _nothing_written(self, table: str, declared: pa.Schema | None = None) -> tuple[None, int]:
+        """A step's write of no rows where no snapshot holds rows of the run's partition: no
+        commit, no branch; the ledger row names no snapshot (the run wrote the table, and
+        there is nothing to read). The table is created if it does not exist yet (dbt's sources,
+        analysts' queries name it)."""
+        if not self.catalog.table_exists(self.ident(table)):
+            self.table(table, declared)
+        return None, 0
 
     def _spark_commit(self, table: str, df, run_id: str, step: str, branch: str,
                       append: bool = False) -> tuple[int, int]:

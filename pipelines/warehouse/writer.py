@@ -206,12 +206,13 @@ class Transaction:
     run_id: str
     step: str = "main"
     writers: dict[str, TableWriter] = field(default_factory=dict)
-    written: dict[str, tuple[int, int]] = field(default_factory=dict)
+    written: dict[str, tuple[int | None, int]] = field(default_factory=dict)
     documents: dict[str, Path] = field(default_factory=dict)
 
     def writer(self, table: str, schema: pa.Schema | None = None, **options) -> TableWriter:
         """The table's writer (made on first use; ``options``: :class:`TableWriter`'s); a table the
-        step makes a writer of is committed even with no rows: its partition of the run is then empty."""
+        step makes a writer of is recorded even with no rows: its partition of the run is then empty
+        (an earlier attempt's rows replaced; no commit at all where no snapshot holds any)."""
         if table not in self.writers:
             declared = schema if schema is not None else self.warehouse.declared(table)
             self.writers[table] = TableWriter(self.warehouse, table, declared,

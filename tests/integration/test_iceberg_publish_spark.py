@@ -64,3 +64,40 @@ def test_a_spark_step_is_invisible_on_main_until_published(spark, tmp_path):
     assert {n: r.snapshot_id for n, r in refs.items()} == {"main": wh.snapshot_id(TABLE, "r1")}
     assert sorted(wh.read_arrow(TABLE, "r1").column("owner").to_pylist()) == ["new-0", "new-1"]
     assert wh.row_count(TABLE, "r1") == 2
+
+
+def test_a_write_of_no_rows_by_its_plan_commits_only_to_replace_rows(spark, tmp_path):
+    """A frame over an empty table of the run (no job runs to know it) is written without a
+    commit where no snapshot holds the run's rows, and replaces them where one does; an
+    ``append`` of it adds nothing. A frame that only turns out empty is committed."""
+    from pipelines.spark.io import known_empty, read_staged, staged_rows, write_staged
+    from pipelines.spark.schemas import empty, table_schema
+    from pipelines.warehouse.iceberg.catalog import bind_catalog
+
+    wh = Warehouse(tmp_path / "warehouse")
+    bind_catalog(spark, wh.catalog_config)
+    none = empty(spark, TABLE)
+    filtered = spark.createDataFrame(_owners(["x"]), table_schema(TABLE)).where("owner = 'y'")
+    assert known_empty(none.join(filtered.select("group_id", "partition"), "group_id").groupBy("topic").count())
+    assert not known_empty(filtered) and not known_empty(spark.range(0))
+
+    def snapshots() -> int:
+        return len(wh.catalog.load_table(wh.ident(TABLE)).metadata.snapshots)
+
+    with wh.transaction("r1", STEP) as tx:
+        write_staged(tx, TABLE, none)
+        assert tx.written[TABLE] == (None, 0) and read_staged(spark, tx, TABLE).count() == 0
+        write_staged(tx, TABLE, spark.createDataFrame(_owners(["a"]), table_schema(TABLE)), append=True)
+        write_staged(tx, TABLE, none, append=True)
+        assert staged_rows(tx, TABLE) == 1
+    assert _spark_rows(spark, "r1") == ["a"] == _pyiceberg_rows(wh, "r1")
+    with wh.transaction("r2", STEP) as tx:
+        write_staged(tx, TABLE, none)
+    assert wh.exists(TABLE, "r2") and wh.snapshot_id(TABLE, "r2") is None
+    count = snapshots()
+    with wh.transaction("r1", STEP) as tx:
+        write_staged(tx, TABLE, none)  # replaces the run's row: a commit
+    assert snapshots() > count and _spark_rows(spark, "r1") == [] == _pyiceberg_rows(wh, "r1")
+    with wh.transaction("r3", STEP) as tx:
+        write_staged(tx, TABLE, filtered)
+    assert wh.snapshot_id(TABLE, "r3") is not None and wh.row_count(TABLE, "r3") == 0

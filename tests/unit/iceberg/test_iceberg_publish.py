@@ -162,3 +162,23 @@ def test_a_step_whose_main_moved_meanwhile_is_rebased_onto_it(wh, tmp_path):
     assert final[0][1] != sid  # rebased
     assert _refs(wh, table) == {"main": final[0][1]} == {"main": wh.snapshot_id(table, RUN)}
     assert _main(wh, table) == _ids(2, "new") and _main(wh, table, "r2") == _ids(1, "other")
+
+
+def _snapshots(wh: Warehouse, table: str) -> int:
+    return len(wh.catalog.load_table(wh.ident(table)).metadata.snapshots)
+
+
+def test_no_rows_where_no_snapshot_holds_the_run_is_recorded_without_a_commit(wh):
+    """A step's table of no rows, the run's partition empty everywhere: the table is created and
+    the ledger names the step's write of it, with no snapshot to read; once an attempt wrote
+    rows, a later attempt of no rows replaces them (a commit), and readers see none."""
+    table = TABLES[0]
+    _step(wh, RUN, 0, "none")
+    assert wh.catalog.table_exists(wh.ident(table)) and _snapshots(wh, table) == 0
+    assert wh.exists(table, RUN) and wh.snapshot_id(table, RUN) is None and wh.row_count(table, RUN) == 0
+    _step(wh, RUN, 2, "rows")
+    assert _main(wh, table) == _ids(2, "rows") and wh.row_count(table, RUN) == 2
+    _step(wh, RUN, 0, "none")
+    assert _main(wh, table) == [] and wh.row_count(table, RUN) == 0
+    assert wh.snapshot_id(table, RUN) is not None  # the empty partition is a snapshot
+    assert _refs(wh, table) == {"main": wh.snapshot_id(table, RUN)}
