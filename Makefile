@@ -201,7 +201,7 @@ chromium:
 
 # Run outputs (what `make demo`, `kaudit` and the tests leave in the checkout); the venvs stay.
 clean:
-	rm -rf warehouse demo-out .demo-out.staging target logs dbt_packages .pytest_cache spark-warehouse \
+	rm -rf warehouse warehouse.catalog.db demo-out .demo-out.staging target logs dbt_packages .pytest_cache spark-warehouse \
 		metastore_db derby.log test-artifacts site
 
 # ... and the venvs: the checkout as cloned.
