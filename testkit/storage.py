@@ -15,7 +15,6 @@ test can also look at what was written. Its jars are a Maven bundle of
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from testkit.cluster.maven import classpath
 from testkit.cluster.versions import BUNDLES, S3PROXY
-from testkit.servers import await_server
+from testkit.servers import await_server, stop_group
 from testkit.zk_server import free_port
 
 BUNDLE = f"s3proxy-{S3PROXY}"
@@ -111,13 +110,8 @@ class S3Proxy:
         return sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file())
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        if self.proc is not None:
+            stop_group(self.proc, wait=10)
         self.proc = None
 
     def __enter__(self) -> S3Proxy:

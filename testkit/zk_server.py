@@ -12,13 +12,12 @@ data dir copies kilobytes. With the default, every ``log.*`` is a 64 MiB sparse 
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from testkit.servers import await_server
+from testkit.servers import await_server, stop_group
 
 ZK_HOME = Path("/usr/share/zookeeper")
 
@@ -84,13 +83,8 @@ class ZkServer:
         return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        if self.proc is not None:
+            stop_group(self.proc, wait=20)
         self.proc = None
 
 
