@@ -274,9 +274,19 @@ class Warehouse:
         the one before), None when there is nothing to read."""
         ids = [sid for (_, t), sid in self.snapshots(run_id).items() if t == table]
         known = list(dict.fromkeys(s for s in ids if s is not None))
-        if len(known) > 1:
-            return True, max(known, key=lambda s: self._committed_at(table, s))
-        return bool(ids), (known[0] if known else None)
+        if not known:
+            return bool(ids), None
+        newest = max(known, key=lambda s: self._committed_at(table, s)) if len(known) > 1 else known[0]
+        return True, self._readable(table, newest)
+
+    def _readable(self, table: str, snapshot_id: int) -> int:
+        """``snapshot_id``, or ``main``'s snapshot once it expired (:func:`publish.stage_expiry`):
+        every snapshot published after a run's holds the run's partition as it was published."""
+        ice = self._load(table, snapshot_id)
+        if ice.snapshot_by_id(snapshot_id) is not None:
+            return snapshot_id
+        main = ice.metadata.snapshot_by_name(publish.MAIN)
+        return snapshot_id if main is None else main.snapshot_id
 
     def snapshot_id(self, table: str, run_id: str) -> int | None:
         return self.written(table, run_id)[1]
@@ -522,6 +532,7 @@ class Warehouse:
         for attempt in range(publish.TRIES):
             txn = self.table(LEDGER, LEDGER_SCHEMA).transaction()
             txn.append(schemas.to_write(LEDGER, data, {schemas.RUN_ID: run_id}, LEDGER_SCHEMA))
+            publish.stage_expiry(txn)
             try:
                 publish.commit(txn)
                 return

@@ -182,3 +182,24 @@ def test_no_rows_where_no_snapshot_holds_the_run_is_recorded_without_a_commit(wh
     assert _main(wh, table) == [] and wh.row_count(table, RUN) == 0
     assert wh.snapshot_id(table, RUN) is not None  # the empty partition is a snapshot
     assert _refs(wh, table) == {"main": wh.snapshot_id(table, RUN)}
+
+
+def test_expired_snapshots_leave_every_runs_rows_readable(wh):
+    """Snapshots older than the table's ``history.expire.max-snapshot-age-ms`` are expired when
+    a step is published (branch heads and the newest kept); each run's rows read as written."""
+    for r in range(3):
+        _step(wh, f"r{r}", r + 1, f"run{r}")
+        if r == 0:
+            for table in (*TABLES, "meta/commits"):
+                with wh.catalog.load_table(wh.ident(table)).transaction() as txn:
+                    txn.set_properties({"history.expire.max-snapshot-age-ms": "0"})
+    fresh = Warehouse(wh.root)
+    for table in TABLES:
+        assert _snapshots(fresh, table) == 1  # main's; the runs' earlier snapshots expired
+        for r in range(3):
+            assert sorted(fresh.read_arrow(table, f"r{r}").column("group_id").to_pylist()) == _ids(r + 1, f"run{r}")
+            assert fresh.row_count(table, f"r{r}") == r + 1
+    assert _snapshots(fresh, "meta/commits") == 1
+    ledger = fresh.snapshots("r0")
+    assert ledger[(STEP, TABLES[0])] not in {s.snapshot_id for s in
+                                              fresh.catalog.load_table(fresh.ident(TABLES[0])).metadata.snapshots}
