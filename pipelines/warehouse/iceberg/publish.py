@@ -169,7 +169,7 @@ def stage_expiry(txn) -> None:
 
     Without it every step's commit carries all the snapshots the table ever had: pyiceberg copies
     the whole metadata for each change it stages, and a step's cost grew with the warehouse's
-    history (3 tables and the ledger: 1.8 s a step at the first run, 6.5 s at the 200th). A run's
+    history (3 tables and the ledger: 1.68 s a step at first, 4.94 s after 150 runs). A run's
     rows stay readable after its snapshot expired: each later snapshot holds the partitions
     published before it (``Warehouse.snapshot_id`` reads ``main`` then). Only the metadata goes:
     the files of expired snapshots stay until ``remove_orphan_files`` (docs/warehouse.md)."""
