@@ -14,6 +14,8 @@ with commits as (
         and broker_id is null
 ),
 
+-- batches and commits in one walk per partition; a commit's row carries its columns through
+-- the walk (no join back to the commits)
 events as (
     select
         topic,
@@ -24,7 +26,13 @@ events as (
         max_timestamp as batch_at,
         cast(null as string) as source,
         cast(null as string) as group_id,
-        cast(null as bigint) as commit_seq
+        cast(null as int) as commit_seq,
+        cast(null as bigint) as offset_generation,
+        cast(null as int) as offsets_partition,
+        cast(null as bigint) as log_offset,
+        cast(null as bigint) as zxid,
+        cast(null as bigint) as committed_offset,
+        cast(null as string) as run_id
     from {{ ref('stg_kafka__batch_timestamps') }}
     where max_timestamp is not null
     union all
@@ -37,18 +45,19 @@ events as (
         cast(null as timestamp) as batch_at,
         source,
         group_id,
-        commit_seq
+        commit_seq,
+        offset_generation,
+        offsets_partition,
+        log_offset,
+        zxid,
+        committed_offset,
+        run_id
     from commits
 ),
 
 heads as (
     select
-        source,
-        group_id,
-        topic,
-        `partition`,
-        commit_seq,
-        kind,
+        *,
         max(end_offset) over (
             partition by topic, `partition` order by at, kind rows between unbounded preceding and current row
         ) as head_offset,
@@ -60,36 +69,29 @@ heads as (
 
 positioned as (
     select
-        commits.source,
-        commits.group_id,
-        commits.topic,
-        commits.`partition`,
-        commits.commit_seq,
-        commits.offset_generation,
-        commits.offsets_partition,
-        commits.log_offset,
-        commits.zxid,
-        commits.committed_offset,
-        commits.committed_at,
+        heads.source,
+        heads.group_id,
+        heads.topic,
+        heads.`partition`,
+        heads.commit_seq,
+        heads.offset_generation,
+        heads.offsets_partition,
+        heads.log_offset,
+        heads.zxid,
+        heads.committed_offset,
+        heads.at as committed_at,
         heads.head_offset,
         heads.head_at,
         times.record_at,
         times.record_at_exact,
-        commits.run_id
-    from commits
-    inner join heads
-        on
-            heads.kind = 1
-            and commits.source = heads.source
-            and commits.group_id = heads.group_id
-            and commits.topic = heads.topic
-            and commits.`partition` = heads.`partition`
-            and commits.commit_seq = heads.commit_seq
+        heads.run_id
+    from heads
     left join {{ ref('int_offset_record_times') }} as times
         on
-            commits.topic = times.topic
-            and commits.`partition` = times.`partition`
-            and commits.committed_offset = times.committed_offset
+            heads.topic = times.topic
+            and heads.`partition` = times.`partition`
+            and heads.committed_offset = times.committed_offset
+    where heads.kind = 1
 )
 
 select
