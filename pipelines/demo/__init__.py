@@ -95,11 +95,9 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
     (the step ``waits for the ZooKeeper build``). Each build keeps both cores busy on its own
     chains of jobs: two at once only shared them, and took more CPU in all (figures in
     docs/benchmarks.md, ``benchmarks/bench_demo.py``). The KRaft run's extracts go on during
-    the ZooKeeper build, then the extracts of the real brokers' estate (``estate``: runs of
-    their own, which build one after the other once the KRaft run is done); the KRaft run's
-    build goes on during the ZooKeeper validation and report. Their dbt builds, and their
-    validations, take turns (``dbt_runner``, ``quality.run``). All runs are small: the
-    session's code generation and planning suit them all (``session.size_to_run``)."""
+    the ZooKeeper build, its build during the ZooKeeper validation and report. Their dbt
+    builds, and their validations, take turns (``dbt_runner``, ``quality.run``). Both runs are
+    small: the session's code generation and planning suit both (``session.size_to_run``)."""
     kraft_ctx = dataclasses.replace(ctx, run_id=kraft_run_id(ctx.run_id), quiet=True)
     from pipelines import cluster, quality  # noqa: F401 - (quality: see below)
     from pipelines import steps as pipeline
@@ -129,16 +127,14 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
     # the KRaft run starts once the ZooKeeper run's first step is recorded (it stays the newest
     # run), and builds once the ZooKeeper run's build is over (`built`, also set as this run fails)
     recorded, built, stop = threading.Event(), threading.Event(), threading.Event()
-    # the real brokers' estate follows the KRaft run on its thread, one build at a time; its
-    # extracts go between the KRaft run's extracts and its build, while the ZooKeeper run builds
-    estate_extracts, estate_steps = estate.plan(ctx, out / REAL_DIR, lambda run, select: build(run, select))
-    kraft_steps = kraft_plan(kraft_ctx, out, build, turn=built.wait if alongside else None, beside=estate_extracts)
+    kraft_steps = kraft_plan(kraft_ctx, out, build, turn=built.wait if alongside else None)
+    # the real brokers' estate follows the KRaft run on its thread: one build at a time
+    estate_steps = estate.plan(ctx, out / REAL_DIR, lambda run, select: build(run, select))
 
     def kraft_alongside() -> tuple[dict[str, float], dict[str, float]]:
         recorded.wait()
         kraft_timings = timed(kraft_steps, stop)
-        estate_timings = {label: kraft_timings.pop(label) for label, _ in estate_extracts if label in kraft_timings}
-        return kraft_timings, {**estate_timings, **timed(estate_steps, stop)}
+        return kraft_timings, timed(estate_steps, stop)
 
     kraft_run = in_background(kraft_alongside, "demo-kraft") if alongside else None
     zk_dir, kafka_dir = out / "zookeeper", out / "kafka-logs"
@@ -190,9 +186,7 @@ def run_demo(ctx: RunContext, out: Path | None = None, alongside: bool = True) -
     if kraft_run is not None:
         kraft_timings, estate_timings = kraft_run.result()
     else:
-        kraft_timings = timed(kraft_steps, stop)
-        estate_timings = {label: kraft_timings.pop(label) for label, _ in estate_extracts if label in kraft_timings}
-        estate_timings.update(timed(estate_steps, stop))
+        kraft_timings, estate_timings = timed(kraft_steps, stop), timed(estate_steps, stop)
     kraft = kraft_outcome(ctx, kraft_ctx, kraft_timings, alongside)
     real = estate.outcome(ctx, estate_timings)
     return {
@@ -242,10 +236,9 @@ def wait(future: Future) -> None:
 
 
 def kraft_plan(kraft: RunContext, out: Path, build: Callable[[RunContext], None],
-               turn: Callable[[], object] | None = None, beside: list | None = None) -> list:
-    """The KRaft cluster's steps: extract kraft + offsets + log-end -> ``beside`` (other runs'
-    steps that need no Spark) -> (``turn``: waits for the ZooKeeper build) -> build -> validate
-    -> report."""
+               turn: Callable[[], object] | None = None) -> list:
+    """The KRaft cluster's steps: extract kraft + offsets + log-end -> (``turn``: waits for the
+    ZooKeeper build) -> build -> validate -> report."""
     from pipelines import steps as pipeline
 
     meta, logs = out / KRAFT / "metadata", out / KRAFT / "kafka-logs"
@@ -253,7 +246,6 @@ def kraft_plan(kraft: RunContext, out: Path, build: Callable[[RunContext], None]
         ("extract kraft", lambda: pipeline.extract_kraft(kraft, paths=[meta])),
         ("extract offsets", lambda: pipeline.extract_offsets(kraft, paths=[logs])),
         ("extract log-end", lambda: pipeline.extract_log_end(kraft, paths=[logs])),
-        *(beside or []),
         *([(WAITS, turn)] if turn is not None else []),
         ("build", lambda: build(kraft)),
         ("validate", lambda: pipeline.validate(kraft, strict=False)),

@@ -91,24 +91,23 @@ def extract(case: Case, run: RunContext, out: Path) -> None:
             pipeline.extract_mm2(cluster, paths=[logs])
 
 
-def plan(ctx: RunContext, out: Path, build: Callable[[RunContext, list[str]], None]) -> tuple[list, list]:
-    """Every case's steps: (the runs' extracts, then each run's build, validation and report).
-    The extracts need no Spark: the demo runs them while another run builds. ``build(run,
-    select)``: the Spark core tables and the dbt models ``select`` names: a case's marts and
-    what they read (``+mart``), not the other marts and the history's snapshots, which its
-    evidence leaves empty or the ZooKeeper and KRaft runs show (a whole dbt build was most of a
-    case's time)."""
+def plan(ctx: RunContext, out: Path, build: Callable[[RunContext, list[str]], None]) -> list:
+    """Every case's steps, in order: each run's extracts, build, validation and report.
+    ``build(run, select)``: the Spark core tables and the dbt models ``select`` names: a case's
+    marts and what they read (``+mart``), not the other marts and the history's snapshots, which
+    its evidence leaves empty or the ZooKeeper and KRaft runs show (a whole dbt build was most
+    of a case's time)."""
     from pipelines import steps as pipeline
 
-    extracts, steps = [], []
+    steps = []
     for case, run in contexts(ctx):
-        extracts.append((f"{case.name}: extract", lambda case=case, run=run: extract(case, run, out)))
         steps += [
+            (f"{case.name}: extract", lambda case=case, run=run: extract(case, run, out)),
             (f"{case.name}: build", lambda run=run, case=case: build(run, [f"+{m}" for m in case.marts])),
             (f"{case.name}: validate", lambda run=run: pipeline.validate(run, strict=False)),
             (f"{case.name}: report", lambda run=run: pipeline.report(run)),
         ]
-    return extracts, steps
+    return steps
 
 
 def findings(findings_csv: Path) -> Counter:
