@@ -51,7 +51,9 @@ def test_every_warehouse_column_has_a_spark_type():
 def test_run_sources_mark_missing_partitions(warehouse):
     """A table the run wrote is read at the snapshot its ledger recorded; one it did not write is
     an empty view of the same columns."""
-    warehouse.write_table("raw/log_end_offsets", "r1", SCHEMAS["raw/log_end_offsets"].empty_table())
+    schema = SCHEMAS["raw/log_end_offsets"]
+    row = {name: None for name in schema.names} | {"topic": "t", "partition": 0}
+    warehouse.write_table("raw/log_end_offsets", "r1", pa.Table.from_pylist([row], schema=schema))
     sources = run_sources(warehouse, "r1")
     assert set(sources) == set(SOURCES)
     ends = sources["kaudit_raw.log_end_offsets"]
