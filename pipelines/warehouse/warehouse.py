@@ -274,10 +274,9 @@ class Warehouse:
         the one before), None when there is nothing to read."""
         ids = [sid for (_, t), sid in self.snapshots(run_id).items() if t == table]
         known = list(dict.fromkeys(s for s in ids if s is not None))
-        if not known:
-            return bool(ids), None
-        newest = max(known, key=lambda s: self._committed_at(table, s)) if len(known) > 1 else known[0]
-        return True, self._readable(table, newest)
+        if len(known) > 1:
+            return True, max(known, key=lambda s: self._committed_at(table, s))
+        return bool(ids), (known[0] if known else None)
 
     def _readable(self, table: str, snapshot_id: int) -> int:
         """``snapshot_id``, or ``main``'s snapshot once it expired (:func:`publish.stage_expiry`):
@@ -289,7 +288,9 @@ class Warehouse:
         return snapshot_id if main is None else main.snapshot_id
 
     def snapshot_id(self, table: str, run_id: str) -> int | None:
-        return self.written(table, run_id)[1]
+        """The snapshot to read run ``run_id``'s ``table`` at (:meth:`written`, :meth:`_readable`)."""
+        sid = self.written(table, run_id)[1]
+        return None if sid is None else self._readable(table, sid)
 
     def _committed_at(self, table: str, snapshot_id: int) -> int:
         snap = self._load(table, snapshot_id).snapshot_by_id(snapshot_id)
@@ -429,7 +430,7 @@ class Warehouse:
         (:meth:`_nothing_written`)."""
         from pyiceberg.exceptions import CommitFailedException
 
-        if writer.rows == 0 and self.snapshot_id(table, run_id) is None:
+        if writer.rows == 0 and self.written(table, run_id)[1] is None:
             writer.abort()  # (a file of no rows, if one was written)
             return self._nothing_written(table, writer.schema)
         files = writer.close()
@@ -463,7 +464,7 @@ class Warehouse:
         ``empty``: ``df`` has no rows by its plan (:func:`pipelines.spark.io.known_empty`); no
         commit when it would change nothing (:meth:`_nothing_written`)."""
         opened = tx.written.get(table, (None,))[0] is not None  # the step's branch of the table has its rows
-        if empty and (append and opened or not opened and self.snapshot_id(table, tx.run_id) is None):
+        if empty and (append and opened or not opened and self.written(table, tx.run_id)[1] is None):
             if not opened:
                 tx.written[table] = self._nothing_written(table)
             return
