@@ -157,10 +157,14 @@ class Warehouse:
         """The Iceberg table of warehouse ``table`` (created, with its namespace, on first use),
         its files under ``<location>/<namespace>/<table>/`` (``raw/znodes``,
         ``clusters/<alias>/raw/znodes``)."""
+        from pyiceberg.exceptions import NoSuchTableError
+
         ident = self.ident(table)
         cat = self.catalog
-        if cat.table_exists(ident):
+        try:  # (the catalog's table_exists loads the table's metadata too)
             return self._own_retries(cat.load_table(ident))
+        except NoSuchTableError:
+            pass
         schema = schemas.iceberg_schema(table, declared if declared is not None else self.declared(table))
         with _CREATING:
             self._namespace(ident[:-1])
@@ -168,10 +172,11 @@ class Warehouse:
                 return cat.create_table(ident, schema=schema, partition_spec=schemas.partition_spec(schema, table),
                                         location="/".join((self.catalog_config.location, *ident)),
                                         properties=publish.TABLE_PROPERTIES)
-            except Exception:
-                if cat.table_exists(ident):  # another writer created it first
+            except Exception as err:
+                try:  # another writer created it first
                     return cat.load_table(ident)
-                raise
+                except NoSuchTableError:
+                    raise err from None
 
     @staticmethod
     def _own_retries(ice):
@@ -300,10 +305,10 @@ class Warehouse:
         return self.written(table, run_id)[0]
 
     def run_ids(self, table: str) -> list[str]:
-        if not self.catalog.table_exists(self.ident(LEDGER)):
+        ledger = self._ledger()
+        if ledger is None:
             return []
-        rows = self.catalog.load_table(self.ident(LEDGER)).scan(selected_fields=("run_id", "table_name"))
-        data = rows.to_arrow()
+        data = ledger.scan(selected_fields=("run_id", "table_name")).to_arrow()
         return sorted(set(data.filter(pa.compute.equal(data["table_name"], table))["run_id"].to_pylist()))
 
     def read_arrow(self, table: str, run_id: str, declared: pa.Schema | None = None,
@@ -438,7 +443,7 @@ class Warehouse:
         partition = self.partition(table, run_id, step)
         for attempt in range(publish.TRIES):
             ice = self.table(table, writer.schema)
-            txn = ice.transaction()
+            txn = publish.transaction(ice)
             with warnings.catch_warnings():  # "did not match any records": a first write of the run
                 warnings.simplefilter("ignore", UserWarning)
                 publish.stage_branch(txn, branch)  # the step's branch of the table, at main
@@ -478,8 +483,7 @@ class Warehouse:
         commit, no branch; the ledger row names no snapshot (the run wrote the table, and
         there is nothing to read). The table is created if it does not exist yet (dbt's sources,
         analysts' queries name it)."""
-        if not self.catalog.table_exists(self.ident(table)):
-            self.table(table, declared)
+        self.table(table, declared)
         return None, 0
 
     def _spark_commit(self, table: str, df, run_id: str, step: str, branch: str,
@@ -531,7 +535,7 @@ class Warehouse:
         from pyiceberg.exceptions import CommitFailedException
 
         for attempt in range(publish.TRIES):
-            txn = self.table(LEDGER, LEDGER_SCHEMA).transaction()
+            txn = publish.transaction(self.table(LEDGER, LEDGER_SCHEMA))
             txn.append(schemas.to_write(LEDGER, data, {schemas.RUN_ID: run_id}, LEDGER_SCHEMA))
             publish.stage_expiry(txn)
             try:

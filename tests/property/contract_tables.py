@@ -151,10 +151,11 @@ def runs(names: list[str] | None = None, always: tuple[str, ...] = ("core/assign
 
 
 def write_run(wh: Warehouse, run_id: str, run: dict[str, pa.Table | None]) -> None:
-    """The run's tables into the warehouse the way its steps publish them: raw and core through
-    the warehouse writer (an empty table still gets its partition), marts as Parquet files of
-    their run partition (what the dbt build leaves), with Spark's ``_SUCCESS`` marker."""
-    for name, data in run.items():
-        if data is None:
-            continue
-        wh.write_table(name, run_id, data, step="generated" if name in SHARED_TABLES else "main")
+    """The run's tables into the warehouse the way its steps publish them: each step's tables
+    (``generated`` for the tables several steps share, ``main`` for the others) written in one
+    transaction and published together; an empty table has no rows but is written."""
+    for step, shared in (("generated", True), ("main", False)):
+        with wh.transaction(run_id, step) as tx:
+            for name, data in run.items():
+                if data is not None and (name in SHARED_TABLES) == shared:
+                    tx.write(name, data)

@@ -203,3 +203,22 @@ def test_expired_snapshots_leave_every_runs_rows_readable(wh):
     ledger = fresh.snapshots("r0")
     assert ledger[(STEP, TABLES[0])] not in {s.snapshot_id for s in
                                               fresh.catalog.load_table(fresh.ident(TABLES[0])).metadata.snapshots}
+
+
+def test_a_transaction_reads_each_staged_change_and_computes_the_metadata_once_per_change(wh):
+    """``publish.transaction``'s metadata, read any number of times between two changes, is one
+    object holding every change staged so far, as pyiceberg's own transaction computes it."""
+    _step(wh, RUN, 2, "a")
+    ice = wh.catalog.load_table(wh.ident(TABLES[0]))
+    txn, plain = publish.transaction(ice), ice.transaction()
+    first = txn.table_metadata
+    assert txn.table_metadata is first
+    for t in (txn, plain):
+        publish.stage_branch(t, "kaudit_r2_step")
+    staged = txn.table_metadata
+    assert staged is not first and staged is txn.table_metadata
+    assert "kaudit_r2_step" not in first.refs
+    assert staged.refs == plain.table_metadata.refs
+    assert staged.refs["kaudit_r2_step"].snapshot_id == staged.refs["main"].snapshot_id
+    publish.commit(txn)
+    assert _refs(wh, TABLES[0])["kaudit_r2_step"] == _refs(wh, TABLES[0])["main"]
