@@ -435,7 +435,7 @@ class Warehouse:
         (:meth:`_nothing_written`)."""
         from pyiceberg.exceptions import CommitFailedException
 
-        if writer.rows == 0 and self.written(table, run_id)[1] is None:
+        if writer.rows == 0 and self._unpublished(table, run_id):
             writer.abort()  # (a file of no rows, if one was written)
             return self._nothing_written(table, writer.schema)
         files = writer.close()
@@ -469,14 +469,19 @@ class Warehouse:
         ``empty``: ``df`` has no rows by its plan (:func:`pipelines.spark.io.known_empty`); no
         commit when it would change nothing (:meth:`_nothing_written`)."""
         opened = tx.written.get(table, (None,))[0] is not None  # the step's branch of the table has its rows
-        if empty and (append and opened or not opened and self.written(table, tx.run_id)[1] is None):
-            if not opened:
-                tx.written[table] = self._nothing_written(table)
+        if empty and opened and append:  # nothing added to the step's rows
+            return
+        if empty and not opened and self._unpublished(table, tx.run_id):
+            tx.written[table] = self._nothing_written(table)
             return
         appended = append and opened
         name = publish.branch(tx.run_id, tx.step) if opened else publish.open_branch(self, table, tx.run_id, tx.step)
         sid, added = self._spark_commit(table, df, tx.run_id, tx.step, name, appended)
         tx.written[table] = (sid, (tx.written[table][1] if appended else 0) + added)
+
+    def _unpublished(self, table: str, run_id: str) -> bool:
+        """No snapshot holds rows of run ``run_id``'s ``table``: a write of no rows replaces nothing."""
+        return self.written(table, run_id)[1] is None
 
     def _nothing_written(self, table: str, declared: pa.Schema | None = None) -> tuple[None, int]:
         """A step's write of no rows where no snapshot holds rows of the run's partition: no
@@ -496,7 +501,8 @@ class Warehouse:
 
         from pipelines.warehouse.iceberg.catalog import bind_catalog
 
-        bind_catalog(df.sparkSession, self.catalog_config)  # (a session that served another warehouse writes to this one)
+        # (a session that served another warehouse writes to this one)
+        bind_catalog(df.sparkSession, self.catalog_config)
         ident = self.spark_identifier(table)
         token = uuid.uuid4().hex
         cond = None
