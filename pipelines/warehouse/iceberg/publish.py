@@ -147,7 +147,7 @@ def transaction(ice):
     """A transaction on pyiceberg table ``ice`` (``ice.transaction()``) that applies the updates
     staged in it once per change rather than at every read of its metadata: pyiceberg 0.12's
     ``Transaction.table_metadata`` applies them all to a deep copy of the table's metadata each
-    time, and a snapshot's producer reads it about twenty times (a quarter of a table commit's
+    time, and a snapshot's producer reads it about twenty times (a third of a table commit's
     CPU). The metadata is a frozen model: the one object serves every reader until the next
     change is staged."""
     return _transaction_class()(ice)
