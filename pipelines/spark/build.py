@@ -10,18 +10,21 @@ partitions times groups; everything else is small). Five chains of jobs run side
    from the start (it needs nothing else the build writes); every generation (epoch) of the
    Kafka groups, once the main chain has the topic partitions and the KIP-848 state (a small
    run's rows computed there, a big run's planned). The main chain writes both eras'
-   ``core/rebalance_states`` and ``core/settled_audit`` last, one write each.
+   ``core/rebalance_states`` and ``core/settled_audit`` last, one write each. The classic
+   groups' expected rows and audit of their latest generation are those of the main tables:
+   computed once, for both.
 3. main: the small registry tables from the small remainder of the znodes (cached by the
    first of them); then the range plan and ranks of the ZooKeeper groups.
 4. expected: ``core/expected_assignment`` from the plan (a dense topic's partitions generated
    from its count, a sparse topic's joined from its broadcast ranks); round-robin ZooKeeper
-   groups, classic Kafka groups and KIP-848 groups (their server's target;
-   ``core/consumer_group_findings`` written on the main chain) by their general functions.
+   groups and KIP-848 groups (their server's target; ``core/consumer_group_findings`` written
+   on the main chain) by their general functions; the classic Kafka groups' from the history
+   chain (2).
 5. main, once the owners are written: the audit, ZooKeeper range groups by lookup
-   (``audit.range_audit``), the rest with the general full outer join (``audit.audit``); the
-   unowned partitions of range groups are looked for only when fewer observed rows matched
-   an expected key (counted in the footers of the lookup's files) than there are expected
-   rows.
+   (``audit.range_audit``), the classic Kafka groups' from the history chain, the rest with
+   the general full outer join (``audit.audit``); the unowned partitions of range groups are
+   looked for only when fewer observed rows matched an expected key (counted in the footers
+   of the lookup's files) than there are expected rows.
 
 Frames that two writes (or two branches of one plan) read are computed once
 (``io.reused``). A small run's plans move no rows between partitions (kaudit's session
@@ -44,7 +47,6 @@ from pyspark.sql import functions as F
 from pipelines.context import RunContext
 from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.spark import (
-    assignment_kafka,
     assignment_kip848,
     assignment_zk,
     generations,
@@ -110,31 +112,15 @@ def _small_registry(tx, znodes: DataFrame, advance, replaced=()) -> list[DataFra
         small.unpersist()
 
 
-def _write_expected(tx, frames: list[DataFrame], advance) -> int:
-    """Writes ``core/expected_assignment``; returns the rows of the first frame (range groups)."""
+def _write_expected(tx, frames: list[DataFrame], kafka_era, advance) -> int:
+    """Writes ``core/expected_assignment`` (with the classic Kafka groups' rows of ``kafka_era``,
+    the chain of :func:`_kafka_era_states`); returns the rows of the first frame (range groups)."""
+    classic = kafka_era.result()[1]
     counting, counted = observe(frames[0], rows=F.count(F.lit(1)))
-    write_staged(tx, "core/expected_assignment", _union([counting] + frames[1:]))
+    more = frames[1:] + ([] if classic is None else [classic.expected])
+    write_staged(tx, "core/expected_assignment", _union([counting] + more))
     advance()
     return counted.get["rows"]
-
-
-def _kafka_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> dict[str, DataFrame]:
-    """Expected rows and audit inputs of the Kafka groups of ``__consumer_offsets``."""
-    wh, run_id = ctx.warehouse, ctx.run_id
-    latest = reused(assignment_kafka.latest_groups(read_spark(spark, wh, "raw/group_metadata", run_id)))
-    members = reused(assignment_kafka.latest_members(latest, read_spark(spark, wh, "raw/group_members", run_id)))
-    assignments = read_spark(spark, wh, "raw/group_assignments", run_id)
-    partitions = reused(
-        assignment_kafka.topic_partitions(topic_parts, read_spark(spark, wh, "raw/log_end_offsets", run_id))
-    )
-    src = F.lit(assignment_kafka.SOURCE).alias("source")
-    return {  # the expected rows are written and audited: computed once
-        "expected": reused(assignment_kafka.expected_assignment(members, partitions)),
-        "observed": assignment_kafka.observed_owners(latest, assignments),
-        "registered": members.select(src, "group_id", "owner"),
-        "subscribed": members.select(src, "group_id", F.explode("subscribed_topics").alias("topic")),
-        "known": partitions.select(src, "topic", "partition", "broker_id"),
-    }
 
 
 def _kip848_groups(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame) -> tuple[dict, DataFrame, tuple]:
@@ -171,12 +157,13 @@ def _zookeeper_states(spark: SparkSession, ctx: RunContext, assignors: dict[str,
     return [_early(frame) for frame in rebalances.build(spark, ctx, assignors, rule)]
 
 
-def _kafka_era_states(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame,
-                      kip848_state: tuple | None, rule: SettleRule) -> list[list[DataFrame]]:
-    """The same two tables' rows of every generation (epoch) of the Kafka groups
+def _kafka_era_states(spark: SparkSession, ctx: RunContext, topic_parts: DataFrame, kip848_state: tuple | None,
+                      rule: SettleRule) -> tuple[list[list[DataFrame]], generations.Classic | None]:
+    """The same two tables' rows of every generation (epoch) of the Kafka groups, and the
+    classic groups' frames, the latest generation's expected and audit rows among them
     (:func:`generations.build`)."""
-    pairs = generations.build(spark, ctx, topic_parts, kip848_state, rule)
-    return [[_early(frame) for frame in pair] for pair in pairs]
+    pairs, classic = generations.build(spark, ctx, topic_parts, kip848_state, rule)
+    return [[_early(frame) for frame in pair] for pair in pairs], classic
 
 
 def _write_history(tx, zookeeper: list[DataFrame], kafka_era: list[list[DataFrame]], advance) -> None:
@@ -252,10 +239,9 @@ def build_core(ctx: RunContext, assignors: dict[str, str], rule: SettleRule = DE
             kip848, findings, kip848_state = _kip848_groups(spark, ctx, topic_parts)
         kafka_era = side.submit("kafka-history", _kafka_era_states, spark, ctx, topic_parts, kip848_state,
                                 rule)
-        kafka = _kafka_groups(spark, ctx, topic_parts) if row_count(wh, "raw/group_metadata", run_id) else None
-        others = [o for o in (roundrobin, kafka, kip848) if o is not None]
+        others = [o for o in (roundrobin, kip848) if o is not None]
         expected = side.submit("expected", _write_expected, tx, [expected_range, *[o["expected"] for o in others]],
-                               advance)
+                               kafka_era, advance)
         write_staged(tx, "core/consumer_group_findings", findings)
         advance()
         group_frames = {**_driven(spark, ctx, share_groups, SHARE_INPUTS, topic_parts),
@@ -275,16 +261,21 @@ def build_core(ctx: RunContext, assignors: dict[str, str], rule: SettleRule = DE
             roundrobin["observed"] = owners.where(~ranged)
         write_staged(tx, "core/assignment_audit", range_audit(owners.where(ranged), plan, ranks, threads))
         matched = staged_non_null(tx, "core/assignment_audit", "expected_owner")
-        if others:
-            audited = audit(**{k: _union([o[k] for o in others]) for k in others[0]})
-            write_staged(tx, "core/assignment_audit", audited, append=True)
+        classic = kafka_era.result()[1]
+        if kip848 is not None and classic is not None:  # the KIP-848 groups' audit knows the classic ones' topics
+            kip848["known"] = kip848["known"].unionByName(classic.known)
+        audited = [audit(**{k: _union([o[k] for o in others]) for k in others[0]})] if others else []
+        if classic is not None:
+            audited.append(classic.latest_audit)
+        if audited:
+            write_staged(tx, "core/assignment_audit", _union(audited), append=True)
         if matched < expected.result():
             write_staged(tx, "core/assignment_audit", unowned(expected_range, owners.where(ranged)), append=True)
         advance()
         for frame in (threads, plan, ranks):
             frame.unpersist()
 
-        _write_history(tx, zookeeper.result(), kafka_era.result(), advance)
+        _write_history(tx, zookeeper.result(), kafka_era.result()[0], advance)
 
         quarantined = _union(bad).toArrow() if bad else quarantine.table([])
         tx.write("raw/quarantine", quarantined, RAW_QUARANTINE)

@@ -20,14 +20,17 @@ Classic groups (``raw/group_metadata``, ``raw/group_members``, ``raw/group_assig
 - Expected owners: the build's Kafka assignors (:func:`pipelines.spark.assignment_kafka.expected_assignment`:
   range, round-robin; other protocols structurally only) over the generation's members and
   the run's partitions; the state is folded into the group name (``group \\x01 offsets
-  partition \\x01 log offset``) so one call computes every generation of every group. The
+  partition \\x01 log offset``, and ``\\x01 latest`` for the group's latest record when it is
+  a live consumer group's) so one call computes every generation of every group. The
   assignment the leader wrote is audited against them by :func:`pipelines.spark.audit.audit`
   (``duplicate_owner``: a partition in two members' assignments, counted as
-  ``double_claimed_partitions``). The leader writes the whole assignment at once, so a
-  generation is settled (:mod:`pipelines.settle`) when nothing follows its last record for the
-  settle window (to the next state, or to the history's end: the latest group record or offset
-  commit time of the run); a generation ended by the group's deletion has no known end (not
-  settled), one without times (GroupMetadataValue v0/v1) cannot be timed (settled).
+  ``double_claimed_partitions``). The latest state's expected and audit rows are the build's
+  ``core/expected_assignment`` and ``core/assignment_audit`` rows of the group. The leader
+  writes the whole assignment at once, so a generation is settled (:mod:`pipelines.settle`)
+  when nothing follows its last record for the settle window (to the next state, or to the
+  history's end: the latest group record or offset commit time of the run); a generation
+  ended by the group's deletion has no known end (not settled), one without times
+  (GroupMetadataValue v0/v1) cannot be timed (settled).
 
 KIP-848 groups (``raw/consumer_group_*``): a state is a group epoch (ConsumerGroupMetadata
 records, the same rule as generations). Expected owners: the server's target of that epoch
@@ -54,13 +57,15 @@ count in old generations).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.context import RunContext
 from pipelines.settle import DEFAULT_RULE, SettleRule
 from pipelines.spark import assignment_kafka, assignment_kip848
-from pipelines.spark.audit import audit
+from pipelines.spark.audit import OUT, audit
 from pipelines.spark.io import read_spark, reused
 from pipelines.spark.settling import millis, rebalance_runs
 from pipelines.warehouse.reading import row_count
@@ -68,6 +73,7 @@ from pipelines.warehouse.tables import GROUP_RECORD_ORDER
 
 SOURCE = "kafka"
 SEP = "\x01"
+LATEST = "latest"
 KEY = ["group_id", "offsets_partition", "log_offset"]
 STATE = ["group_id", "state_partition", "state_offset"]  # the record that began the state
 
@@ -76,15 +82,21 @@ def _log_order() -> list[Column]:
     return [F.col(c) for c in GROUP_RECORD_ORDER]
 
 
-def _fold() -> Column:
-    return F.concat_ws(SEP, "group_id", F.col("state_partition").cast("string"), F.col("state_offset").cast("string"))
+def _fold(latest: Column | None = None) -> Column:
+    """The state folded into the group name; ``latest`` true: a fourth part marks the group's
+    latest state (the one of ``core/assignment_audit``)."""
+    parts = ["group_id", F.col("state_partition").cast("string"), F.col("state_offset").cast("string")]
+    return F.concat_ws(SEP, *parts, *([] if latest is None else [F.when(latest, F.lit(LATEST))]))
 
 
 def _unfold(df: DataFrame) -> DataFrame:
+    """``df`` with its folded group names (:func:`_fold`) split: the group, ``state_partition,
+    state_offset`` and ``_latest``."""
     parts = F.split("group_id", SEP)
     return df.withColumns({
         "state_partition": F.get(parts, 1).cast("int"),
         "state_offset": F.get(parts, 2).cast("bigint"),
+        "_latest": F.get(parts, 3).isNotNull(),
         "group_id": F.get(parts, 0),
     })
 
@@ -249,14 +261,36 @@ def _latest_time(*frames: tuple[DataFrame, str]) -> DataFrame:
     return union.agg(F.max("_t").alias("_end_at"))
 
 
+class Classic(NamedTuple):
+    """The classic groups' frames (:func:`classic_generations`)."""
+
+    states: DataFrame  # core/rebalance_states rows
+    audit: DataFrame  # core/settled_audit rows
+    expected: DataFrame  # core/expected_assignment rows of each group's latest state
+    latest_audit: DataFrame  # core/assignment_audit rows of the same states
+    known: DataFrame  # the partitions their audit knows (source, topic, partition, broker_id)
+
+
 def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_assignments: DataFrame,
                    partitions: DataFrame, rule: SettleRule = DEFAULT_RULE,
                    more_times: list[tuple[DataFrame, str]] = ()) -> tuple[DataFrame, DataFrame]:
-    """(``core/rebalance_states``, ``core/settled_audit``) rows of the classic groups' generations.
+    """(``core/rebalance_states``, ``core/settled_audit``) rows of the classic groups' generations
+    (:func:`classic_generations`)."""
+    return tuple(classic_generations(group_metadata, group_members, group_assignments, partitions, rule,
+                                     more_times)[:2])
+
+
+def classic_generations(group_metadata: DataFrame, group_members: DataFrame, group_assignments: DataFrame,
+                        partitions: DataFrame, rule: SettleRule = DEFAULT_RULE,
+                        more_times: list[tuple[DataFrame, str]] = (), more_known: DataFrame | None = None) -> Classic:
+    """The rows of the classic groups' generations, and of each group's latest state (the group's
+    latest record, when it is a live consumer group's: :func:`assignment_kafka.latest_groups`)
+    the expected and audit rows of the build's main tables: one computation of both.
     ``partitions``: :func:`assignment_kafka.topic_partitions` of the run; ``rule``: the settle
     window and stuck limit; ``more_times``: (frame, time column) of the run's other
     ``__consumer_offsets`` records, whose times extend the history's end past the last group
-    record (as :func:`build` gathers them)."""
+    record (as :func:`build` gathers them); ``more_known``: the audit's other known partitions
+    (``source, topic, partition, broker_id``: the KIP-848 groups' topics)."""
     # a record without a group id (the contract allows a null) is a state of no group
     consumer = group_metadata.where(
         F.col("group_id").isNotNull() & (F.col("is_tombstone") | (F.col("protocol_type") == "consumer")))
@@ -268,22 +302,26 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
         F.max(F.struct(*_log_order(), "protocol", "state_timestamp")).alias("_last")
     ).select(*STATE, F.col("_last.log_offset").alias("log_offset"),
              F.col("_last.offsets_partition").alias("offsets_partition"), F.col("_last.protocol").alias("protocol"),
-             F.col("_last.state_timestamp").alias("_changed_at"), F.col("_last.log_offset").alias("_changed_offset"))
-    of_last = last.select(*STATE, *KEY)
-    folded = last.select(_fold().alias("group_id"), "offsets_partition", "log_offset", "protocol")
+             F.col("_last.state_timestamp").alias("_changed_at"), F.col("_last.log_offset").alias("_changed_offset")
+             ).join(assignment_kafka.latest_groups(group_metadata).select(*KEY, F.lit(True).alias("_latest")), KEY,
+                    "left")
+    of_last = last.select(*STATE, *KEY, "_latest")
+    folded = last.select(_fold(F.col("_latest")).alias("group_id"), "offsets_partition", "log_offset", "protocol")
 
     def fold_rows(rows: DataFrame) -> DataFrame:
-        return rows.join(of_last, KEY).withColumn("group_id", _fold()).drop("state_partition", "state_offset")
+        return rows.join(of_last, KEY).withColumn("group_id", _fold(F.col("_latest"))).drop(
+            "state_partition", "state_offset", "_latest")
 
     members = reused(assignment_kafka.latest_members(folded, fold_rows(group_members)))
     src = F.lit(SOURCE).alias("source")
     expected = reused(assignment_kafka.expected_assignment(members, partitions))
+    known = partitions.select(src, "topic", "partition", "broker_id")
     audited = reused(_audited({
         "expected": expected,
         "observed": assignment_kafka.observed_owners(folded, fold_rows(group_assignments)),
         "registered": members.select(src, "group_id", "owner"),
         "subscribed": members.select(src, "group_id", F.explode("subscribed_topics").alias("topic")),
-        "known": partitions.select(src, "topic", "partition", "broker_id"),
+        "known": known if more_known is None else known.unionByName(more_known),
     }))
 
     sets = _unfold(members.select(
@@ -306,7 +344,9 @@ def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_as
     settled = F.coalesce(quiet >= rule.window_ms, changed_at.isNull())
     table = _states_table(states, _summary(audited, expected), "classic", settled,
                           F.when(settled, changed_at), F.when(settled, F.col("_changed_offset")), rule)
-    return table, _audit_table(audited, table, "classic")
+    latest = _unfold(expected).where("_latest").drop("state_partition", "state_offset", "_latest")
+    return Classic(table, _audit_table(audited, table, "classic"), latest, audited.where("_latest").select(*OUT),
+                   known)
 
 
 def _place() -> Column:
@@ -463,12 +503,15 @@ def consumer_states(raw: dict[str, DataFrame], topic_parts: DataFrame, state: di
 
 def build(spark, ctx: RunContext, topic_parts: DataFrame,
           kip848: tuple[dict[str, DataFrame], dict[str, DataFrame]] | None,
-          rule: SettleRule = DEFAULT_RULE) -> list[tuple[DataFrame, DataFrame]]:
+          rule: SettleRule = DEFAULT_RULE) -> tuple[list[tuple[DataFrame, DataFrame]], Classic | None]:
     """(``core/rebalance_states``, ``core/settled_audit``) frames of the run's classic and
     KIP-848 groups, as many pairs as the run has kinds of group records; the ZooKeeper-era
     columns (``tables.ZOOKEEPER_STATE_COLUMNS``) are left to the writer (``io.conform``). ``kip848``:
     the KIP-848 raw frames and their :func:`assignment_kip848.state` (None: the run has no
-    KIP-848 group records)."""
+    KIP-848 group records). Also the classic groups' :class:`Classic` (None: the run has no
+    classic group records), whose latest states the build's main tables take. The classic
+    groups' audit knows the KIP-848 groups' topics too, as the build's audit of both kinds
+    always did."""
     wh, run_id = ctx.warehouse, ctx.run_id
 
     def read(t: str) -> DataFrame:
@@ -483,12 +526,14 @@ def build(spark, ctx: RunContext, topic_parts: DataFrame,
         times.append((classic, "state_timestamp"))
     if kip848 is not None:
         times += [(kip848[0][t], "batch_timestamp") for t in assignment_kip848.RAW_TABLES]
-    out = []
+    out, generations = [], None
     if classic is not None:
         partitions = assignment_kafka.topic_partitions(topic_parts, read("raw/log_end_offsets"))
-        out.append(classic_states(classic, read("raw/group_members"), read("raw/group_assignments"), partitions,
-                                  rule, times))
+        more_known = None if kip848 is None else assignment_kip848.audit_inputs(kip848[1])["known"]
+        generations = classic_generations(classic, read("raw/group_members"), read("raw/group_assignments"),
+                                          partitions, rule, times, more_known)
+        out.append(generations[:2])
     if kip848 is not None:
         raw, state = kip848
         out.append(consumer_states(raw, topic_parts, state, rule, times))
-    return out
+    return out, generations
