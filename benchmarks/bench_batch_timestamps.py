@@ -9,7 +9,7 @@ The partition: ``--batches`` magic-2 batches of ``--records`` records each in se
 builder, the others are its copies with their base offset and timestamps patched and the
 CRC-32C recomputed (``testkit.timestamps``).
 
-    .venv/bin/python benchmarks/bench_batch_timestamps.py [--batches N] [--records N] [--repeat R]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_batch_timestamps.py [--batches N] [--records N] [--repeat R]
 
 Each figure is the best of R runs (default 3); the ratio is kafka-python / kaudit.
 """

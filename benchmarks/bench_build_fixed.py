@@ -8,7 +8,7 @@ build, Spark reading each raw table of the run and writing one table per table t
 writes (the core tables and the marts, with their schemas), with the build's own writer. The
 target: a warm tiny build under 15 s on an idle 2-core machine.
 
-    .venv/bin/python benchmarks/bench_build_fixed.py [--rounds 3] [--core-only]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_build_fixed.py [--rounds 3] [--core-only]
 """
 
 from __future__ import annotations

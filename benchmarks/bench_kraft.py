@@ -11,7 +11,7 @@ The log (generated once with the test encoder, ``testkit/kraft.py``, cached unde
 their configs, then ISR shrinks/expands and leader changes (PartitionChangeRecord, most of
 the log), broker fencing, NoOps, in batches of 1-50 records, 64 MiB segments.
 
-    .venv/bin/python benchmarks/bench_kraft.py [--records 1000000] [--data DIR]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_kraft.py [--records 1000000] [--data DIR]
 """
 
 from __future__ import annotations

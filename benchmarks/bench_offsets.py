@@ -11,7 +11,7 @@ times
 and prints both rates, the ratio (target >= 25x) and the 1-minute load average
 before and after each side (the machine is shared: compare figures of similar load).
 
-    .venv/bin/python benchmarks/bench_offsets.py [--records 5000000] [--data DIR]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_offsets.py [--records 5000000] [--data DIR]
 
 Targets: >= 25x kafka-python and >= 3.5M records/s, i.e. <= 1.43 s of wall for these 5M records
 (412 MB, 10 partitions of one 41 MB segment each, 2 workers). Method and figures: docs/benchmarks.md.

@@ -12,7 +12,7 @@ scanner must resync inside the file), and prints the times and their ratio (dama
 target: about 1x, i.e. linear). Then the same for 17 MiB of 0x01 bytes against a clean
 segment of 17 MiB.
 
-    .venv/bin/python benchmarks/bench_resync.py [--mb 1024] [--data DIR] [--timeout 600]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_resync.py [--mb 1024] [--data DIR] [--timeout 600]
 """
 
 from __future__ import annotations
