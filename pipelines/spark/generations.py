@@ -271,15 +271,6 @@ class Classic(NamedTuple):
     known: DataFrame  # the partitions their audit knows (source, topic, partition, broker_id)
 
 
-def classic_states(group_metadata: DataFrame, group_members: DataFrame, group_assignments: DataFrame,
-                   partitions: DataFrame, rule: SettleRule = DEFAULT_RULE,
-                   more_times: list[tuple[DataFrame, str]] = ()) -> tuple[DataFrame, DataFrame]:
-    """(``core/rebalance_states``, ``core/settled_audit``) rows of the classic groups' generations
-    (:func:`classic_generations`)."""
-    return tuple(classic_generations(group_metadata, group_members, group_assignments, partitions, rule,
-                                     more_times)[:2])
-
-
 def classic_generations(group_metadata: DataFrame, group_members: DataFrame, group_assignments: DataFrame,
                         partitions: DataFrame, rule: SettleRule = DEFAULT_RULE,
                         more_times: list[tuple[DataFrame, str]] = (), more_known: DataFrame | None = None) -> Classic:
@@ -532,7 +523,7 @@ def build(spark, ctx: RunContext, topic_parts: DataFrame,
         more_known = None if kip848 is None else assignment_kip848.audit_inputs(kip848[1])["known"]
         generations = classic_generations(classic, read("raw/group_members"), read("raw/group_assignments"),
                                           partitions, rule, times, more_known)
-        out.append(generations[:2])
+        out.append((generations.states, generations.audit))
     if kip848 is not None:
         raw, state = kip848
         out.append(consumer_states(raw, topic_parts, state, rule, times))

@@ -57,8 +57,8 @@ def test_classic_generations_triggers_and_audit(spark):
 
     meta, members, assigns, log_ends = _classic(spark)
     tp = spark.createDataFrame([], table_schema("core/topic_partitions", True))
-    states, audited = G.classic_states(meta, members, assigns, topic_partitions(tp, log_ends))
-    states, audited = states.collect(), audited.collect()
+    classic = G.classic_generations(meta, members, assigns, topic_partitions(tp, log_ends))
+    states, audited = classic.states.collect(), classic.audit.collect()
     # settled: nothing followed the generation's last record for the settle window (8 s; the
     # records are a minute apart); the generation ended by the group's deletion has no known end
     # (a tombstone carries no time), and the last one ends the history (no time after it)
