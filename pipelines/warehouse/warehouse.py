@@ -540,15 +540,29 @@ class Warehouse:
         }, schema=LEDGER_SCHEMA)
         from pyiceberg.exceptions import CommitFailedException
 
+        data = schemas.to_write(LEDGER, data, {schemas.RUN_ID: run_id}, LEDGER_SCHEMA)
         for attempt in range(publish.TRIES):
             txn = publish.transaction(self.table(LEDGER, LEDGER_SCHEMA))
-            txn.append(schemas.to_write(LEDGER, data, {schemas.RUN_ID: run_id}, LEDGER_SCHEMA))
+            txn.append(data)
             publish.stage_expiry(txn)
             try:
-                publish.commit(txn)
+                self._recorded(run_id, publish.commit(txn), data)
                 return
             except CommitFailedException as err:
                 publish.retry(attempt, err)
+
+    def _recorded(self, run_id: str, ledger, data: pa.Table) -> None:
+        """The run's ledger rows as read before plus ``data``, the rows this append added, when
+        nothing else was appended since they were read (the append's parent is the snapshot
+        they were read at): the step's own reads after its publication (the quarantine's
+        lines, the next step's checks) then scan the ledger no more."""
+        self._loaded[LEDGER] = ledger
+        cached, head = self._ledger_cache.get(run_id), ledger.current_snapshot()
+        if cached is None or head is None or head.parent_snapshot_id != cached[0]:
+            return
+        rows = cached[1]
+        self._ledger_cache[run_id] = (head.snapshot_id,
+                                      pa.concat_tables([rows, data.select(rows.schema.names).cast(rows.schema)]))
 
     # -- a run's documents (files, not tables) and run metadata ----------------------------------
     def partition_dir(self, name: str, run_id: str) -> Path:
