@@ -122,13 +122,35 @@ def submit_command(
     ctx: RunContext, step: str, args: list[str] | None = None, py_files: Path | None = None
 ) -> list[str]:
     """The spark-submit command line of one job (what Airflow's SparkSubmitHook also builds), with
-    ``ctx.spark_conf`` as ``--conf``."""
+    ``ctx.spark_conf`` as ``--conf``. A driver on this machine (client mode, a master on
+    loopback) starts as kaudit's own (:func:`_driver_here`) unless ``ctx.spark_conf`` says
+    otherwise."""
     cmd = [str(spark_submit_binary()), "--master", ctx.spark_master or "local[*]",
            "--name", f"kaudit-{step}-{ctx.run_id}"]
     cmd += ["--py-files", str(py_files or build_package())]
-    for key, value in sorted({**warehouse_conf(ctx.warehouse), **ctx.spark_conf}.items()):
+    conf = {**warehouse_conf(ctx.warehouse), **ctx.spark_conf}
+    if _loopback_master(ctx.spark_master) and conf.get("spark.submit.deployMode", "client") == "client":
+        conf = _driver_here(ctx, conf)
+    for key, value in sorted(conf.items()):
         cmd += ["--conf", f"{key}={value}"]
     return cmd + job_command(ctx, step, args)
+
+
+def _driver_here(ctx: RunContext, conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with the heap and JVM options of a driver kaudit starts itself (the JIT of a small
+    run when the run is one; ``conf``'s own settings win): on the demo's ZooKeeper run, the dbt
+    job on ``local[2]`` took half the CPU with them (docs/benchmarks.md). With a local
+    master the driver is also the executor and gets kaudit's jar as kaudit's own driver does, so
+    its classpath is the class archive's; with a standalone cluster on loopback the executors
+    would lack the jar's classes, and without the jar the archive cannot map (the JVM would warn)."""
+    from pipelines.spark import jar
+    from pipelines.spark.session import driver_settings, is_small_run
+    from pipelines.warehouse.reading import run_rows
+
+    small = is_small_run(run_rows(ctx.warehouse, ctx.run_id))
+    if not is_local(ctx.spark_master):
+        return {**driver_settings(quiet=False, small=small, archive=False), **conf}
+    return {**driver_settings(quiet=False, small=small), **conf, **jar.settings(conf)}
 
 
 def warehouse_conf(warehouse) -> dict[str, str]:

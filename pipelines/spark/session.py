@@ -180,6 +180,14 @@ def driver_java_options(quiet: bool, archive: bool = True, small: bool = False) 
     return " ".join(options)
 
 
+def driver_settings(quiet: bool, small: bool = False, archive: bool = True) -> dict[str, str]:
+    """The settings of a driver JVM kaudit starts on this machine, itself or through
+    spark-submit in client mode (:func:`pipelines.cluster.submit_command`): its heap and
+    :func:`driver_java_options`."""
+    options = driver_java_options(quiet=quiet, archive=archive, small=small)
+    return {**DRIVER_MEMORY, "spark.driver.extraJavaOptions": options}
+
+
 _JVM_START = threading.Lock()
 
 
@@ -213,8 +221,7 @@ def get_spark(
         settings["spark.master"] = master
     elif not submitted and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         settings["spark.master"] = "local[*]"
-    java_options = driver_java_options(quiet=log is not None, small=small)
-    own = {} if submitted else {**LOOPBACK_DRIVER, **DRIVER_MEMORY, "spark.driver.extraJavaOptions": java_options}
+    own = {} if submitted else {**LOOPBACK_DRIVER, **driver_settings(quiet=log is not None, small=small)}
     # kaudit's jar (its file: scheme, its session extension) before the user's classpath entries
     files = {} if submitted else jar.settings(conf or {})
     settings.update({**CONF, **own, **(conf or {}), **files})

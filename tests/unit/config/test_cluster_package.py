@@ -47,6 +47,46 @@ def test_submit_command(tmp_path, monkeypatch):
         cluster.submit_command(ctx, "nope", py_files=zip_path)
 
 
+def _conf(cmd: list[str]) -> dict[str, str]:
+    return dict(cmd[i + 1].split("=", 1) for i, a in enumerate(cmd) if a == "--conf")
+
+
+@pytest.mark.parametrize(
+    ("master", "own", "local"),
+    [
+        ("local[2]", {}, True),
+        ("spark://127.0.0.1:7077", {}, True),
+        ("spark://10.0.0.1:7077", {}, False),  # the driver's JVM is the cluster's business
+        ("local[2]", {"spark.submit.deployMode": "cluster"}, False),
+        ("local[2]", {"spark.driver.memory": "8g", "spark.driver.extraJavaOptions": "-Dx=1"}, False),
+    ],
+)
+def test_a_driver_on_this_machine_starts_as_kaudits_own(tmp_path, monkeypatch, master, own, local):
+    """A job submitted to a master on loopback in client mode runs its driver here: it gets the
+    heap and JVM options (the JIT of a small run: this run has no rows) of a driver kaudit starts
+    itself; with a local master also kaudit's jar and the class archive, as kaudit's own driver
+    (the archive maps only with the jar first on the classpath). The config's settings win."""
+    from pipelines.spark import jar, session
+
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    ctx = RunContext(Warehouse(tmp_path / "wh"), "r1", spark_master=master, spark_conf=own)
+    conf = _conf(cluster.submit_command(ctx, "dbt_build", [], tmp_path / "p.zip"))
+    java = conf.get("spark.driver.extraJavaOptions")
+    if local:
+        here = master.startswith("local")
+        assert conf["spark.driver.memory"] == session.DRIVER_MEMORY["spark.driver.memory"]
+        assert java == session.driver_java_options(quiet=False, small=True, archive=here)
+        assert session.JIT_SMALL in java and "-XX:+UseParallelGC" in java
+        assert (("-XX:SharedArchiveFile" in java) == (here and session.CLASS_ARCHIVE.is_file()))
+        if jar.JAR.is_file():  # the jar first, the warehouse's Iceberg extensions kept
+            assert conf.get(jar.CLASSPATH, "").startswith(str(jar.JAR)) == here
+            extensions = conf["spark.sql.extensions"].split(",")
+            assert (jar.EXTENSION in extensions) == here and len(extensions) == 1 + here
+    else:
+        assert (conf.get("spark.driver.memory"), java) == (
+            own.get("spark.driver.memory"), own.get("spark.driver.extraJavaOptions"))
+
+
 def test_submit_command_of_an_iceberg_warehouse_on_s3(tmp_path, monkeypatch):
     """The job gets the tables' location, format, catalog and local directory; spark-submit gets
     Iceberg's jars and the catalog's S3 settings from the environment (the executors have no
@@ -65,7 +105,7 @@ def test_submit_command_of_an_iceberg_warehouse_on_s3(tmp_path, monkeypatch):
     own = {"spark.executor.memory": "2g", "spark.sql.catalog.kaudit.s3.endpoint": "http://s3:9000"}
     ctx = RunContext(wh, "r1", spark_master="spark://10.0.0.1:7077", spark_conf=own)
     cmd = cluster.submit_command(ctx, "build_core", [], tmp_path / "p.zip")
-    conf = dict(cmd[i + 1].split("=", 1) for i, a in enumerate(cmd) if a == "--conf")
+    conf = _conf(cmd)
     assert conf["spark.jars"] == ",".join(str(j) for j in jars.paths())
     assert conf["spark.sql.catalog.kaudit.warehouse"] == "s3a://bucket/wh"
     assert conf["spark.sql.catalog.kaudit.uri"] == f"jdbc:sqlite:{tmp_path / 'cat.db'}"
