@@ -113,6 +113,7 @@ class GxProject:
                 add = getattr(self.context.data_sources, f"add_or_update_{engine}")
                 self.datasources[engine] = add(name=name, assets=assets, **settings)
         self._validated: set[str] = set()  # GX suites validated since the last docs build
+        self._runs: set[tuple[str, str]] = set()  # ... and the run identifiers of their validations
 
     def has_assets(self, views: Iterable[str]) -> bool:
         """Both datasources have a dataframe asset with the whole-frame batch for each of
@@ -159,6 +160,8 @@ class GxProject:
             )
         )
         evaluated_at = datetime.now(UTC)
+        run = RunIdentifier(run_name=run_id, run_time=evaluated_at)
+        self._runs.add(run.to_tuple())
         outcome = definition.run(
             batch_parameters={"dataframe": frame},
             # no rendered query of the unexpected rows: GX renders it by analysing
@@ -170,7 +173,7 @@ class GxProject:
                 "unexpected_index_column_names": [ROW_ID],
                 "return_unexpected_index_query": False,
             },
-            run_id=RunIdentifier(run_name=run_id, run_time=evaluated_at),
+            run_id=run,
         )
         results = []
         for r in outcome.results:
@@ -181,18 +184,20 @@ class GxProject:
         order = {c.name: i for i, c in enumerate(checks)}
         return sorted(results, key=lambda c: order[c.check.name])
 
-    def build_docs(self, run_id: str | None = None) -> Path:
-        """The Data Docs site: with ``run_id``, when the site exists, the pages of that run's
-        validation results and of the suites validated since the last build are rendered (the
-        other runs' pages are already there) and the index lists every run; else every page."""
+    def build_docs(self, new: bool = True) -> Path:
+        """The Data Docs site: with ``new``, when the site exists, the pages of the validation
+        results and of the suites validated since the last build are rendered (the earlier
+        validations' pages, a run's earlier ones among them, are already there) and the index
+        lists every run; else every page."""
         index = self.docs_dir / "index.html"
         changed = None
-        if run_id is not None and index.exists():
+        if new and index.exists():
             store = self.context.validation_results_store
-            changed = [key for key in store.list_keys() if key.run_id.run_name == run_id]
+            changed = [key for key in store.list_keys() if key.run_id.to_tuple() in self._runs]
             changed += [ExpectationSuiteIdentifier(name=name) for name in sorted(self._validated)]
         self.context.build_data_docs(site_names=[SITE], resource_identifiers=changed or None)
         self._validated.clear()
+        self._runs.clear()
         return index
 
 

@@ -149,7 +149,7 @@ def _run_suites(ctx: RunContext, project, suites, views: dict, no_data: dict[str
                         progress.advance(task)
         (out / RESULTS_FILE).write_text(json.dumps(entries, indent=2, default=str) + "\n")
         tx.write(results.TABLE, results.results_table(rows))
-        docs = project.build_docs(ctx.run_id)
+        docs = project.build_docs()
     return entries, docs
 
 
