@@ -265,6 +265,7 @@ def run_dbt(
     build_lock = publish.publish_lock(warehouse.root, BUILD_LOCK)
     with build_lock, warehouse.transaction(ctx.run_id, iceberg_ledger.STEP) as tx:
         branch = iceberg_ledger.open_build(warehouse, ctx.run_id)
+        iceberg_ledger.drop_working_tables(warehouse)  # (a selection builds those it reads: `+<mart>`)
         try:
             with _ONE_AT_A_TIME, run_env(ctx, branch), ctx.progress() as bar:
                 started = time.monotonic()

@@ -21,6 +21,7 @@ from pipelines.warehouse.warehouse import Warehouse
 
 STEP = "dbt"
 LAYERS = ("marts", "snapshots")  # the namespaces of the catalog dbt writes to
+WORKING = "intermediate"  # the namespace of the build's working tables (not published)
 
 
 def dbt_tables(warehouse: Warehouse) -> list[str]:
@@ -31,6 +32,16 @@ def dbt_tables(warehouse: Warehouse) -> list[str]:
         if (*warehouse.namespace, layer) in [tuple(n) for n in catalog.list_namespaces(warehouse.namespace)]:
             out += [f"{layer}/{ident[-1]}" for ident in catalog.list_tables((*warehouse.namespace, layer))]
     return sorted(out)
+
+
+def drop_working_tables(warehouse: Warehouse) -> None:
+    """Drops the previous build's working tables (``kaudit.intermediate.<model>``) and deletes
+    their files, with pyiceberg: Spark's ``drop table ... purge`` deletes them with a Spark job
+    per table (the demo's build: 2.2 s a table at load 10, 13 tables)."""
+    catalog, namespace = warehouse.catalog, (*warehouse.namespace, WORKING)
+    if namespace in [tuple(n) for n in catalog.list_namespaces(warehouse.namespace)]:
+        for ident in catalog.list_tables(namespace):
+            catalog.purge_table(ident)
 
 
 def note_tables(warehouse: Warehouse, run_id: str) -> str:
