@@ -206,6 +206,18 @@ def test_clean_run_passes_and_strict_exits_0(spark, shared_warehouse):
     assert list((part / "failures").iterdir()) == []
     assert "clean" in (warehouse.root / "validation" / "data_docs" / "index.html").read_text()
 
+    # validated again: the Data Docs get this validation's pages; the earlier ones (this run's
+    # first validation's among them) are already there and are not rendered again
+    pages = warehouse.root / "validation" / "data_docs" / "validations"
+    before = {p: p.stat().st_mtime_ns for p in pages.rglob("*.html")}
+    assert any("clean" in p.parts for p in before)
+    assert _cli(warehouse, "clean", "validate") == 0
+    after = {p: p.stat().st_mtime_ns for p in pages.rglob("*.html")}
+    assert {p: after[p] for p in before} == before
+    new = set(after) - set(before)
+    assert new and all("clean" in p.parts for p in new)
+    assert len(new) == len([p for p in before if "clean" in p.parts])  # one page a suite and view, as before
+
 
 def test_a_big_runs_views_stay_in_spark_with_the_same_results(spark, shared_warehouse, monkeypatch):
     """A small run's views are collected to the driver, a big run's are checkpointed in Spark
