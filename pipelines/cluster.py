@@ -147,10 +147,9 @@ def _driver_here(ctx: RunContext, conf: dict[str, str]) -> dict[str, str]:
     from pipelines.spark.session import driver_settings, is_small_run
     from pipelines.warehouse.reading import run_rows
 
-    small = is_small_run(run_rows(ctx.warehouse, ctx.run_id))
-    if not is_local(ctx.spark_master):
-        return {**driver_settings(quiet=False, small=small, archive=False), **conf}
-    return {**driver_settings(quiet=False, small=small), **conf, **jar.settings(conf)}
+    small, local = is_small_run(run_rows(ctx.warehouse, ctx.run_id)), is_local(ctx.spark_master)
+    settings = driver_settings(quiet=False, small=small, archive=local)
+    return {**settings, **conf, **(jar.settings(conf) if local else {})}
 
 
 def warehouse_conf(warehouse) -> dict[str, str]:

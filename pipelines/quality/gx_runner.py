@@ -184,14 +184,14 @@ class GxProject:
         order = {c.name: i for i, c in enumerate(checks)}
         return sorted(results, key=lambda c: order[c.check.name])
 
-    def build_docs(self, new: bool = True) -> Path:
-        """The Data Docs site: with ``new``, when the site exists, the pages of the validation
-        results and of the suites validated since the last build are rendered (the earlier
-        validations' pages, a run's earlier ones among them, are already there) and the index
-        lists every run; else every page."""
+    def build_docs(self) -> Path:
+        """The Data Docs site: when it exists, the pages of the validation results and of the
+        suites validated since the last build are rendered (the earlier validations' pages, a
+        run's earlier ones among them, are already there) and the index lists every run; else
+        every page."""
         index = self.docs_dir / "index.html"
         changed = None
-        if new and index.exists():
+        if index.exists():
             store = self.context.validation_results_store
             changed = [key for key in store.list_keys() if key.run_id.to_tuple() in self._runs]
             changed += [ExpectationSuiteIdentifier(name=name) for name in sorted(self._validated)]
